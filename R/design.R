@@ -1,0 +1,114 @@
+# Model frame, response checks, standardisation and the internal design:
+# one numeric matrix whose columns are the standardised gp() inputs followed
+# by the standardised parametric design, shared by fitting and prediction.
+
+supported_families <- function() {
+  "gaussian(identity), binomial(probit), binomial(logit), poisson(log)"
+}
+
+# Maps a stats family object to the C++ likelihood name.
+likelihood_name <- function(family) {
+  if (is.character(family)) family <- get(family, mode = "function")
+  if (is.function(family)) family <- family()
+  if (!inherits(family, "family")) stop_arg("family", "must be a family object such as binomial()")
+  key <- paste(family$family, family$link)
+  name <- switch(key, "gaussian identity" = "gaussian", "binomial probit" = "probit",
+                 "binomial logit" = "logit", "poisson log" = "poisson", NULL)
+  if (is.null(name))
+    stop_arg("family", "'", family$family, "' with link '", family$link, "' is not supported; ",
+             "supported: ", supported_families())
+  list(family = family, lik = name)
+}
+
+# Checks and codes the response for the likelihood; returns numeric y.
+prepare_response <- function(y, lik, weights) {
+  if (is.matrix(y)) stop_arg("formula", "the response must be a vector (cbind() responses are not supported)")
+  if (lik %in% c("probit", "logit")) {
+    if (is.factor(y)) {
+      if (nlevels(y) != 2) stop_arg("y", "is a factor with ", nlevels(y), " levels; binomial needs 2")
+      y <- as.numeric(y != levels(y)[1])
+    } else if (is.logical(y)) {
+      y <- as.numeric(y)
+    }
+    if (!is.numeric(y) || any(y < 0 | y > 1))
+      stop_arg("y", "must be 0/1, logical, a two-level factor or a proportion in [0, 1] for binomial()")
+    if (all(y == y[1])) stop_arg("y", "has a single class (all values are ", y[1], "); binomial needs both")
+  } else if (lik == "poisson") {
+    if (!is.numeric(y) || any(y < 0)) stop_arg("y", "must be non-negative counts for poisson()")
+    if (any(abs(y - round(y)) > 1e-8)) warning("'y' has non-integer values for poisson()", call. = FALSE)
+  } else {
+    if (!is.numeric(y)) stop_arg("y", "must be numeric for gaussian()")
+  }
+  if (any(!is.finite(y))) stop_arg("y", "has non-finite values (Inf)")
+  y
+}
+
+# Centre/scale of each gp() input block: per column (ARD) or pooled (isotropic).
+input_scaling <- function(X, spec) {
+  ctr <- colMeans(X)
+  sds <- apply(X, 2, stats::sd)
+  const <- !is.finite(sds) | sds <= 1e-12 * pmax(1, abs(ctr))
+  if (any(const)) stop_arg(spec$label, "has a constant input: '", spec$vars[const][1], "'")
+  scl <- if (spec$ard) sds else rep(sqrt(mean(sds^2)), length(sds))
+  list(center = ctr, scale = scl)
+}
+
+standardise <- function(X, sc) sweep(sweep(X, 2, sc$center), 2, sc$scale, "/")
+
+# Standardisation of the parametric design: non-intercept columns are scaled
+# (and centred when there is an intercept); coefficients map back through
+# beta = A beta_std.
+param_scaling <- function(Xp) {
+  int <- colnames(Xp) == "(Intercept)"
+  ctr <- ifelse(int | !any(int), 0, colMeans(Xp))
+  scl <- ifelse(int, 1, apply(Xp, 2, stats::sd))
+  if (nrow(Xp) < 2) scl[] <- 1
+  const <- !int & (!is.finite(scl) | scl <= 1e-12)
+  if (any(const)) stop_arg("formula", "the parametric column '", colnames(Xp)[const][1], "' is constant")
+  if (!any(int)) {
+    scl <- ifelse(int, 1, sqrt(colMeans(Xp^2)))
+  }
+  A <- diag(1 / scl, ncol(Xp))
+  if (any(int)) A[int, !int] <- -ctr[!int] / scl[!int]
+  dimnames(A) <- list(colnames(Xp), colnames(Xp))
+  list(center = ctr, scale = scl, A = A)
+}
+
+check_finite_columns <- function(mf, vars, what) {
+  for (v in vars) {
+    x <- mf[[v]]
+    if (is.numeric(x) && any(is.infinite(x))) stop_arg(v, "has infinite values (", what, ")")
+  }
+}
+
+# Numeric matrix of the gp() inputs of spec from a model frame.
+gp_inputs <- function(mf, spec, what = "data") {
+  X <- sapply(spec$vars, function(v) {
+    x <- mf[[v]]
+    if (is.null(x)) stop(what, " lacks the variable '", v, "' used in ", spec$label, call. = FALSE)
+    if (is.factor(x) || is.character(x) || is.logical(x))
+      stop_arg(v, "in ", spec$label, " must be numeric, not ", class(x)[1],
+               " (use it as a parametric term instead)")
+    if (!is.numeric(x)) stop_arg(v, "in ", spec$label, " must be numeric")
+    as.numeric(x)
+  })
+  matrix(X, nrow = nrow(mf), dimnames = list(NULL, spec$vars))
+}
+
+# Number of unique rows (estimated on a subset of very large inputs).
+n_unique_rows <- function(X) {
+  if (nrow(X) > 50000) X <- X[seq(1, nrow(X), length.out = 50000), , drop = FALSE]
+  sum(!duplicated(X))
+}
+
+# Internal design matrix for the stored terms and scalings.
+internal_design <- function(mf, terms) {
+  blocks <- lapply(terms$gp, function(g) standardise(gp_inputs(mf, g$spec, "newdata"), g$scaling))
+  if (!is.null(terms$param)) {
+    Xp <- stats::model.matrix(terms$param, mf, contrasts.arg = terms$contrasts)
+    blocks <- c(blocks, list(standardise(Xp, terms$param_scaling)))
+  }
+  X <- do.call(cbind, blocks)
+  if (is.null(X)) X <- matrix(0, nrow(mf), 0)
+  X
+}

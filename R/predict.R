@@ -1,0 +1,129 @@
+#' Predictions from a gpgam fit
+#'
+#' Follows [predict.lm()] and `mgcv::predict.gam()`.
+#'
+#' @param object a `gpgam` fit.
+#' @param newdata a data frame with the variables of the formula; when
+#'   missing, predictions at the data used for fitting.
+#' @param type `"link"` (the latent predictor), `"response"` (the posterior
+#'   mean of the mean response: for binomial the probability integrated over
+#'   the posterior of the predictor, for poisson `exp(eta + se^2/2)`) or
+#'   `"terms"` (a matrix with one column per term; parametric terms are their
+#'   contributions `x beta`, and `attr(, "constant")` is the intercept, so that
+#'   `rowSums(terms) + constant + offset` equals the `"link"` prediction).
+#' @param se.fit also return standard errors: the posterior sd of the latent
+#'   predictor (`"link"`, `"terms"`) or of the mean response (`"response"`).
+#'   Observation noise is excluded; [sigma()] gives its sd for Gaussian models.
+#' @param na.action what to do with rows of `newdata` with missing values:
+#'   [na.pass()] (default) returns `NA` for them.
+#' @param ... unused.
+#' @return A vector (or, for `"terms"`, a matrix) of predictions; with
+#'   `se.fit = TRUE` a list with components `fit`, `se.fit` and
+#'   `residual.scale`.
+#' @examples
+#' set.seed(2)
+#' d <- data.frame(x = runif(200))
+#' d$y <- rbinom(200, 1, pnorm(3 * sin(6 * d$x)))
+#' fit <- gpgam(y ~ gp(x), data = d, family = binomial(link = "probit"),
+#'              control = gp_control(inducing = 15, iterations = 300))
+#' predict(fit, data.frame(x = c(0.1, 0.5, 0.9)), type = "response", se.fit = TRUE)
+#' @export
+predict.gpgam <- function(object, newdata, type = c("link", "response", "terms"), se.fit = FALSE,
+                          na.action = stats::na.pass, ...) {
+  type <- match.arg(type)
+  if (!is.logical(se.fit) || length(se.fit) != 1 || is.na(se.fit)) stop_arg("se.fit", "must be TRUE or FALSE")
+  nd <- new_design(object, newdata, na.action)
+  ok <- nd$ok
+  lp <- latent_predict(object, nd$X[ok, , drop = FALSE], nd$offset[ok], terms = type == "terms")
+  fill <- function(v) { out <- rep(NA_real_, length(ok)); out[ok] <- v; names(out) <- nd$names; out }
+  if (type == "terms") {
+    tt <- predict_terms(object, nd, lp)
+    return(if (se.fit) list(fit = tt$fit, se.fit = tt$se.fit) else tt$fit)
+  }
+  if (type == "response") {
+    r <- response_moments(object, lp$fit, lp$se)
+    fit <- fill(r$mean)
+    se <- fill(r$sd)
+  } else {
+    fit <- fill(lp$fit)
+    se <- fill(lp$se)
+  }
+  if (!se.fit) return(fit)
+  list(fit = fit, se.fit = se, residual.scale = sigma(object))
+}
+
+# Internal design of newdata (or of the fitting data when newdata is missing).
+new_design <- function(object, newdata, na.action) {
+  if (missing(newdata) || is.null(newdata)) {
+    if (is.null(object$model)) stop_arg("newdata", "is needed: the fit was made with model = FALSE")
+    mf <- object$model
+  } else {
+    mf <- new_model_frame(object, newdata, na.action)
+  }
+  check_finite_columns(mf, names(mf), "newdata")
+  for (g in object$terms$gp) for (v in g$spec$vars)
+    if (!is.numeric(mf[[v]])) stop_arg("newdata", "variable '", v, "' must be numeric")
+  X <- internal_design_na(mf, object$terms)
+  off <- stats::model.offset(mf) %||% rep(0, nrow(mf))
+  ok <- stats::complete.cases(X) & is.finite(off)
+  X[!ok, ] <- 0
+  off[!ok] <- 0
+  list(X = X, offset = off, ok = ok, mf = mf, names = rownames(mf))
+}
+
+new_model_frame <- function(object, newdata, na.action) {
+  if (!is.data.frame(newdata)) newdata <- tryCatch(as.data.frame(newdata), error = function(e)
+    stop_arg("newdata", "must be a data frame"))
+  tt <- object$terms$full
+  miss <- setdiff(all.vars(tt), names(newdata))
+  if (length(miss)) stop_arg("newdata", "lacks the variable(s) ", paste0("'", miss, "'", collapse = ", "))
+  xl <- object$terms$full_xlevels
+  for (v in intersect(names(xl), names(newdata))) {
+    new <- setdiff(unique(as.character(newdata[[v]][!is.na(newdata[[v]])])), xl[[v]])
+    if (length(new)) stop_arg("newdata", "has level(s) ", paste0("'", new, "'", collapse = ", "),
+                              " of factor '", v, "' not seen when fitting")
+  }
+  stats::model.frame(tt, newdata, na.action = na.action, xlev = xl)
+}
+
+# internal_design() that keeps rows with missing values (as NA rows).
+internal_design_na <- function(mf, terms) {
+  op <- options(na.action = "na.pass")
+  on.exit(options(op))
+  internal_design(mf, terms)
+}
+
+# Columns per term: gp components from the engine, parametric terms x beta.
+predict_terms <- function(object, nd, lp) {
+  ok <- nd$ok
+  n <- length(ok)
+  labs <- vapply(object$terms$gp, function(g) g$spec$label, "")
+  fit <- matrix(NA_real_, n, length(labs), dimnames = list(nd$names, labs))
+  se <- fit
+  if (length(labs)) {
+    fit[ok, ] <- lp$term_fit[, seq_along(labs)]
+    se[ok, ] <- lp$term_se[, seq_along(labs)]
+  }
+  const <- 0
+  if (!is.null(object$terms$param)) {
+    pp <- param_posterior(object)
+    op <- options(na.action = "na.pass")
+    on.exit(options(op))
+    Xp <- stats::model.matrix(object$terms$param, nd$mf, contrasts.arg = object$terms$contrasts)
+    asg <- attr(Xp, "assign")
+    plabs <- attr(object$terms$param, "term.labels")
+    for (j in seq_along(plabs)) {
+      cols <- which(asg == j)
+      Xj <- Xp[, cols, drop = FALSE]
+      fj <- drop(Xj %*% pp$coef[cols])
+      sj <- sqrt(pmax(rowSums((Xj %*% pp$vcov[cols, cols, drop = FALSE]) * Xj), 0))
+      fit <- cbind(fit, matrix(ifelse(ok, fj, NA), ncol = 1, dimnames = list(NULL, plabs[j])))
+      se <- cbind(se, matrix(ifelse(ok, sj, NA), ncol = 1, dimnames = list(NULL, plabs[j])))
+    }
+    if (object$intercept) const <- unname(pp$coef["(Intercept)"])
+  } else if (object$intercept) {
+    const <- object$scaling$y$center
+  }
+  attr(fit, "constant") <- const
+  list(fit = fit, se.fit = se)
+}

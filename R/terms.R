@@ -1,0 +1,111 @@
+#' Gaussian-process terms in a gpgam formula
+#'
+#' `gp()` declares a Gaussian-process component over one or more numeric
+#' inputs; it is only meaningful inside the formula of [gpgam()], which reads it
+#' from the unevaluated formula, so it never clashes with `mgcv::s()`.
+#' `s()` in a gpgam formula is read as `gp()` (mgcv's `bs` and `m` arguments are
+#' ignored with a warning), so mgcv habits work.
+#'
+#' Inputs are standardised internally (centred, and divided by their standard
+#' deviation with `ard = TRUE`, or by one pooled standard deviation with
+#' `ard = FALSE`, so that an isotropic kernel measures distance in the units of
+#' the data); lengthscales are reported on the scale of the data.
+#'
+#' @param ... the input variables (names or expressions such as `log(x)`).
+#' @param kernel `"se"` (squared exponential), `"matern32"` or `"matern52"`.
+#' @param k number of inducing points (default `gp_control()$inducing`).
+#' @param ard one lengthscale per input (`TRUE`) or one shared lengthscale.
+#' @param inducing optional matrix (or vector, for one input) of inducing
+#'   locations on the scale of the data; overrides `k`.
+#' @param lengthscale,variance optional initial values (on the scale of the
+#'   data and of the response); kept fixed with `gp_control(fixed = "kernel")`.
+#' @return A `gp_spec` object describing the term.
+#' @examples
+#' gp(x1, x2, kernel = "matern52", k = 50)
+#' @export
+gp <- function(..., kernel = c("se", "matern32", "matern52"), k = NULL, ard = TRUE,
+               inducing = NULL, lengthscale = NULL, variance = NULL) {
+  vars <- as.list(substitute(list(...)))[-1]
+  if (length(vars) == 0) stop("gp() needs at least one input variable", call. = FALSE)
+  if (!is.null(names(vars)) && any(names(vars) != ""))
+    stop("gp(): unknown argument(s) ", paste0("'", setdiff(names(vars), ""), "'", collapse = ", "),
+         call. = FALSE)
+  labels <- vapply(vars, deparse1, "")
+  if (anyDuplicated(labels)) stop("gp(): input '", labels[duplicated(labels)][1], "' is repeated", call. = FALSE)
+  kernel <- match.arg(kernel)
+  if (!is.null(k)) check_count(k, "k")
+  if (!is.logical(ard) || length(ard) != 1 || is.na(ard)) stop_arg("ard", "must be TRUE or FALSE")
+  d <- length(labels)
+  if (!is.null(inducing)) {
+    inducing <- as.matrix(inducing)
+    if (!is.numeric(inducing) || ncol(inducing) != d || any(!is.finite(inducing)))
+      stop_arg("inducing", "must be a finite numeric matrix with ", d, " column(s)")
+  }
+  if (!is.null(lengthscale)) {
+    if (!is.numeric(lengthscale) || !(length(lengthscale) %in% c(1, if (ard) d)) ||
+        any(!is.finite(lengthscale) | lengthscale <= 0))
+      stop_arg("lengthscale", "must be positive, of length 1", if (ard && d > 1) paste(" or", d))
+  }
+  if (!is.null(variance)) check_positive(variance, "variance")
+  structure(list(vars = labels, kernel = kernel, k = k, ard = ard, inducing = inducing,
+                 lengthscale = lengthscale, variance = variance,
+                 label = paste0("gp(", paste(labels, collapse = ", "), ")")),
+            class = "gp_spec")
+}
+
+# mgcv-compatible alias used when a formula says s(...).
+s_alias <- function(..., bs = NULL, m = NULL) {
+  if (!is.null(bs) || !is.null(m))
+    warning("s(): mgcv's 'bs' and 'm' arguments are ignored; use gp(kernel = ) instead", call. = FALSE)
+  cl <- match.call()
+  cl[[1]] <- gp
+  cl$bs <- NULL
+  cl$m <- NULL
+  eval(cl, parent.frame())
+}
+
+#' @export
+print.gp_spec <- function(x, ...) {
+  cat(x$label, ": ", x$kernel, " kernel", if (length(x$vars) > 1) if (x$ard) ", ARD" else ", isotropic",
+      if (!is.null(x$k)) paste0(", k = ", x$k), "\n", sep = "")
+  invisible(x)
+}
+
+is_gp_call <- function(e) is.call(e) && as.character(e[[1]])[1] %in% c("gp", "s")
+
+# Splits a formula into gp() specs and the parametric part.
+parse_gpgam_formula <- function(formula) {
+  if (!inherits(formula, "formula") || length(formula) != 3)
+    stop_arg("formula", "must be a two-sided formula such as y ~ gp(x1, x2) + z")
+  env <- environment(formula) %||% parent.frame()
+  tt <- terms(formula, specials = c("gp", "s"))
+  labels <- attr(tt, "term.labels")
+  exprs <- lapply(labels, str2lang)
+  smooth <- vapply(exprs, is_gp_call, TRUE)
+  bad <- !smooth & grepl("\\b(gp|s)\\(", labels)
+  if (any(bad)) stop_arg("formula", "term '", labels[bad][1], "' combines gp() with other terms; ",
+                         "interactions of gp() terms are not supported")
+  specs <- lapply(exprs[smooth], function(e) {
+    e[[1]] <- if (as.character(e[[1]]) == "s") s_alias else gp
+    eval(e, env)
+  })
+  lab <- vapply(specs, `[[`, "", "label")
+  if (anyDuplicated(lab)) stop_arg("formula", "term '", lab[duplicated(lab)][1], "' appears twice")
+  if (length(specs) > 1)
+    stop_arg("formula", "has ", length(specs), " gp() terms; this version fits one gp() term ",
+             "(of any dimension) plus parametric terms")
+  offsets <- if (!is.null(attr(tt, "offset")))
+    vapply(as.list(attr(tt, "variables"))[-1][attr(tt, "offset")], deparse1, "") else character()
+  param_labels <- c(labels[!smooth], offsets)
+  response <- formula[[2]]
+  intercept <- attr(tt, "intercept") == 1
+  param <- if (length(param_labels)) reformulate(param_labels, response = NULL, intercept = intercept)
+           else if (intercept) ~1 else ~0
+  environment(param) <- env
+  gp_vars <- unique(unlist(lapply(specs, `[[`, "vars")))
+  all_labels <- unique(c(labels[!smooth], offsets, gp_vars))
+  full <- if (length(all_labels)) reformulate(all_labels, response = response) else
+    as.formula(call("~", response, 1))
+  environment(full) <- env
+  list(specs = specs, param = param, full = full, response = response, intercept = intercept)
+}

@@ -1,0 +1,70 @@
+// Dense linear-algebra helpers shared by every engine: a Cholesky factorisation
+// with escalating jitter, triangular solves and log-determinants.
+#pragma once
+#include <Eigen/Dense>
+#include <cmath>
+#include <stdexcept>
+#include <string>
+
+namespace scalegp {
+
+using Eigen::Index;
+using Eigen::MatrixXd;
+using Eigen::VectorXd;
+
+// Thrown for numerical failures; the R glue turns it into an R error.
+struct numerical_error : std::runtime_error {
+  explicit numerical_error(const std::string& what) : std::runtime_error(what) {}
+};
+
+// Lower Cholesky factor of A + jitter * I.  The first attempt adds
+// `rel_jitter * mean(diag A)`; on failure the jitter grows tenfold, up to
+// `retries` more times, before a numerical_error explains what to try.
+// `what` names the matrix in the error message.  The jitter actually used is
+// returned through `used` when it is non-null.
+inline MatrixXd jitter_cholesky(const MatrixXd& A, double rel_jitter, const char* what,
+                                int retries = 3, double* used = nullptr) {
+  const Index n = A.rows();
+  if (n == 0) return MatrixXd(0, 0);
+  if (!A.allFinite())
+    throw numerical_error(std::string("non-finite entries in ") + what +
+                          "; the optimisation diverged (try a smaller learning_rate)");
+  const double scale = A.diagonal().mean();
+  double jitter = rel_jitter * (scale > 0 ? scale : 1.0);
+  for (int attempt = 0; attempt <= retries; ++attempt, jitter *= 10.0) {
+    MatrixXd B = A;
+    B.diagonal().array() += jitter;
+    Eigen::LLT<MatrixXd> llt(B);
+    if (llt.info() == Eigen::Success) {
+      if (used) *used = jitter;
+      return llt.matrixL();
+    }
+  }
+  throw numerical_error(std::string("Cholesky factorisation of ") + what +
+                        " failed even with jitter " + std::to_string(jitter / 10.0) +
+                        "; likely causes: duplicated or nearly identical inducing points, "
+                        "inputs on extreme scales, or a learning_rate that is too large");
+}
+
+// 2 * sum(log(diag(L))) = log|L L^T|.
+inline double logdet_chol(const MatrixXd& L) {
+  return 2.0 * L.diagonal().array().log().sum();
+}
+
+// Inverse of L L^T from its lower Cholesky factor.
+inline MatrixXd chol_inverse(const MatrixXd& L) {
+  MatrixXd Linv = L.triangularView<Eigen::Lower>().solve(MatrixXd::Identity(L.rows(), L.cols()));
+  return Linv.transpose() * Linv;
+}
+
+// X <- X L^{-T} (rows of X are solved against the lower factor L).
+inline void solve_right_LT(const MatrixXd& L, Eigen::Ref<MatrixXd> X) {
+  L.transpose().triangularView<Eigen::Upper>().solveInPlace<Eigen::OnTheRight>(X);
+}
+
+// X <- X L^{-1}.
+inline void solve_right_L(const MatrixXd& L, Eigen::Ref<MatrixXd> X) {
+  L.triangularView<Eigen::Lower>().solveInPlace<Eigen::OnTheRight>(X);
+}
+
+}  // namespace scalegp

@@ -1,0 +1,9 @@
+// scalegp: header-only C++ core (no R headers).  Include this file.
+#pragma once
+#include "inducing.hpp"
+#include "kernels.hpp"
+#include "likelihoods.hpp"
+#include "linalg.hpp"
+#include "optim.hpp"
+#include "parallel.hpp"
+#include "svgp.hpp"

@@ -1,0 +1,444 @@
+// Sparse variational GP (SVGP; Hensman et al. 2013, 2015) for an additive
+// predictor  f(x) = sum_c f_c(x_[c]) + offset,  where every component c is
+//   * a GP over its own input columns with its own inducing points Z_c, or
+//   * a linear (parametric) block with coefficients beta ~ N(0, diag(tau^2)),
+// under one likelihood.  All inducing variables are whitened, u = L v with
+// L = blockdiag(chol(K_c)) (and tau for linear blocks), and q(v) = N(m, S) is
+// one coupled Gaussian over all components, held in natural parameters
+// (precision P = S^{-1}, shift h = P m).  q is updated by natural-gradient
+// steps (step 1 on the full data of a Gaussian model gives the optimal q);
+// kernel hyperparameters, inducing inputs and the noise variance by Adam.
+// Notation and gradient formulas: shared/notes/seeds/004_gam_svgp.md, 3.5-3.10.
+#pragma once
+#include "inducing.hpp"
+#include "kernels.hpp"
+#include "likelihoods.hpp"
+#include "optim.hpp"
+#include "parallel.hpp"
+#include <vector>
+
+namespace scalegp {
+
+struct Component {
+  bool is_gp = true;
+  std::vector<Index> cols;  // columns of the input matrix used by this component
+  Kernel kernel;            // GP components
+  MatrixXd Z;               // GP components: inducing inputs, M_c x d_c
+  VectorXd prior_sd;        // linear components: prior sd of each coefficient
+  bool learn_kernel = true;
+  Index size() const { return is_gp ? Z.rows() : static_cast<Index>(cols.size()); }
+  Index dim() const { return static_cast<Index>(cols.size()); }
+};
+
+struct Settings {
+  double rel_jitter = 1e-6;
+  std::size_t batch_size = 0;  // 0: full batch
+  int max_iter = 1000;
+  double learning_rate = 0.01;
+  double tol = 1e-5;           // per observation and epoch
+  int patience = 10;
+  double natgrad_step = -1;    // <= 0: automatic
+  bool learn_inducing = true;
+  bool learn_noise = true;
+};
+
+struct FitInfo {
+  std::vector<double> trace;  // ELBO estimate per iteration
+  int iterations = 0;
+  bool converged = false;
+  double elbo = 0;            // final ELBO on all data
+};
+
+// Per-block work space and derived quantities (rows of one chunk).
+struct Block {
+  MatrixXd X, Phi;
+  VectorXd y, w, o, resid;
+  std::vector<MatrixXd> Xs, K, D;  // per component (GP only)
+};
+
+class Svgp {
+ public:
+  std::vector<Component> comps;
+  Likelihood lik;
+  Settings set;
+  VectorXd h, m;  // natural shift and mean of q(v)
+  MatrixXd P, S;  // precision and covariance of q(v)
+
+  Svgp(std::vector<Component> components, Likelihood likelihood, Settings settings,
+       const double* X, std::size_t n, std::size_t p, const double* y, const double* w,
+       const double* offset)
+      : comps(std::move(components)), lik(std::move(likelihood)), set(settings),
+        X_(X, n, p), y_(y, n), w_(w, n), o_(offset, n) {
+    offsets_.push_back(0);
+    for (const auto& c : comps) offsets_.push_back(offsets_.back() + c.size());
+    const Index Mt = offsets_.back();
+    P = MatrixXd::Identity(Mt, Mt);
+    h = VectorXd::Zero(Mt);
+    refresh();
+  }
+
+  Index total_size() const { return offsets_.back(); }
+  std::size_t n() const { return static_cast<std::size_t>(X_.rows()); }
+
+  // ---- derived state -------------------------------------------------------
+  // Recompute the Cholesky factors of the prior blocks and q's moments.
+  void refresh() {
+    L_.resize(comps.size());
+    Kuu_.resize(comps.size());
+    Duu_.resize(comps.size());
+    Zs_.resize(comps.size());
+    for (std::size_t c = 0; c < comps.size(); ++c) {
+      const Component& k = comps[c];
+      if (!k.is_gp) continue;
+      Zs_[c] = k.kernel.scale(k.Z);
+      k.kernel.cross(Zs_[c], Zs_[c], Kuu_[c], Duu_[c]);
+      double used = 0;
+      L_[c] = jitter_cholesky(Kuu_[c], set.rel_jitter, "the inducing-point covariance", 3, &used);
+      Kuu_[c].diagonal().array() += used;
+    }
+    const MatrixXd LP = jitter_cholesky(P, 0.0, "the variational precision", 3);
+    S = chol_inverse(LP);
+    m = S * h;
+    logdet_P_ = logdet_chol(LP);
+  }
+
+  double kl() const {
+    return 0.5 * (S.trace() + m.squaredNorm() - static_cast<double>(total_size()) + logdet_P_);
+  }
+
+  // Whitened features Phi = [K_fu,c L_c^{-T} | X_lin diag(tau)] of the rows in `b.X`.
+  void features(Block& b, bool keep_terms) const {
+    const Index nb = b.X.rows();
+    b.Phi.resize(nb, total_size());
+    b.resid = VectorXd::Zero(nb);
+    b.Xs.resize(comps.size());
+    b.K.resize(comps.size());
+    b.D.resize(comps.size());
+    for (std::size_t c = 0; c < comps.size(); ++c) {
+      const Component& k = comps[c];
+      auto Phic = b.Phi.middleCols(offsets_[c], k.size());
+      MatrixXd Xc(nb, k.dim());
+      for (Index j = 0; j < k.dim(); ++j) Xc.col(j) = b.X.col(k.cols[j]);
+      if (k.is_gp) {
+        b.Xs[c] = k.kernel.scale(Xc);
+        k.kernel.cross(b.Xs[c], Zs_[c], b.K[c], b.D[c]);
+        Phic = b.K[c];
+        solve_right_LT(L_[c], Phic);
+        b.resid.array() += k.kernel.variance() - Phic.rowwise().squaredNorm().array();
+      } else {
+        Phic = Xc * k.prior_sd.asDiagonal();
+      }
+      if (!keep_terms) {
+        b.K[c].resize(0, 0);
+      }
+    }
+  }
+
+  // Gathers rows idx[begin, end) (or begin..end when idx is null) of the data.
+  void gather(Block& b, const std::vector<std::size_t>* idx, std::size_t begin, std::size_t end) const {
+    const Index nb = static_cast<Index>(end - begin);
+    b.X.resize(nb, X_.cols());
+    b.y.resize(nb);
+    b.w.resize(nb);
+    b.o.resize(nb);
+    for (Index i = 0; i < nb; ++i) {
+      const Index r = static_cast<Index>(idx ? (*idx)[begin + i] : begin + i);
+      b.X.row(i) = X_.row(r);
+      b.y(i) = y_(r);
+      b.w(i) = w_(r);
+      b.o(i) = o_(r);
+    }
+  }
+
+  // ---- one pass over a set of rows --------------------------------------------
+  struct Accum {
+    double sum_v = 0, dlognoise = 0;
+    VectorXd r, eta1;                // Phi' g  and  Phi' (g - 2 gamma (mu - o))
+    MatrixXd Q;                      // Phi' diag(gamma) Phi (lower triangle)
+    std::vector<VectorXd> g_kern;    // per component: d/d[log var, log ls]
+    std::vector<MatrixXd> g_Z;       // per component: d/dZ
+    Accum& operator+=(const Accum& a) {
+      sum_v += a.sum_v;
+      dlognoise += a.dlognoise;
+      r += a.r;
+      eta1 += a.eta1;
+      Q += a.Q;
+      for (std::size_t c = 0; c < g_kern.size(); ++c) {
+        g_kern[c] += a.g_kern[c];
+        g_Z[c] += a.g_Z[c];
+      }
+      return *this;
+    }
+  };
+
+  Accum make_accum() const {
+    Accum a;
+    const Index Mt = total_size();
+    a.r = VectorXd::Zero(Mt);
+    a.eta1 = VectorXd::Zero(Mt);
+    a.Q = MatrixXd::Zero(Mt, Mt);
+    for (const auto& k : comps) {
+      a.g_kern.push_back(VectorXd::Zero(k.is_gp ? k.kernel.n_params() : 0));
+      a.g_Z.push_back(MatrixXd::Zero(k.is_gp ? k.size() : 0, k.is_gp ? k.dim() : 0));
+    }
+    return a;
+  }
+
+  // Sums over the rows idx (all rows when null) of the expected log-likelihood
+  // and the statistics needed for the natural-gradient step and, when `grad`,
+  // the data part of the hyperparameter gradient (unscaled).
+  Accum evaluate(const std::vector<std::size_t>* idx, bool grad, const ParallelFor& pfor) const {
+    const std::size_t nrows = idx ? idx->size() : n();
+    return deterministic_reduce<Accum>(
+        nrows, pfor, [this] { return make_accum(); },
+        [&](Accum& acc, std::size_t begin, std::size_t end) { accumulate(acc, idx, begin, end, grad); });
+  }
+
+  void accumulate(Accum& acc, const std::vector<std::size_t>* idx, std::size_t begin, std::size_t end,
+                  bool grad) const {
+    Block b;
+    gather(b, idx, begin, end);
+    features(b, grad);
+    const Index nb = b.X.rows();
+    const VectorXd mu = b.Phi * m + b.o;
+    const MatrixXd T = b.Phi * S;
+    // plug_in_: variances set to zero (used once, to initialise q by a Newton step)
+    const VectorXd s2 = plug_in_ ? VectorXd::Zero(nb)
+        : VectorXd((b.resid.array() + (T.array() * b.Phi.array()).rowwise().sum()).max(1e-12).matrix());
+    VectorXd g(nb), gam(nb);
+    for (Index i = 0; i < nb; ++i) {
+      const Expectation e = lik.expect(b.y(i), b.w(i), mu(i), s2(i));
+      acc.sum_v += e.v;
+      acc.dlognoise += e.dlognoise;
+      g(i) = e.dm;
+      gam(i) = e.dv;
+    }
+    acc.r.noalias() += b.Phi.transpose() * g;
+    acc.eta1.noalias() += b.Phi.transpose() * (g.array() - 2.0 * gam.array() * (mu - b.o).array()).matrix();
+    const MatrixXd U = b.Phi.transpose() * (-gam.array()).max(0.0).sqrt().matrix().asDiagonal();
+    acc.Q.selfadjointView<Eigen::Lower>().rankUpdate(U, -1.0);
+    if (!grad) return;
+    // adjoint of Phi:  g m' + 2 diag(gamma) (Phi S - Phi)
+    MatrixXd Phibar = g * m.transpose();
+    Phibar.noalias() += 2.0 * gam.asDiagonal() * (T - b.Phi);
+    for (std::size_t c = 0; c < comps.size(); ++c) {
+      const Component& k = comps[c];
+      if (!k.is_gp || (!k.learn_kernel && !set.learn_inducing)) continue;
+      MatrixXd Kbar = Phibar.middleCols(offsets_[c], k.size());
+      solve_right_L(L_[c], Kbar);  // adjoint of K_fu
+      acc.g_kern[c](0) += (Kbar.array() * b.K[c].array()).sum() + k.kernel.variance() * gam.sum();
+      const MatrixXd E = Kbar.cwiseProduct(b.D[c]);
+      cross_gradient(k.kernel, b.Xs[c], Zs_[c], E, acc.g_kern[c].tail(k.kernel.log_ls.size()), nullptr,
+                     set.learn_inducing ? &acc.g_Z[c] : nullptr);
+    }
+  }
+
+  // ---- gradients and updates -------------------------------------------------
+  // Number of free parameters moved by Adam.
+  Index n_theta() const {
+    Index k = 0;
+    for (const auto& c : comps)
+      if (c.is_gp) k += (c.learn_kernel ? c.kernel.n_params() : 0) + (set.learn_inducing ? c.Z.size() : 0);
+    return k + (lik.has_noise() && set.learn_noise ? 1 : 0);
+  }
+
+  VectorXd pack() const {
+    VectorXd th(n_theta());
+    Index i = 0;
+    for (const auto& c : comps) {
+      if (!c.is_gp) continue;
+      if (c.learn_kernel) {
+        th(i++) = c.kernel.log_var;
+        for (Index j = 0; j < c.kernel.log_ls.size(); ++j) th(i++) = c.kernel.log_ls(j);
+      }
+      if (set.learn_inducing)
+        for (Index j = 0; j < c.Z.size(); ++j) th(i++) = c.Z.data()[j];
+    }
+    if (lik.has_noise() && set.learn_noise) th(i++) = lik.log_noise;
+    return th;
+  }
+
+  void unpack(const VectorXd& th) {
+    Index i = 0;
+    for (auto& c : comps) {
+      if (!c.is_gp) continue;
+      if (c.learn_kernel) {
+        c.kernel.log_var = std::min(14.0, std::max(-14.0, th(i++)));
+        for (Index j = 0; j < c.kernel.log_ls.size(); ++j)
+          c.kernel.log_ls(j) = std::min(7.0, std::max(-7.0, th(i++)));
+      }
+      if (set.learn_inducing)
+        for (Index j = 0; j < c.Z.size(); ++j) c.Z.data()[j] = th(i++);
+    }
+    if (lik.has_noise() && set.learn_noise) lik.log_noise = std::min(10.0, std::max(-20.0, th(i++)));
+  }
+
+  // Full gradient of the ELBO estimate in the packed layout, given the
+  // accumulated data statistics of a batch with scale s = N / |batch|.
+  VectorXd gradient(const Accum& acc, double s) const {
+    VectorXd gr(n_theta());
+    const Index Mt = total_size();
+    MatrixXd Q = acc.Q.selfadjointView<Eigen::Lower>();
+    // Phi' Phibar = s (r m' + 2 Q (S - I))
+    const MatrixXd PtPb = s * (acc.r * m.transpose() + 2.0 * Q * (S - MatrixXd::Identity(Mt, Mt)));
+    Index i = 0;
+    for (std::size_t c = 0; c < comps.size(); ++c) {
+      const Component& k = comps[c];
+      if (!k.is_gp) continue;
+      const Index M = k.size();
+      VectorXd gk = s * acc.g_kern[c];
+      MatrixXd gZ = s * acc.g_Z[c];
+      // Cholesky adjoint: Kbar_uu = -L^{-T} sym(Psi(Phibar' Phi)) L^{-1}
+      MatrixXd Y = PtPb.block(offsets_[c], offsets_[c], M, M).transpose();
+      Y.triangularView<Eigen::StrictlyUpper>().setZero();
+      Y.diagonal() *= 0.5;
+      MatrixXd Kbar = -0.5 * (Y + Y.transpose());
+      solve_right_L(L_[c], Kbar);
+      MatrixXd KbarT = Kbar.transpose();
+      solve_right_L(L_[c], KbarT);  // = (L^{-T} (.) L^{-1})'; symmetric
+      Kbar = KbarT.transpose();
+      gk(0) += (Kbar.array() * Kuu_[c].array()).sum();
+      const MatrixXd E = Kbar.cwiseProduct(Duu_[c]);
+      MatrixXd gZuu = MatrixXd::Zero(M, k.dim());
+      cross_gradient(k.kernel, Zs_[c], Zs_[c], E, gk.tail(k.kernel.log_ls.size()), &gZuu, &gZuu);
+      gZ += gZuu;
+      if (k.learn_kernel)
+        for (Index j = 0; j < gk.size(); ++j) gr(i++) = gk(j);
+      if (set.learn_inducing)
+        for (Index j = 0; j < gZ.size(); ++j) gr(i++) = gZ.data()[j];
+    }
+    if (lik.has_noise() && set.learn_noise) gr(i++) = s * acc.dlognoise;
+    return gr;
+  }
+
+  // Natural-gradient step of size rho on q(v) towards the target of the batch.
+  void natural_step(const Accum& acc, double s, double rho) {
+    const Index Mt = total_size();
+    MatrixXd Pt = -2.0 * s * MatrixXd(acc.Q.selfadjointView<Eigen::Lower>());
+    Pt.diagonal().array() += 1.0;
+    P = (1.0 - rho) * P + rho * Pt;
+    h = (1.0 - rho) * h + rho * s * acc.eta1;
+    (void)Mt;
+  }
+
+  // ELBO on all rows at the current state.
+  double elbo(const ParallelFor& pfor) const { return evaluate(nullptr, false, pfor).sum_v - kl(); }
+
+  // ---- the fit loop -----------------------------------------------------------
+  // `monitor(iteration, objective)` is called on the calling thread after every
+  // iteration (interrupts, progress); returning false stops the fit.
+  template <class Monitor>
+  FitInfo fit(const ParallelFor& pfor, Rng& rng, Monitor monitor) {
+    FitInfo info;
+    const std::size_t N = n();
+    const std::size_t batch = (set.batch_size == 0 || set.batch_size >= N) ? N : set.batch_size;
+    const bool full = batch == N;
+    const double s = static_cast<double>(N) / static_cast<double>(batch);
+    const double rho = set.natgrad_step > 0 ? set.natgrad_step
+                       : full ? (lik.family == Family::gaussian ? 1.0 : 0.5) : 0.1;
+    const std::size_t per_epoch = (N + batch - 1) / batch;
+    const bool learn = n_theta() > 0;
+    std::vector<std::size_t> perm(N), idx;
+    for (std::size_t i = 0; i < N; ++i) perm[i] = i;
+    std::size_t pos = N;  // forces a shuffle at the start
+    auto next_batch = [&]() {
+      if (full) return;
+      idx.clear();
+      while (idx.size() < batch) {
+        if (pos == N) { shuffle(perm, rng); pos = 0; }
+        idx.push_back(perm[pos++]);
+      }
+    };
+    // Initial q: one full natural step (a Newton step from the prior mean) on
+    // the first batch with the likelihood evaluated at the mean.  Far better
+    // than the prior for vague parametric priors and non-Gaussian likelihoods.
+    next_batch();
+    plug_in_ = true;
+    natural_step(evaluate(full ? nullptr : &idx, false, pfor), s, 1.0);
+    plug_in_ = false;
+    refresh();
+    Adam adam(set.learning_rate);
+    Stopper stop(set.tol, set.patience, static_cast<double>(N));
+    double epoch_sum = 0;
+    for (int it = 0; it < set.max_iter; ++it) {
+      if (it > 0) next_batch();
+      const Accum acc = evaluate(full ? nullptr : &idx, learn, pfor);
+      const double obj = s * acc.sum_v - kl();
+      if (!std::isfinite(obj))
+        throw numerical_error("the objective became non-finite at iteration " + std::to_string(it + 1) +
+                              "; try a smaller learning_rate");
+      if (learn) {
+        const VectorXd g = gradient(acc, s);
+        if (!g.allFinite())
+          throw numerical_error("non-finite gradient at iteration " + std::to_string(it + 1) +
+                                "; try a smaller learning_rate");
+        VectorXd th = pack();
+        adam.step(th, g);
+        unpack(th);
+      }
+      natural_step(acc, s, rho);
+      refresh();
+      info.trace.push_back(obj);
+      info.iterations = it + 1;
+      epoch_sum += obj;
+      bool done = false;
+      if ((it + 1) % per_epoch == 0) {
+        done = stop.add_epoch(epoch_sum / static_cast<double>(per_epoch));
+        epoch_sum = 0;
+      }
+      if (!monitor(it + 1, obj)) break;
+      if (done) { info.converged = true; break; }
+    }
+    // Gaussian: one full-data natural step of size 1 gives the optimal q for
+    // the final hyperparameters.  Other likelihoods keep the optimised q.
+    if (lik.family == Family::gaussian) {
+      natural_step(evaluate(nullptr, false, pfor), 1.0, 1.0);
+      refresh();
+    }
+    info.elbo = elbo(pfor);
+    return info;
+  }
+
+  // ---- prediction ---------------------------------------------------------------
+  // Latent mean and variance of the predictor at new rows Xnew (n x p), and
+  // per component (columns of term_mean / term_var) when those are non-null.
+  void predict(const Eigen::Ref<const MatrixXd>& Xnew, const Eigen::Ref<const VectorXd>& offset,
+               VectorXd& mean, VectorXd& var, MatrixXd* term_mean, MatrixXd* term_var,
+               const ParallelFor& pfor) const {
+    const Index nn = Xnew.rows();
+    mean.resize(nn);
+    var.resize(nn);
+    if (term_mean) term_mean->resize(nn, comps.size());
+    if (term_var) term_var->resize(nn, comps.size());
+    blocked_for(static_cast<std::size_t>(nn), pfor, [&](std::size_t begin, std::size_t end) {
+      Block b;
+      b.X = Xnew.middleRows(begin, end - begin);
+      features(b, false);
+      const MatrixXd T = b.Phi * S;
+      mean.segment(begin, end - begin) = b.Phi * m + offset.segment(begin, end - begin);
+      var.segment(begin, end - begin) =
+          (b.resid.array() + (T.array() * b.Phi.array()).rowwise().sum()).max(0.0).matrix();
+      if (!term_mean) return;
+      for (std::size_t c = 0; c < comps.size(); ++c) {
+        const Index o = offsets_[c], M = comps[c].size();
+        const auto Phic = b.Phi.middleCols(o, M);
+        term_mean->col(c).segment(begin, end - begin) = Phic * m.segment(o, M);
+        VectorXd v = ((Phic * S.block(o, o, M, M)).array() * Phic.array()).rowwise().sum();
+        if (comps[c].is_gp) v.array() += comps[c].kernel.variance() - Phic.rowwise().squaredNorm().array();
+        term_var->col(c).segment(begin, end - begin) = v.cwiseMax(0.0);
+      }
+    });
+  }
+
+  Index offset_of(std::size_t c) const { return offsets_[c]; }
+
+ private:
+  Eigen::Map<const MatrixXd> X_;
+  Eigen::Map<const VectorXd> y_, w_, o_;
+  std::vector<Index> offsets_;
+  std::vector<MatrixXd> L_, Kuu_, Duu_, Zs_;
+  double logdet_P_ = 0;
+  bool plug_in_ = false;
+};
+
+}  // namespace scalegp

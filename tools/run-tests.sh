@@ -1,0 +1,131 @@
+#!/usr/bin/env bash
+# Run every test of the package, from the repository root:
+#   1. cpp       Catch2 tests of the C++ core          (build/cpp)
+#   2. cpp-asan  the same under ASan + UBSan            (build/cpp-asan)
+#   3. rcheck    R CMD build + R CMD check --as-cran    (build/rcheck)
+# Every stage runs even if an earlier one fails; the last line is
+# "N passed, N failed" and the exit status is non-zero if any stage failed.
+set -uo pipefail
+
+ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
+cd "$ROOT" || exit 1
+export MAKEFLAGS=-j2
+
+PASSED=0
+FAILED=0
+FAILED_STAGES=()
+
+banner() { printf '\n==== %s ====\n' "$*"; }
+
+# run_stage NAME FUNCTION: run one stage, record its outcome.
+run_stage() {
+  local name=$1 fn=$2 rc
+  banner "stage $name"
+  "$fn"
+  rc=$?
+  if [ "$rc" -eq 0 ]; then
+    PASSED=$((PASSED + 1))
+    echo "---- stage $name: PASSED"
+  else
+    FAILED=$((FAILED + 1))
+    FAILED_STAGES+=("$name")
+    echo "---- stage $name: FAILED (status $rc)"
+  fi
+}
+
+eigen_include() {
+  Rscript -e 'cat(system.file("include", package = "RcppEigen"))'
+}
+
+# cpp_build_and_test BUILD_DIR [CMAKE_ARGS...]
+cpp_build_and_test() {
+  local dir=$1; shift
+  local eigen
+  eigen="$(eigen_include)" || return 1
+  if [ -z "$eigen" ]; then
+    echo "RcppEigen is not installed (no Eigen include dir)"
+    return 1
+  fi
+  cmake -S tests/cpp -B "$dir" -DEIGEN_INCLUDE="$eigen" "$@" || return 1
+  cmake --build "$dir" --parallel 2 || return 1
+  (cd "$dir" && ctest --output-on-failure)
+}
+
+stage_cpp() {
+  cpp_build_and_test build/cpp -DSANITIZE=OFF
+}
+
+stage_cpp_asan() {
+  ASAN_OPTIONS=detect_leaks=0 \
+  UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1 \
+    cpp_build_and_test build/cpp-asan -DSANITIZE=ON
+}
+
+stage_rcheck() {
+  local dir=build/rcheck rc log tarball f
+  rm -rf "$dir" && mkdir -p "$dir" || return 1
+  (cd "$dir" && R CMD build "$ROOT") || { echo "R CMD build failed"; return 1; }
+  tarball=$(ls "$dir"/scalegp_*.tar.gz 2>/dev/null | head -n 1)
+  if [ -z "$tarball" ]; then
+    echo "R CMD build produced no scalegp_*.tar.gz"
+    return 1
+  fi
+  (cd "$dir" &&
+    _R_CHECK_FORCE_SUGGESTS_=false \
+    _R_CHECK_CRAN_INCOMING_=false \
+    _R_CHECK_CRAN_INCOMING_REMOTE_=false \
+    _R_CHECK_SYSTEM_CLOCK_=false \
+    R CMD check --as-cran --no-manual "$(basename "$tarball")")
+  rc=$?
+
+  log="$dir/scalegp.Rcheck/00check.log"
+  if [ ! -f "$log" ]; then
+    echo "no check log at $log"
+    return 1
+  fi
+  if grep -qE '^Status:.*(ERROR|WARNING)|\.\.\. (ERROR|WARNING)$' "$log"; then
+    rc=1
+  fi
+  if [ "$rc" -ne 0 ]; then
+    banner "R CMD check problems ($log)"
+    # each ERROR/WARNING item with its explanation, then the status line
+    awk '/\.\.\. (ERROR|WARNING)$/ { p = 1; print; next }
+         /^\* / { p = 0 }
+         p || /^Status:/' "$log"
+    for f in "$dir"/scalegp.Rcheck/tests/testthat.Rout.fail \
+             "$dir"/scalegp.Rcheck/tests/testthat.Rout; do
+      if [ -f "$f" ]; then
+        banner "tail of $f"
+        tail -n 60 "$f"
+        break
+      fi
+    done
+    if [ -f "$dir/scalegp.Rcheck/00install.out" ] &&
+       grep -q '^\* checking whether package .* can be installed \.\.\. ERROR' "$log"; then
+      banner "tail of 00install.out"
+      tail -n 40 "$dir/scalegp.Rcheck/00install.out"
+    fi
+    return 1
+  fi
+  return 0
+}
+
+main() {
+  local deps_rc
+  banner "install dependencies"
+  bash tools/install-deps.sh
+  deps_rc=$?
+  [ "$deps_rc" -eq 0 ] || echo "WARNING: tools/install-deps.sh failed (status $deps_rc)"
+
+  run_stage cpp stage_cpp
+  run_stage cpp-asan stage_cpp_asan
+  run_stage rcheck stage_rcheck
+
+  echo
+  [ "${#FAILED_STAGES[@]}" -eq 0 ] || echo "failed stages: ${FAILED_STAGES[*]}"
+  [ "$deps_rc" -eq 0 ] || echo "install-deps failed (status $deps_rc)"
+  echo "$PASSED passed, $FAILED failed"
+  [ "$FAILED" -eq 0 ] && [ "$deps_rc" -eq 0 ]
+}
+
+main
