@@ -77,7 +77,7 @@ gpgam <- function(formula, data, family = gaussian(), inference = "vi", control 
   fit <- collect_fit(problem, res, control)
   fit$call <- cl
   fit$formula <- formula
-  fit$timing <- c(fit = elapsed)
+  fit$timing <- c(fit = elapsed, res$seconds, per_iteration = res$seconds[["iterations"]] / max(1, res$iterations))
   fit$na.action <- attr(mf, "na.action")
   if (model) fit$model <- mf
   fit

@@ -112,7 +112,10 @@ Rcpp::List svgp_fit(Eigen::Map<Eigen::MatrixXd> X, Eigen::Map<Eigen::VectorXd> y
         Rcpp::Named("m") = model.m, Rcpp::Named("S") = model.S,
         Rcpp::Named("trace") = info.trace, Rcpp::Named("iterations") = info.iterations,
         Rcpp::Named("converged") = info.converged, Rcpp::Named("elbo") = info.elbo,
-        Rcpp::Named("kl") = model.kl());
+        Rcpp::Named("kl") = model.kl(),
+        Rcpp::Named("seconds") = Rcpp::NumericVector::create(
+            Rcpp::Named("init") = info.seconds_init, Rcpp::Named("iterations") = info.seconds_iter,
+            Rcpp::Named("final") = info.seconds_final));
   } catch (const numerical_error& e) {
     Rcpp::stop(e.what());
   }

@@ -67,7 +67,7 @@ struct Kernel {
     for (Index j = 0; j < K.cols(); ++j)
       for (Index i = 0; i < K.rows(); ++i) {
         const double r2 = std::max(0.0, xx(i) + zz(j) - 2.0 * K(i, j));
-        double c, dc;
+        double c = 0, dc = 0;
         profile(r2, c, dc);
         K(i, j) = s2 * c;
         D(i, j) = s2 * dc;
