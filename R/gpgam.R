@@ -49,7 +49,8 @@
 gpgam <- function(formula, data, family = gaussian(), inference = "vi", control = gp_control(),
                   weights, subset, na.action, model = TRUE) {
   cl <- match.call()
-  inference <- match.arg(inference, c("vi"))
+  if (!is.character(inference) || length(inference) != 1 || !inference %in% "vi")
+    stop_arg("inference", "must be \"vi\" (sparse variational GP); other engines are not available yet")
   fam <- likelihood_name(family)
   parsed <- parse_gpgam_formula(formula)
   if (missing(data)) stop_arg("data", "is missing; gpgam() needs a data frame")
@@ -66,7 +67,8 @@ gpgam <- function(formula, data, family = gaussian(), inference = "vi", control 
   y <- prepare_response(stats::model.response(mf), fam$lik)
   w <- stats::model.weights(mf) %||% rep(1, n)
   if (!is.numeric(w) || any(!is.finite(w) | w < 0)) stop_arg("weights", "must be finite and non-negative")
-  off <- stats::model.offset(mf) %||% rep(0, n)
+  w <- as.numeric(w)
+  off <- as.numeric(stats::model.offset(mf) %||% rep(0, n))
   if (any(!is.finite(off))) stop_arg("offset", "has non-finite values")
   check_finite_columns(mf, names(mf), "data")
   control <- resolve_control(control, n)

@@ -11,6 +11,6 @@
 #' @importFrom Rcpp evalCpp
 #' @importFrom RcppParallel RcppParallelLibs
 #' @importFrom stats coef vcov sigma logLik nobs fitted residuals formula family predict terms
-#'   reformulate as.formula
+#'   reformulate as.formula gaussian
 #' @importFrom utils str
 "_PACKAGE"

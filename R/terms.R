@@ -32,7 +32,10 @@ gp <- function(..., kernel = c("se", "matern32", "matern52"), k = NULL, ard = TR
          call. = FALSE)
   labels <- vapply(vars, deparse1, "")
   if (anyDuplicated(labels)) stop("gp(): input '", labels[duplicated(labels)][1], "' is repeated", call. = FALSE)
-  kernel <- match.arg(kernel)
+  kernels <- eval(formals(gp)$kernel)
+  if (identical(kernel, kernels)) kernel <- kernels[1]
+  if (!is.character(kernel) || length(kernel) != 1 || !kernel %in% kernels)
+    stop_arg("kernel", "must be one of ", paste0("\"", kernels, "\"", collapse = ", "))
   if (!is.null(k)) check_count(k, "k")
   if (!is.logical(ard) || length(ard) != 1 || is.na(ard)) stop_arg("ard", "must be TRUE or FALSE")
   d <- length(labels)

@@ -80,9 +80,9 @@ class Likelihood {
   // log p(y | f) and its first two derivatives in f, weight w.
   void loglik(double y, double w, double f, double& l, double& d1, double& d2) const {
     switch (family) {
-      case Family::gaussian: {
+      case Family::gaussian: {  // precision weight: noise variance s2 / w
         const double s2 = noise_var();
-        l = w * (-0.5 * (kLog2Pi + std::log(s2 / w)) - 0.5 * (y - f) * (y - f) / s2);
+        l = w > 0 ? -0.5 * (kLog2Pi + std::log(s2 / w)) - 0.5 * w * (y - f) * (y - f) / s2 : 0.0;
         d1 = w * (y - f) / s2;
         d2 = -w / s2;
         return;
@@ -115,11 +115,12 @@ class Likelihood {
     Expectation e;
     switch (family) {
       case Family::gaussian: {
+        if (w <= 0) return e;  // a zero weight removes the row
         const double nv = noise_var(), r2 = (y - m) * (y - m) + s2;
-        e.v = w * (-0.5 * (kLog2Pi + std::log(nv / w)) - 0.5 * r2 / nv);
+        e.v = -0.5 * (kLog2Pi + std::log(nv / w)) - 0.5 * w * r2 / nv;
         e.dm = w * (y - m) / nv;
         e.dv = -0.5 * w / nv;
-        e.dlognoise = (nv - kNoiseFloor) * (-0.5 * w / nv + 0.5 * w * r2 / (nv * nv));
+        e.dlognoise = (nv - kNoiseFloor) * (-0.5 / nv + 0.5 * w * r2 / (nv * nv));
         return e;
       }
       case Family::poisson: {
@@ -158,18 +159,35 @@ class Likelihood {
         const double z = m / std::sqrt(1.0 + s2);
         return y * log_Phi(z) + (1 - y) * log_Phi(-z);
       }
-      default: {  // log-sum-exp over the Gauss-Hermite nodes
-        const double sd = std::sqrt(2.0 * std::max(s2, 0.0));
-        VectorXd a(gh.t.size());
-        for (Index i = 0; i < gh.t.size(); ++i) {
-          double l, d1, d2;
-          loglik(y, 1.0, m + sd * gh.t(i), l, d1, d2);
-          a(i) = std::log(gh.w(i) / std::sqrt(kPi)) + l;
-        }
-        const double amax = a.maxCoeff();
-        return amax + std::log((a.array() - amax).exp().sum());
-      }
+      default:
+        return log_integral(y, m, s2);
     }
+  }
+
+  // log int p(y | f) N(f; m, s2) df by Gauss-Hermite quadrature centred at the
+  // mode of the integrand (adaptive: accurate also when p(y | f) is peaked far
+  // from m, e.g. large counts).
+  double log_integral(double y, double m, double s2) const {
+    s2 = std::max(s2, 1e-300);
+    double f = m, l, d1, d2;
+    for (int it = 0; it < 50; ++it) {  // Newton on h(f) = log p(y|f) - (f - m)^2 / (2 s2)
+      loglik(y, 1.0, f, l, d1, d2);
+      const double step = (d1 - (f - m) / s2) / (d2 - 1.0 / s2);
+      f -= step;
+      if (std::abs(step) < 1e-10 * (1.0 + std::abs(f))) break;
+    }
+    loglik(y, 1.0, f, l, d1, d2);
+    const double sd = std::sqrt(1.0 / (1.0 / s2 - d2));
+    VectorXd a(gh.t.size());
+    for (Index i = 0; i < gh.t.size(); ++i) {
+      const double fi = f + std::sqrt(2.0) * sd * gh.t(i);
+      loglik(y, 1.0, fi, l, d1, d2);
+      // weight ratio N(fi; m, s2) / N(fi; f, sd^2), in logs
+      const double lr = -0.5 * (fi - m) * (fi - m) / s2 - 0.5 * std::log(s2) + gh.t(i) * gh.t(i) + std::log(sd);
+      a(i) = std::log(gh.w(i) / std::sqrt(kPi)) + l + lr;
+    }
+    const double amax = a.maxCoeff();
+    return amax + std::log((a.array() - amax).exp().sum());
   }
 
   // Inverse link.

@@ -364,6 +364,10 @@ class Svgp {
     const double rho = set.natgrad_step > 0 ? set.natgrad_step
                        : full ? (lik.family == Family::gaussian ? 1.0 : 0.5) : 0.1;
     const std::size_t per_epoch = (N + batch - 1) / batch;
+    // Warm-up: with damped natural steps q needs a few iterations to approach
+    // its optimum; hyperparameter gradients at a poor q are misleading (and
+    // would dominate Adam's moment estimates), so Adam starts after them.
+    const int warmup = rho >= 1.0 ? 0 : static_cast<int>(std::ceil(5.0 / rho));
     const bool learn = n_theta() > 0;
     std::vector<std::size_t> perm(N), idx;
     for (std::size_t i = 0; i < N; ++i) perm[i] = i;
@@ -391,12 +395,12 @@ class Svgp {
     double epoch_sum = 0;
     for (int it = 0; it < set.max_iter; ++it) {
       if (it > 0) next_batch();
-      const Accum acc = evaluate(full ? nullptr : &idx, learn, pfor);
+      const Accum acc = evaluate(full ? nullptr : &idx, learn && it >= warmup, pfor);
       const double obj = s * acc.sum_v - kl();
       if (!std::isfinite(obj))
         throw numerical_error("the objective became non-finite at iteration " + std::to_string(it + 1) +
                               "; try a smaller learning_rate");
-      if (learn) {
+      if (learn && it >= warmup) {
         const VectorXd g = gradient(acc, s);
         if (!g.allFinite())
           throw numerical_error("non-finite gradient at iteration " + std::to_string(it + 1) +
@@ -409,9 +413,10 @@ class Svgp {
       refresh();
       info.trace.push_back(obj);
       info.iterations = it + 1;
-      epoch_sum += obj;
       bool done = false;
-      if ((it + 1) % per_epoch == 0) {
+      const int k = it + 1 - warmup;  // iterations after the warm-up
+      if (k > 0) epoch_sum += obj;
+      if (k > 0 && k % per_epoch == 0) {
         done = stop.add_epoch(epoch_sum / static_cast<double>(per_epoch));
         epoch_sum = 0;
       }
