@@ -1,0 +1,4 @@
+library(testthat)
+library(scalegp)
+
+test_check("scalegp")

@@ -1,0 +1,212 @@
+# Invalid input gives an error (or warning) that names the culprit.
+
+bad_data <- function(n = 50) {
+  set.seed(7)
+  d <- data.frame(x = runif(n), z = rnorm(n), f = factor(sample(letters[1:3], n, TRUE)),
+                  ch = sample(c("u", "v"), n, TRUE), stringsAsFactors = FALSE)
+  d$y <- sin(5 * d$x) + rnorm(n, sd = 0.2)
+  d
+}
+
+bad_ctl <- function(...) qctl(inducing = 10, iterations = 5, seed = 1, ...)
+
+test_that("NA in the response follows na.action", {
+  d <- bad_data()
+  d$y[c(3, 8)] <- NA
+  fit <- gpgam(y ~ gp(x), data = d, control = bad_ctl())
+  expect_equal(nobs(fit), 48L)
+  expect_length(fitted(fit), 48L)
+  expect_equal(unname(as.integer(fit$na.action)), c(3L, 8L))
+  expect_error(gpgam(y ~ gp(x), data = d, control = bad_ctl(), na.action = na.fail), "missing values")
+  # the global option is honoured as in lm()
+  withr_opt <- options(na.action = "na.fail")
+  on.exit(options(withr_opt), add = TRUE)
+  expect_error(gpgam(y ~ gp(x), data = d, control = bad_ctl()), "missing values")
+})
+
+test_that("infinite values are refused, naming the variable", {
+  d <- bad_data()
+  d$x[3] <- Inf
+  expect_error(gpgam(y ~ gp(x), data = d, control = bad_ctl()), "'x'.*infinite")
+  d <- bad_data()
+  d$z[5] <- -Inf
+  expect_error(gpgam(y ~ gp(x) + z, data = d, control = bad_ctl()), "'z'.*infinite")
+  d <- bad_data()
+  d$y[1] <- Inf
+  expect_error(gpgam(y ~ gp(x), data = d, control = bad_ctl()), "'y'")
+  fit <- gpgam(y ~ gp(x) + z, data = bad_data(), control = bad_ctl())
+  nd <- bad_data()[1:3, ]
+  nd$x[2] <- Inf
+  expect_error(predict(fit, nd), "'x'.*infinite")
+})
+
+test_that("gp() inputs must be numeric and non-constant", {
+  d <- bad_data()
+  expect_error(gpgam(y ~ gp(x, f), data = d, control = bad_ctl()), "'f'.*numeric.*factor")
+  expect_error(gpgam(y ~ gp(x, ch), data = d, control = bad_ctl()), "'ch'.*numeric.*character")
+  d$k <- 1
+  expect_error(gpgam(y ~ gp(x, k), data = d, control = bad_ctl()), "constant input: 'k'")
+  expect_error(gpgam(y ~ gp(k), data = d, control = bad_ctl()), "constant input: 'k'")
+  expect_error(gpgam(y ~ gp(x, x), data = d, control = bad_ctl()), "'x' is repeated")
+  expect_error(gpgam(y ~ gp(nonexistent), data = d, control = bad_ctl()), "nonexistent")
+  # a constant parametric column
+  expect_error(gpgam(y ~ gp(x) + k, data = d, control = bad_ctl()), "'k' is constant")
+})
+
+test_that("too few rows are refused", {
+  d <- bad_data()
+  expect_error(gpgam(y ~ gp(x), data = d[1, ], control = bad_ctl()), "'data' has 1 usable row")
+  expect_error(gpgam(y ~ gp(x), data = d, subset = x > 2, control = bad_ctl()), "'data' has 0 usable row")
+  expect_error(gpgam(y ~ gp(x), data = as.matrix(d[, c("x", "y")]), control = bad_ctl()), "'data'.*data frame")
+  expect_error(gpgam(y ~ gp(x), control = bad_ctl()), "'data'")
+})
+
+test_that("the response must suit the family", {
+  d <- bad_data()
+  d$y <- rep(0:2, length.out = nrow(d))
+  expect_error(gpgam(y ~ gp(x), data = d, family = binomial(), control = bad_ctl()), "'y'.*0/1")
+  d$y <- -0.5
+  expect_error(gpgam(y ~ gp(x), data = d, family = binomial(), control = bad_ctl()), "'y'.*0/1")
+  d$y <- 1
+  expect_error(gpgam(y ~ gp(x), data = d, family = binomial(link = "probit"), control = bad_ctl()),
+               "'y'.*single class")
+  d$y <- factor(rep(c("a", "b", "c"), length.out = nrow(d)))
+  expect_error(gpgam(y ~ gp(x), data = d, family = binomial(), control = bad_ctl()), "'y'.*3 levels")
+  d$y <- rep(c(-1, 2), length.out = nrow(d))
+  expect_error(gpgam(y ~ gp(x), data = d, family = poisson(), control = bad_ctl()), "'y'.*non-negative")
+  d$y <- rep(c(0.5, 2), length.out = nrow(d))
+  expect_warning(gpgam(y ~ gp(x), data = d, family = poisson(), control = bad_ctl()), "'y'.*non-integer")
+  d$y <- rep(c("a", "b"), length.out = nrow(d))
+  expect_error(gpgam(y ~ gp(x), data = d, control = bad_ctl()), "'y'.*numeric")
+  # valid codings of a binary response agree: factor (first level = failure), logical, 0/1
+  d <- bad_data()
+  yb <- d$y > 0
+  f01 <- gpgam(yb ~ gp(x), data = transform(d, yb = as.numeric(yb)), family = binomial(), control = bad_ctl())
+  flg <- gpgam(yb ~ gp(x), data = transform(d, yb = yb), family = binomial(), control = bad_ctl())
+  ffc <- gpgam(yb ~ gp(x), data = transform(d, yb = factor(ifelse(yb, "yes", "no"))), family = binomial(),
+               control = bad_ctl())
+  expect_identical(predict(flg, d[1:5, ]), predict(f01, d[1:5, ]))
+  expect_identical(predict(ffc, d[1:5, ]), predict(f01, d[1:5, ]))
+})
+
+test_that("weights and offsets are checked", {
+  d <- bad_data()
+  expect_error(gpgam(y ~ gp(x), data = d, weights = rep(-1, nrow(d)), control = bad_ctl()), "'weights'")
+  expect_error(gpgam(y ~ gp(x), data = d, weights = rep(Inf, nrow(d)), control = bad_ctl()), "'weights'")
+  d$o <- 0
+  d$o[2] <- Inf
+  expect_error(gpgam(y ~ gp(x) + offset(o), data = d, control = bad_ctl()), "'offset'")
+})
+
+test_that("k or inducing above the number of unique rows warns and is reduced", {
+  d <- bad_data()
+  d$x <- rep(1:5, 10)
+  expect_warning(fit <- gpgam(y ~ gp(x, k = 8), data = d, control = bad_ctl(fixed = "inducing")),
+                 "'?k'? = 8.*5 unique")
+  expect_equal(nrow(fit$params$gp[[1]]$inducing), 5L)
+  expect_equal(sort(unname(fit$params$gp[[1]]$inducing[, 1])), 1:5)
+  d <- bad_data()
+  expect_warning(fit <- gpgam(y ~ gp(x), data = d, control = qctl(inducing = 1e4, iterations = 5)),
+                 "'?inducing'? = 10000.*50 unique")
+  expect_equal(nrow(fit$params$gp[[1]]$inducing), 50L)
+  # the default (100) above n is reduced silently
+  expect_no_warning(fit <- gpgam(y ~ gp(x), data = d, control = qctl(iterations = 5)))
+  expect_equal(nrow(fit$params$gp[[1]]$inducing), 50L)
+})
+
+test_that("gp_control() rejects invalid values, naming the argument", {
+  bad <- list(
+    inducing = list(0, -3, NA, 2.5, 1e12, "10"),
+    batch_size = list(0, -1, NA, 2.5, 1e12),
+    iterations = list(0, -1, NA, 1.5, 1e12, NULL),
+    epochs = list(0, -1, NA, Inf),
+    learning_rate = list(0, -0.01, NA, Inf, 1e3),
+    tol = list(0, -1, NA, Inf),
+    patience = list(0, -1, NA, 2.5, 1e12),
+    natgrad_step = list(0, -0.5, NA, 1.5),
+    threads = list(0, -1, NA, 1.5, 1e12),
+    seed = list(-1, NA, 0.5, 1e12, "a"),
+    jitter = list(0, -1e-6, NA, 2),
+    gh_points = list(0, -1, NA, 3, 1000, 10.5),
+    sigma = list(0, -1, NA, Inf),
+    verbose = list(NA, "yes"),
+    fixed = list("everything", 1)
+  )
+  for (arg in names(bad)) for (v in bad[[arg]]) {
+    expect_error(do.call(gp_control, setNames(list(v), arg)), paste0("'", arg, "'"),
+                 info = paste(arg, "=", deparse1(v)))
+  }
+  # valid edge values
+  expect_s3_class(gp_control(seed = 0, natgrad_step = 1, gh_points = 5, verbose = FALSE), "gp_control")
+  # a plain list is validated the same way
+  expect_error(gpgam(y ~ gp(x), data = bad_data(), control = list(iterations = 0)), "'iterations'")
+  expect_error(gpgam(y ~ gp(x), data = bad_data(), control = "fast"), "'control'")
+})
+
+test_that("gp() rejects invalid arguments", {
+  d <- bad_data()
+  expect_error(gpgam(y ~ gp(x, k = 0), data = d, control = bad_ctl()), "'k'")
+  expect_error(gpgam(y ~ gp(x, lengthscale = -1), data = d, control = bad_ctl()), "'lengthscale'")
+  expect_error(gpgam(y ~ gp(x, z, lengthscale = c(1, 2, 3)), data = d, control = bad_ctl()), "'lengthscale'")
+  expect_error(gpgam(y ~ gp(x, variance = 0), data = d, control = bad_ctl()), "'variance'")
+  expect_error(gpgam(y ~ gp(x, ard = NA), data = d, control = bad_ctl()), "'ard'")
+  expect_error(gpgam(y ~ gp(x, inducing = c(0.1, 0.1)), data = d, control = bad_ctl()), "'inducing'.*duplicated")
+  expect_error(gpgam(y ~ gp(x, inducing = cbind(1:3, 1:3)), data = d, control = bad_ctl()), "'inducing'")
+  expect_error(gpgam(y ~ gp(x, foo = 1), data = d, control = bad_ctl()), "'foo'")
+  expect_error(gp(), "at least one input")
+})
+
+test_that("unsupported families and inference engines are refused", {
+  d <- bad_data()
+  d$yp <- abs(d$y) + 0.1
+  expect_error(gpgam(yp ~ gp(x), data = d, family = Gamma(), control = bad_ctl()),
+               "'family'.*Gamma.*supported: gaussian\\(identity\\), binomial\\(probit\\), binomial\\(logit\\), poisson\\(log\\)")
+  expect_error(gpgam(y ~ gp(x), data = d, family = binomial("cloglog"), control = bad_ctl()),
+               "'family'.*cloglog.*supported:.*binomial\\(logit\\)")
+  expect_error(gpgam(y ~ gp(x), data = d, family = gaussian("log"), control = bad_ctl()), "'family'.*supported")
+  expect_error(gpgam(y ~ gp(x), data = d, family = "not a family", control = bad_ctl()))
+})
+
+test_that("an unknown kernel is an error naming the argument", {
+  d <- bad_data()
+  expect_error(gpgam(y ~ gp(x, kernel = "foo"), data = d, control = bad_ctl()), "matern52")  # lists the choices
+  expect_error(gpgam(y ~ gp(x, kernel = "foo"), data = d, control = bad_ctl()), "kernel")    # and the argument
+})
+
+test_that("an unknown inference engine is an error naming the argument", {
+  d <- bad_data()
+  expect_error(gpgam(y ~ gp(x), data = d, inference = "mcmc", control = bad_ctl()), "\"vi\"")
+  expect_error(gpgam(y ~ gp(x), data = d, inference = "mcmc", control = bad_ctl()), "inference")
+})
+
+test_that("malformed formulas are refused", {
+  d <- bad_data()
+  expect_error(gpgam(~ gp(x), data = d, control = bad_ctl()), "'formula'.*two-sided")
+  expect_error(gpgam(y ~ gp(x) + gp(z), data = d, control = bad_ctl()), "'formula'.*2 gp\\(\\) terms")
+  expect_error(gpgam(y ~ gp(x):z, data = d, control = bad_ctl()), "'formula'.*interactions")
+  expect_error(gpgam(y ~ 0, data = d, control = bad_ctl()), "'formula'.*no terms")
+})
+
+test_that("predict() refuses newdata without the needed columns", {
+  d <- bad_data()
+  fit <- gpgam(y ~ gp(x) + z + f, data = d, control = bad_ctl())
+  expect_error(predict(fit, d[, c("x", "f")]), "'newdata'.*'z'")
+  for (v in c("x", "z", "f")) expect_error(predict(fit, data.frame(q = 1)), paste0("'newdata' lacks.*'", v, "'"))
+  expect_error(predict(fit, d, type = "nonsense"), "should be one of")
+  expect_error(predict(fit, d, se.fit = NA), "'se.fit'")
+  nd <- d[1:3, ]
+  nd$x <- as.character(nd$x)
+  expect_error(predict(fit, nd), "'x'")
+  # without a stored model frame newdata is required
+  f0 <- gpgam(y ~ gp(x), data = d, control = bad_ctl(), model = FALSE)
+  expect_error(predict(f0), "'newdata'")
+})
+
+test_that("gpgam() leaves the user's data unchanged", {
+  d <- bad_data()
+  d$y[4] <- NA
+  d0 <- d
+  fit <- gpgam(y ~ gp(x, z) + f, data = d, control = bad_ctl(), subset = z > -2, weights = rep(2, nrow(d)))
+  p <- predict(fit, d[1:10, ], type = "terms")
+  expect_identical(d, d0)
+})

@@ -1,0 +1,77 @@
+# Predictive quality on real classification data (against glm on the same
+# splits) and recovery of a known Poisson rate.
+
+binary_nll <- function(p, y) {
+  p <- pmin(pmax(p, 1e-8), 1 - 1e-8)  # the same clipping for both models
+  -mean(y * log(p) + (1 - y) * log(1 - p))
+}
+
+# Mean test NLL of gpgam (one gp() over all inputs) and of glm (all inputs
+# linear) over fixed random 80/20 splits.
+compare_with_glm <- function(dat, yname, link, nsplit = 3, inducing = 40, iterations = 150) {
+  xs <- setdiff(names(dat), yname)
+  fo <- as.formula(sprintf("%s ~ gp(%s)", yname, paste(xs, collapse = ", ")))
+  set.seed(10)
+  splits <- replicate(nsplit, sample(nrow(dat), round(0.8 * nrow(dat))), simplify = FALSE)
+  res <- t(vapply(seq_len(nsplit), function(s) {
+    tr <- splits[[s]]
+    dtr <- dat[tr, ]
+    dte <- dat[-tr, ]
+    yte <- as.numeric(dte[[yname]] == levels(dat[[yname]])[2])
+    fit <- gpgam(fo, data = dtr, family = binomial(link = link),
+                 control = qctl(inducing = inducing, iterations = iterations, seed = s))
+    p <- predict(fit, dte, type = "response")
+    stopifnot(all(p >= 0 & p <= 1))
+    g <- suppressWarnings(glm(as.formula(paste(yname, "~ .")), data = dtr, family = binomial(link = link)))
+    pg <- suppressWarnings(predict(g, dte, type = "response"))
+    c(gp = binary_nll(p, yte), glm = binary_nll(pg, yte))
+  }, c(gp = 0, glm = 0)))
+  colMeans(res)
+}
+
+for (link in c("probit", "logit")) {
+  test_that(paste("Pima diabetes: gpgam is as good as glm on held-out NLL,", link), {
+    skip_if_not_installed("mlbench")
+    data("PimaIndiansDiabetes", package = "mlbench", envir = environment())
+    nll <- compare_with_glm(PimaIndiansDiabetes, "diabetes", link)
+    expect_lte(nll[["gp"]], nll[["glm"]] + 0.01)
+    expect_lt(nll[["gp"]], 0.55)  # the base rate alone gives 0.65
+  })
+
+  test_that(paste("Sonar: gpgam beats the overfitting glm on held-out NLL,", link), {
+    skip_if_not_installed("mlbench")
+    data("Sonar", package = "mlbench", envir = environment())
+    nll <- compare_with_glm(Sonar, "Class", link)
+    expect_lt(nll[["gp"]], nll[["glm"]])
+    expect_lt(nll[["gp"]], 0.6)  # chance is log(2) = 0.69
+  })
+}
+
+test_that("a Poisson rate exp(1 + sin(2x)) is recovered with calibrated bands", {
+  set.seed(3)
+  n <- 3000
+  d <- data.frame(x = runif(n, 0, 5))
+  d$y <- rpois(n, exp(1 + sin(2 * d$x)))
+  # hyperparameters of non-Gaussian fits converge slowly: a larger step and
+  # no early stop
+  fit <- gpgam(y ~ gp(x), data = d, family = poisson(),
+               control = qctl(inducing = 15, iterations = 1000, patience = 1000, learning_rate = 0.05, seed = 1))
+  g <- data.frame(x = seq(0.1, 4.9, length.out = 100))
+  rate <- exp(1 + sin(2 * g$x))
+  pr <- predict(fit, g, type = "response")
+  pl <- predict(fit, g, se.fit = TRUE)
+  expect_lt(max(abs(pr - rate) / rate), 0.15)
+  expect_gte(mean(abs(pl$fit - log(rate)) <= qnorm(0.975) * pl$se.fit), 0.9)
+  # type = "response" is the lognormal mean of the link posterior
+  expect_equal(unname(pr), unname(exp(pl$fit + pl$se.fit^2 / 2)), tolerance = 1e-12)
+
+  # With the default optimisation settings a fit that reports convergence
+  # should be near the optimum that the longer run finds.
+  fit_default <- gpgam(y ~ gp(x), data = d, family = poisson(),
+                       control = qctl(inducing = 15, iterations = 1000, seed = 1))
+  if (fit_default$converged) {
+    expect_gt(fit_default$elbo, fit$elbo - 2)
+  } else {
+    expect_equal(fit_default$iterations, 1000L)
+  }
+})

@@ -1,0 +1,138 @@
+# print / summary / logLik / nobs / sigma / coef / vcov / family / formula /
+# residuals and plot methods.
+
+meth_data <- function(n = 150) {
+  set.seed(8)
+  d <- data.frame(x1 = runif(n), x2 = runif(n), x3 = runif(n), z = rnorm(n))
+  d$y <- sin(4 * d$x1) + d$x2 + d$z + rnorm(n, sd = 0.2)
+  d
+}
+
+meth_ctl <- function(...) qctl(inducing = 10, iterations = 30, seed = 1, ...)
+
+test_that("print() and summary() show the hyperparameters and coefficients", {
+  d <- meth_data()
+  fit <- gpgam(y ~ gp(x1, x2) + z, data = d, control = meth_ctl())
+  g <- fit$params$gp[[1]]
+  out <- paste(capture.output(print(fit)), collapse = "\n")
+  expect_match(out, "gp\\(x1, x2\\): se kernel, 10 inducing points")
+  expect_match(out, format(g$variance, digits = 4), fixed = TRUE)
+  expect_match(out, format(sigma(fit), digits = 4), fixed = TRUE)
+  s <- summary(fit)
+  expect_s3_class(s, "summary.gpgam")
+  expect_equal(s$hyper$parameter, c("variance", "lengthscale[x1]", "lengthscale[x2]"))
+  expect_equal(s$hyper$value, unname(c(g$variance, g$lengthscale)))
+  expect_equal(s$coefficients[, "Estimate"], coef(fit))
+  expect_equal(s$coefficients[, "Std. Error"], sqrt(diag(vcov(fit))))
+  expect_equal(unname(s$coefficients[, "z value"]), unname(coef(fit) / sqrt(diag(vcov(fit)))))
+  expect_equal(s$elbo, fit$elbo)
+  expect_equal(s$sigma, sigma(fit))
+  so <- paste(capture.output(print(s)), collapse = "\n")
+  expect_match(so, "Gaussian-process terms")
+  expect_match(so, "lengthscale[x2]", fixed = TRUE)
+  expect_match(so, format(g$lengthscale[["x2"]], digits = 4), fixed = TRUE)
+  expect_match(so, "Residual sd")
+  expect_match(so, "30 iterations")
+  # a binomial fit prints without a residual sd
+  d$yb <- as.numeric(d$y > 0.5)
+  fb <- gpgam(yb ~ gp(x1), data = d, family = binomial(link = "probit"), control = meth_ctl())
+  ob <- paste(capture.output(print(summary(fb))), collapse = "\n")
+  expect_match(ob, "Link function: probit")
+  expect_false(grepl("Residual sd", ob))
+  # print methods of the helpers
+  expect_output(print(gp(x1, x2, kernel = "matern32", k = 7)), "gp\\(x1, x2\\): matern32 kernel, ARD, k = 7")
+  expect_output(print(gp_control(iterations = 3, verbose = FALSE)), "<gp_control>")
+})
+
+test_that("logLik() is the ELBO with a df attribute", {
+  d <- meth_data()
+  fit <- gpgam(y ~ gp(x1, x2, x3) + z, data = d, control = meth_ctl())
+  ll <- logLik(fit)
+  expect_s3_class(ll, "logLik")
+  expect_equal(as.numeric(ll), fit$elbo)
+  # variance + 3 lengthscales + 2 coefficients + sigma
+  expect_equal(attr(ll, "df"), 7)
+  expect_equal(attr(ll, "nobs"), 150L)
+  expect_equal(AIC(fit), -2 * fit$elbo + 2 * 7)
+  # isotropic kernel: one lengthscale
+  fi <- gpgam(y ~ gp(x1, x2, ard = FALSE), data = d, control = meth_ctl())
+  expect_equal(attr(logLik(fi), "df"), 2 + 1 + 1)
+  expect_length(fi$params$gp[[1]]$lengthscale, 1)
+  # the optimisation improved the objective
+  expect_gt(fit$elbo, fit$trace[1])
+})
+
+test_that("nobs, sigma, coef, vcov, family and formula", {
+  d <- meth_data()
+  fit <- gpgam(y ~ gp(x1) + z + x2, data = d, control = meth_ctl())
+  expect_equal(nobs(fit), 150L)
+  expect_gt(sigma(fit), 0)
+  # the noise sd is in the right range for data simulated with sd 0.2
+  fit_long <- gpgam(y ~ gp(x1) + z + x2, data = d, control = qctl(inducing = 10, iterations = 500, seed = 1))
+  expect_gt(sigma(fit_long), 0.15)
+  expect_lt(sigma(fit_long), 0.3)
+  expect_equal(unname(coef(fit_long)[c("z", "x2")]), c(1, 1), tolerance = 0.15)
+  expect_named(coef(fit), c("(Intercept)", "z", "x2"))
+  V <- vcov(fit)
+  expect_equal(dimnames(V), list(names(coef(fit)), names(coef(fit))))
+  expect_true(isSymmetric(V))
+  expect_true(all(eigen(V, only.values = TRUE)$values > 0))
+  expect_equal(family(fit)$family, "gaussian")
+  expect_equal(formula(fit), y ~ gp(x1) + z + x2)
+  d$yb <- as.numeric(d$y > 0.5)
+  fb <- gpgam(yb ~ gp(x1), data = d, family = binomial(), control = meth_ctl())
+  expect_equal(family(fb)$link, "logit")
+  expect_equal(sigma(fb), 1)
+  # Pearson residuals: (y - mu) / sqrt(mu (1 - mu))
+  mu <- fitted(fb)
+  expect_close(residuals(fb, type = "pearson"), (d$yb - mu) / sqrt(mu * (1 - mu)), 1e-12)
+  expect_close(residuals(fb), d$yb - mu, 1e-12)
+  expect_close(residuals(fit, "pearson"), residuals(fit) / sigma(fit), 1e-12)
+  # a gp()-only model without intercept has no coefficients
+  f0 <- gpgam(y ~ gp(x1) - 1, data = d, control = meth_ctl())
+  expect_length(coef(f0), 0)
+  expect_equal(dim(vcov(f0)), c(0L, 0L))
+})
+
+test_that("plot() draws 1-D, 2-D and 3-D gp terms and the trace", {
+  d <- meth_data()
+  f1 <- gpgam(y ~ gp(x1) + z, data = d, control = meth_ctl())
+  f2 <- gpgam(y ~ gp(x1, x2), data = d, control = meth_ctl())
+  f3 <- gpgam(y ~ gp(x1, x2, x3) + z, data = d, control = meth_ctl())
+  fn <- gpgam(y ~ z, data = d, control = meth_ctl())
+  png(tf <- tempfile(fileext = ".png"))
+  on.exit(unlink(tf), add = TRUE)
+  expect_identical(plot(f1), f1)
+  expect_identical(plot(f2, n = 20), f2)
+  expect_identical(plot(f3, n = 20), f3)
+  expect_identical(plot(f3, which = "trace"), f3)
+  expect_message(plot(fn), "no gp\\(\\) terms")
+  expect_error(plot(f1, select = 2), "'select'")
+  dev.off()
+  expect_gt(file.size(tf), 1000)
+  # the 1-D term curve is the term prediction (GP component without intercept)
+  pdf(NULL)
+  on.exit(dev.off(), add = TRUE)
+  g <- f1$terms$gp[[1]]
+  grid <- seq(g$range[1, 1], g$range[2, 1], length.out = 7)
+  tp <- scalegp:::term_grid_predict(f1, 1, matrix(grid))
+  tt <- predict(f1, data.frame(x1 = grid, z = 0), type = "terms", se.fit = TRUE)
+  expect_close(tp$fit, tt$fit[, "gp(x1)"], 1e-10)
+  expect_close(tp$se, tt$se.fit[, "gp(x1)"], 1e-10)
+})
+
+test_that("s() in a formula is read as gp(), and epochs sets the iterations", {
+  d <- meth_data()
+  fg <- gpgam(y ~ gp(x1) + z, data = d, control = meth_ctl())
+  fs <- gpgam(y ~ s(x1) + z, data = d, control = meth_ctl())
+  expect_identical(predict(fs, d[1:5, ]), predict(fg, d[1:5, ]))
+  expect_warning(gpgam(y ~ s(x1, bs = "cr") + z, data = d, control = meth_ctl()), "'bs' and 'm'")
+  # epochs: iterations = ceiling(epochs * n / batch_size)
+  fe <- gpgam(y ~ gp(x1), data = d, control = qctl(inducing = 5, epochs = 2.5, batch_size = 40, patience = 100, seed = 1))
+  expect_equal(fe$control$iterations, as.integer(ceiling(2.5 * 150 / 40)))
+  expect_equal(fe$iterations, 10L)
+  expect_length(fe$trace, 10L)
+  # batch_size above n is reduced to n
+  fb <- gpgam(y ~ gp(x1), data = d, control = qctl(inducing = 5, iterations = 3, batch_size = 1000, seed = 1))
+  expect_equal(fb$control$batch_size, 150L)
+})

@@ -1,0 +1,205 @@
+# predict() conventions (after predict.lm / mgcv::predict.gam) and the
+# data-handling arguments of gpgam().
+
+pred_data <- function(n = 200, seed = 6) {
+  set.seed(seed)
+  d <- data.frame(x = runif(n), z = rnorm(n), f = factor(sample(letters[1:3], n, TRUE)), o = runif(n))
+  d$y <- sin(5 * d$x) + 0.5 * d$z + c(a = 0, b = 0.5, c = -0.5)[as.character(d$f)] + rnorm(n, sd = 0.2)
+  d
+}
+
+pred_ctl <- function(...) qctl(inducing = 10, iterations = 60, seed = 1, ...)
+
+test_that("se.fit = TRUE returns fit, se.fit and residual.scale", {
+  d <- pred_data()
+  fit <- gpgam(y ~ gp(x) + z + f, data = d, control = pred_ctl())
+  nd <- d[1:7, ]
+  p <- predict(fit, nd, se.fit = TRUE)
+  expect_named(p, c("fit", "se.fit", "residual.scale"))
+  expect_identical(p$fit, predict(fit, nd))
+  expect_length(p$se.fit, 7)
+  expect_true(all(p$se.fit > 0))
+  expect_equal(p$residual.scale, sigma(fit))
+  expect_identical(names(p$fit), rownames(nd))
+  # Gaussian response: identity link, so response == link (mean and sd)
+  pr <- predict(fit, nd, type = "response", se.fit = TRUE)
+  expect_equal(pr$fit, p$fit, tolerance = 1e-12)
+  expect_equal(pr$se.fit, p$se.fit, tolerance = 1e-12)
+})
+
+test_that("type = 'terms' adds up to the link prediction", {
+  d <- pred_data()
+  fit <- gpgam(y ~ gp(x) + z + f, data = d, control = pred_ctl())
+  nd <- d[1:20, ]
+  tt <- predict(fit, nd, type = "terms")
+  expect_true(is.matrix(tt))
+  expect_identical(colnames(tt), c("gp(x)", "z", "f"))
+  expect_equal(nrow(tt), 20L)
+  const <- attr(tt, "constant")
+  expect_equal(const, unname(coef(fit)["(Intercept)"]))
+  expect_close(rowSums(tt) + const, predict(fit, nd), 1e-8)
+  # parametric columns are x * beta
+  expect_close(tt[, "z"], nd$z * coef(fit)[["z"]], 1e-10)
+  expect_close(tt[, "f"], (nd$f == "b") * coef(fit)[["fb"]] + (nd$f == "c") * coef(fit)[["fc"]], 1e-10)
+  # se of a linear term: |z| * sd(beta_z)
+  ts <- predict(fit, nd, type = "terms", se.fit = TRUE)
+  expect_named(ts, c("fit", "se.fit"))
+  expect_close(ts$se.fit[, "z"], abs(nd$z) * sqrt(vcov(fit)["z", "z"]), 1e-10)
+  expect_equal(dim(ts$se.fit), dim(tt))
+
+  # with an offset: rowSums + constant + offset
+  fo <- gpgam(y ~ gp(x) + z + offset(o), data = d, control = pred_ctl())
+  to <- predict(fo, nd, type = "terms")
+  expect_identical(colnames(to), c("gp(x)", "z"))
+  expect_close(rowSums(to) + attr(to, "constant") + nd$o, predict(fo, nd), 1e-8)
+
+  # without an intercept the constant is 0
+  f0 <- gpgam(y ~ gp(x) + z - 1, data = d, control = pred_ctl())
+  t0 <- predict(f0, nd, type = "terms")
+  expect_equal(attr(t0, "constant"), 0)
+  expect_close(rowSums(t0), predict(f0, nd), 1e-8)
+})
+
+test_that("predict() without newdata is the fitted linear predictor", {
+  d <- pred_data()
+  fit <- gpgam(y ~ gp(x) + z + f, data = d, control = pred_ctl())
+  expect_close(predict(fit), fit$linear.predictors, 1e-12)
+  expect_close(predict(fit), predict(fit, d), 1e-12)
+  expect_close(fitted(fit), predict(fit, type = "response"), 1e-12)
+  # binomial: fitted() is the response-scale mean, not the linear predictor
+  d$yb <- as.numeric(d$y > 0)
+  fb <- gpgam(yb ~ gp(x) + z, data = d, family = binomial(link = "probit"), control = pred_ctl())
+  expect_close(fitted(fb), predict(fb, d, type = "response"), 1e-12)
+  pl <- predict(fb, d, se.fit = TRUE)
+  expect_close(fitted(fb), pnorm(pl$fit / sqrt(1 + pl$se.fit^2)), 1e-10)
+})
+
+test_that("rows of newdata with NA give NA and leave the other rows unchanged", {
+  d <- pred_data()
+  fit <- gpgam(y ~ gp(x) + z + f, data = d, control = pred_ctl())
+  nd <- d[1:6, ]
+  ref <- predict(fit, nd, se.fit = TRUE)
+  nd$x[2] <- NA
+  nd$f[5] <- NA
+  p <- predict(fit, nd, se.fit = TRUE)
+  expect_length(p$fit, 6)
+  expect_true(all(is.na(p$fit[c(2, 5)])))
+  expect_true(all(is.na(p$se.fit[c(2, 5)])))
+  expect_identical(p$fit[-c(2, 5)], ref$fit[-c(2, 5)])
+  expect_identical(p$se.fit[-c(2, 5)], ref$se.fit[-c(2, 5)])
+  tt <- predict(fit, nd, type = "terms")
+  expect_true(all(is.na(tt[c(2, 5), ])))
+  expect_false(anyNA(tt[-c(2, 5), ]))
+})
+
+test_that("newdata missing a column or with an unseen level is an error naming it", {
+  d <- pred_data()
+  fit <- gpgam(y ~ gp(x) + z + f, data = d, control = pred_ctl())
+  expect_error(predict(fit, d[, c("x", "f")]), "newdata.*'z'")
+  expect_error(predict(fit, d[, c("z", "f")]), "newdata.*'x'")
+  nd <- d[1:3, ]
+  nd$f <- factor(c("a", "b", "zz"))
+  expect_error(predict(fit, nd), "'zz'.*'f'")
+  # a new level set that is a subset of the old ones is fine
+  nd$f <- factor(c("a", "b", "b"))
+  expect_close(predict(fit, nd), predict(fit, d[1:3, ] |> transform(f = factor(c("a", "b", "b"), levels = letters[1:3]))), 1e-12)
+})
+
+test_that("probit response predictions are probabilities", {
+  set.seed(7)
+  n <- 300
+  d <- data.frame(x = runif(n, -2, 2))
+  d$y <- rbinom(n, 1, pnorm(3 * sin(2 * d$x)))
+  fit <- gpgam(y ~ gp(x), data = d, family = binomial(link = "probit"), control = pred_ctl())
+  nd <- data.frame(x = seq(-3, 3, length.out = 50))  # also outside the data
+  pr <- predict(fit, nd, type = "response", se.fit = TRUE)
+  expect_true(all(pr$fit > 0 & pr$fit < 1))
+  expect_true(all(pr$se.fit >= 0 & pr$se.fit <= 0.5))
+  # strongly informative region: the probabilities follow the truth
+  inside <- abs(nd$x) < 1.8
+  expect_lt(max(abs(pr$fit[inside] - pnorm(3 * sin(2 * nd$x[inside])))), 0.25)
+  # response sd is the sd of Phi(eta) under eta ~ N(fit, se^2)
+  pl <- predict(fit, nd, se.fit = TRUE)
+  i <- 10
+  ref <- integrate(function(e) pnorm(e)^2 * dnorm(e, pl$fit[i], pl$se.fit[i]), -Inf, Inf)$value - pr$fit[i]^2
+  expect_equal(unname(pr$se.fit[i]), unname(sqrt(ref)), tolerance = 1e-6)
+})
+
+test_that("na.exclude pads fitted() and residuals() with NA", {
+  d <- pred_data()
+  d$y[c(3, 10)] <- NA
+  d$z[17] <- NA
+  fit <- gpgam(y ~ gp(x) + z, data = d, control = pred_ctl(), na.action = na.exclude)
+  expect_equal(nobs(fit), nrow(d) - 3L)
+  expect_length(fitted(fit), nrow(d))
+  expect_length(residuals(fit), nrow(d))
+  expect_equal(which(is.na(fitted(fit))), c(3L, 10L, 17L), ignore_attr = TRUE)
+  expect_equal(which(is.na(residuals(fit))), c(3L, 10L, 17L), ignore_attr = TRUE)
+  expect_close(na.omit(residuals(fit)), na.omit(d$y - fitted(fit))[seq_len(nobs(fit))], 1e-12)
+  # na.omit (default) drops them
+  fo <- gpgam(y ~ gp(x) + z, data = d, control = pred_ctl())
+  expect_length(fitted(fo), nrow(d) - 3L)
+  expect_close(fitted(fo), na.omit(fitted(fit)), 1e-12)
+})
+
+test_that("update() refits with a changed formula", {
+  d <- pred_data()
+  fit <- gpgam(y ~ gp(x) + z + f, data = d, control = pred_ctl())
+  fit2 <- update(fit, . ~ . - z)
+  expect_s3_class(fit2, "gpgam")
+  expect_equal(deparse(formula(fit2)), "y ~ gp(x) + f")
+  expect_named(coef(fit2), c("(Intercept)", "fb", "fc"))
+  ref <- gpgam(y ~ gp(x) + f, data = d, control = pred_ctl())
+  expect_identical(predict(fit2, d[1:5, ]), predict(ref, d[1:5, ]))
+})
+
+test_that("subset selects rows like lm()", {
+  d <- pred_data()
+  fs <- gpgam(y ~ gp(x) + z, data = d, subset = x > 0.3, control = pred_ctl())
+  ref <- gpgam(y ~ gp(x) + z, data = d[d$x > 0.3, ], control = pred_ctl())
+  expect_equal(nobs(fs), sum(d$x > 0.3))
+  expect_identical(predict(fs, d[1:5, ]), predict(ref, d[1:5, ]))
+  expect_identical(coef(fs), coef(ref))
+})
+
+test_that("Gaussian weights are precision weights", {
+  d <- pred_data(n = 300)
+  ctl <- qctl(inducing = 10, iterations = 400, seed = 1)
+  fit <- gpgam(y ~ gp(x) + z + f, data = d, control = ctl)
+  d$w2 <- 2
+  fit_w2 <- gpgam(y ~ gp(x) + z + f, data = d, weights = w2, control = ctl)
+  # weight 2 halves the noise variance of each observation: the unit-weight
+  # sigma is sqrt(2) times larger and the fitted function is the same
+  expect_equal(sigma(fit_w2), sigma(fit) * sqrt(2), tolerance = 0.05)
+  expect_close(predict(fit_w2, d[1:20, ]), predict(fit, d[1:20, ]), 0.05)
+})
+
+test_that("binomial weights are numbers of trials", {
+  set.seed(9)
+  n <- 200
+  d <- data.frame(x = runif(n))
+  d$m <- as.numeric(sample(1:6, n, TRUE))
+  d$k <- rbinom(n, d$m, plogis(2 * sin(4 * d$x)))
+  d$p <- d$k / d$m
+  # proportions with trial weights == the expanded 0/1 data (same likelihood)
+  ctl <- qctl(inducing = 8, iterations = 50, seed = 1, fixed = c("kernel", "inducing"))
+  fp <- gpgam(p ~ gp(x, lengthscale = 0.3, variance = 2, inducing = seq(0, 1, length.out = 8)), data = d, weights = m, family = binomial(), control = ctl)
+  long <- d[rep(seq_len(n), d$m), ]
+  long$yb <- unlist(lapply(seq_len(n), function(i) rep(c(1, 0), c(d$k[i], d$m[i] - d$k[i]))))
+  fl <- gpgam(yb ~ gp(x, lengthscale = 0.3, variance = 2, inducing = seq(0, 1, length.out = 8)), data = long, family = binomial(), control = ctl)
+  nd <- data.frame(x = seq(0.05, 0.95, length.out = 10))
+  expect_close(predict(fp, nd), predict(fl, nd), 1e-6)
+  expect_equal(fp$elbo, fl$elbo, tolerance = 1e-6)
+})
+
+test_that("integer weights are accepted and equal double weights", {
+  set.seed(9)
+  n <- 100
+  d <- data.frame(x = runif(n), m = sample(1:6, n, TRUE))
+  d$y <- rbinom(n, d$m, plogis(2 * sin(4 * d$x))) / d$m
+  expect_type(d$m, "integer")
+  ctl <- qctl(inducing = 8, iterations = 20, seed = 1)
+  f_dbl <- gpgam(y ~ gp(x), data = transform(d, m = as.numeric(m)), weights = m, family = binomial(), control = ctl)
+  f_int <- gpgam(y ~ gp(x), data = d, weights = m, family = binomial(), control = ctl)
+  expect_identical(predict(f_int, d[1:5, ]), predict(f_dbl, d[1:5, ]))
+})
