@@ -1,7 +1,7 @@
 // Rcpp glue for the variational engine: converts R lists to the C++ core
 // (inst/include/scalegp), runs it on RcppParallel, returns plain lists.
 #include <RcppEigen.h>
-#include <RcppParallel.h>
+#include <RcppParallel/TBB.h>  // the TBB back end only (RcppParallel.h adds R-vector wrappers we do not use)
 #include <scalegp/scalegp.hpp>
 
 // [[Rcpp::depends(RcppEigen, RcppParallel)]]
@@ -10,6 +10,7 @@ using namespace scalegp;
 
 namespace {
 
+// Runs a RangeBody on TBB threads; the body never touches the R API.
 struct RangeWorker : RcppParallel::Worker {
   const RangeBody& body;
   explicit RangeWorker(const RangeBody& b) : body(b) {}
@@ -20,7 +21,7 @@ ParallelFor make_pfor(int threads) {
   return [threads](std::size_t n, const RangeBody& body) {
     if (threads <= 1 || n <= 1) return serial_for(n, body);
     RangeWorker w(body);
-    RcppParallel::parallelFor(0, n, w, 1, threads);
+    RcppParallel::tbbParallelFor(0, n, w, 1, threads);
   };
 }
 
