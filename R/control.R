@@ -45,6 +45,17 @@
 #'   Cholesky factorisation fails.
 #' @param gh_points number of Gauss-Hermite nodes for expectations without a
 #'   closed form (binomial).
+#' @param posterior `"coupled"` (default): one Gaussian posterior over the
+#'   inducing variables of all components, which captures their posterior
+#'   dependence (seed 004); `"meanfield"`: independent blocks per component
+#'   (Saul et al. 2016), for comparison only, its bands are too narrow.
+#' @param rank `NULL` (default): full rank.  An integer R restricts the
+#'   coupled posterior precision to the low-rank form of seed 004 (eq. 7,
+#'   whitened: \eqn{S^{-1} = I + W W^	op}, W with R columns), obtained by
+#'   keeping the R leading directions after every natural-gradient step;
+#'   `summary()` warns when this discards more than 1% of the data precision.
+#'   Seed 004 used R = M, which is too small when the model needs more
+#'   effective degrees of freedom than R.
 #' @return An object of class `gp_control`.
 #' @seealso [gpgam()]
 #' @examples
@@ -54,7 +65,8 @@
 gp_control <- function(inducing = 100, batch_size = NULL, iterations = 2000, epochs = NULL,
                        learning_rate = 0.01, tol = 1e-5, patience = 20, natgrad_step = NULL,
                        threads = NULL, seed = NULL, verbose = interactive(),
-                       fixed = character(), sigma = NULL, jitter = 1e-6, gh_points = 20) {
+                       fixed = character(), sigma = NULL, jitter = 1e-6, gh_points = 20,
+                       posterior = c("coupled", "meanfield"), rank = NULL) {
   check_count(inducing, "inducing")
   if (!is.null(batch_size)) check_count(batch_size, "batch_size")
   check_count(iterations, "iterations")
@@ -78,11 +90,16 @@ gp_control <- function(inducing = 100, batch_size = NULL, iterations = 2000, epo
   if (jitter > 1) stop_arg("jitter", "must be small (e.g. 1e-6)")
   check_count(gh_points, "gh_points")
   if (gh_points < 5 || gh_points > 100) stop_arg("gh_points", "must be between 5 and 100")
+  if (identical(posterior, eval(formals(gp_control)$posterior))) posterior <- "coupled"
+  if (!is.character(posterior) || length(posterior) != 1 || !posterior %in% c("coupled", "meanfield"))
+    stop_arg("posterior", "must be \"coupled\" or \"meanfield\"")
+  if (!is.null(rank)) check_count(rank, "rank")
   structure(list(inducing = as.integer(inducing), batch_size = batch_size,
                  iterations = as.integer(iterations), epochs = epochs,
                  learning_rate = learning_rate, tol = tol, patience = as.integer(patience),
                  natgrad_step = natgrad_step, threads = threads, seed = seed, verbose = verbose,
-                 fixed = fixed, sigma = sigma, jitter = jitter, gh_points = as.integer(gh_points)),
+                 fixed = fixed, sigma = sigma, jitter = jitter, gh_points = as.integer(gh_points),
+                 posterior = posterior, rank = rank),
             class = "gp_control")
 }
 

@@ -103,7 +103,10 @@ n_unique_rows <- function(X) {
 
 # Internal design matrix for the stored terms and scalings.
 internal_design <- function(mf, terms) {
-  blocks <- lapply(terms$gp, function(g) standardise(gp_inputs(mf, g$spec, "newdata"), g$scaling))
+  blocks <- lapply(terms$gp, function(g) {
+    if (g$type == "factor") return(matrix(as.numeric(factor(mf[[g$spec$vars]], levels = g$levels)) - 1))
+    standardise(gp_inputs(mf, g$spec, "newdata"), g$scaling)
+  })
   if (!is.null(terms$param)) {
     Xp <- stats::model.matrix(terms$param, mf, contrasts.arg = terms$contrasts)
     blocks <- c(blocks, list(standardise(Xp, terms$param_scaling)))

@@ -6,7 +6,8 @@ engine_control <- function(control, problem) {
        learning_rate = control$learning_rate, tol = control$tol, patience = control$patience,
        natgrad_step = control$natgrad_step %||% -1,
        learn_inducing = !("inducing" %in% control$fixed),
-       learn_noise = !("sigma" %in% control$fixed), gh_points = control$gh_points)
+       learn_noise = !("sigma" %in% control$fixed), gh_points = control$gh_points,
+       meanfield = control$posterior == "meanfield", rank = as.integer(control$rank %||% 0L))
 }
 
 run_vi <- function(problem, control) {
@@ -39,7 +40,7 @@ collect_fit <- function(problem, res, control) {
     terms = problem$terms, scaling = list(y = problem$yscaling), family = problem$family,
     likelihood = problem$lik, engine = "vi", state = state,
     trace = res$trace - jac, iterations = res$iterations, converged = res$converged,
-    elbo = res$elbo - jac, kl = res$kl, control = control, n = problem$n,
+    elbo = res$elbo - jac, kl = res$kl, rank_loss = res$rank_loss, control = control, n = problem$n,
     intercept = problem$intercept, y = problem$y_raw, prior.weights = problem$w_raw,
     offset = problem$offset_raw)
   class(fit) <- c("gpgam_vi", "gpgam", "scalegp")
@@ -53,19 +54,41 @@ collect_fit <- function(problem, res, control) {
 # Hyperparameters on the scale of the data.
 natural_params <- function(fit) {
   ysc <- fit$scaling$y$scale
+  edf <- component_edf(fit)
   gp <- lapply(seq_along(fit$terms$gp), function(i) {
     s <- fit$state$specs[[i]]
     g <- fit$terms$gp[[i]]
+    out <- list(label = g$spec$label, type = g$type, variance = exp(s$log_var) * ysc^2, edf = edf[i])
+    if (g$type == "factor") {
+      return(c(out, list(kernel = "iid", lengthscale = numeric(), inducing = NULL, n_inducing = s$levels)))
+    }
     ls <- exp(s$log_ls) * if (length(s$log_ls) == 1) g$scaling$scale[1] else g$scaling$scale
     names(ls) <- if (length(ls) == length(g$spec$vars)) g$spec$vars else "(all)"
     Z <- sweep(sweep(s$Z, 2, g$scaling$scale, "*"), 2, g$scaling$center, "+")
     colnames(Z) <- g$spec$vars
-    list(label = g$spec$label, kernel = s$kernel, lengthscale = ls,
-         variance = exp(s$log_var) * ysc^2, inducing = Z)
+    c(out, list(kernel = s$kernel, lengthscale = ls, inducing = Z, n_inducing = nrow(Z)))
   })
   names(gp) <- vapply(gp, `[[`, "", "label")
   sigma <- if (fit$likelihood == "gaussian") sqrt(exp(fit$state$log_noise) + 1e-6) * ysc else NA_real_
   list(gp = gp, sigma = sigma)
+}
+
+# Sizes of the components' blocks in q (engine order: gp() terms, then the
+# parametric block).
+component_sizes <- function(fit) {
+  vapply(fit$state$specs, function(s) switch(s$kind, factor = as.integer(s$levels), linear = length(s$cols),
+                                             nrow(s$Z)), 1L)
+}
+
+# Effective degrees of freedom per component: tr(I - S_cc) in whitened
+# coordinates (seed 004's tr(B_c' K_c B_c A^{-1}); their sum is tr(I - S)).
+component_edf <- function(fit) {
+  sz <- component_sizes(fit)
+  end <- cumsum(sz)
+  vapply(seq_along(sz), function(c) {
+    idx <- (end[c] - sz[c]) + seq_len(sz[c])
+    sz[c] - sum(diag(fit$state$S)[idx])
+  }, 0)
 }
 
 # Posterior mean and covariance of the parametric coefficients (data scale).

@@ -100,22 +100,11 @@ build_problem <- function(parsed, mf, y, w, off, fam, control) {
   terms <- list(gp = list(), param = NULL)
   comps <- list()
   col <- 0L
-  for (spec in parsed$specs) {
-    Xg <- gp_inputs(mf, spec)
-    sc <- input_scaling(Xg, spec)
-    d <- ncol(Xg)
-    Z <- inducing_init(Xg, spec, sc, control)
-    ls0 <- if (!is.null(spec$lengthscale)) log(spec$lengthscale / sc$scale[1:length(spec$lengthscale)])
-           else rep(log(sqrt(d)), if (spec$ard) d else 1)
-    if (spec$ard && length(ls0) == 1 && d > 1) ls0 <- rep(ls0, d)
-    if (!spec$ard) ls0 <- ls0[1]
-    var0 <- if (!is.null(spec$variance)) spec$variance / ysc$scale^2 else 1
-    comps[[length(comps) + 1]] <- list(
-      is_gp = TRUE, cols = col + seq_len(d) - 1L, kernel = spec$kernel, log_var = log(var0),
-      log_ls = ls0, Z = Z, learn_kernel = !("kernel" %in% control$fixed), prior_sd = numeric())
-    terms$gp[[length(terms$gp) + 1]] <- list(spec = spec, scaling = sc,
-                                             range = apply(Xg, 2, range))
-    col <- col + d
+  for (i in seq_along(parsed$specs)) {
+    built <- gp_component(parsed$specs[[i]], mf, parsed$specs[-i], length(parsed$specs), ysc, control, col)
+    comps[[length(comps) + 1]] <- built$comp
+    terms$gp[[length(terms$gp) + 1]] <- built$term
+    col <- col + length(built$comp$cols)
   }
   has_param <- parsed$intercept || length(attr(terms(parsed$param), "term.labels")) > 0
   if (has_param) {
@@ -128,8 +117,9 @@ build_problem <- function(parsed, mf, y, w, off, fam, control) {
     terms$param <- pt
     terms$param_scaling <- psc
     terms$contrasts <- attr(Xp, "contrasts")
+    terms$param_assign <- attr(Xp, "assign")
     terms$xlevels <- stats::.getXlevels(pt, mf)
-    comps[[length(comps) + 1]] <- list(is_gp = FALSE, cols = col + seq_len(ncol(Xp)) - 1L,
+    comps[[length(comps) + 1]] <- list(kind = "linear", cols = col + seq_len(ncol(Xp)) - 1L,
                                        prior_sd = rep(100, ncol(Xp)))
   }
   if (length(comps) == 0) stop_arg("formula", "has no terms (no gp(), no parametric terms, no intercept)")

@@ -6,9 +6,12 @@ print.gpgam <- function(x, digits = max(3L, getOption("digits") - 3L), ...) {
   cat("Formula: ", deparse1(x$formula), "\n", sep = "")
   cat("Family: ", x$family$family, " (", link_name(x), "), n = ", x$n, "\n", sep = "")
   for (g in x$params$gp)
-    cat(sprintf("%s: %s kernel, %d inducing points, variance %s, lengthscale %s\n", g$label, g$kernel,
-                nrow(g$inducing), format(g$variance, digits = digits),
-                paste(format(g$lengthscale, digits = digits), collapse = ", ")))
+    cat(sprintf("%s: %s%s, %d inducing points, variance %s%s, edf %s\n", g$label, g$kernel,
+                if (g$type == "factor") " random effect" else if (g$type == "centred") " kernel (centred)" else " kernel",
+                g$n_inducing, format(g$variance, digits = digits),
+                if (length(g$lengthscale)) paste0(", lengthscale ", paste(format(g$lengthscale, digits = digits),
+                                                                           collapse = ", ")) else "",
+                format(g$edf, digits = digits)))
   cf <- coef(x)
   if (length(cf)) {
     cat("Coefficients:\n")
@@ -46,16 +49,25 @@ summary.gpgam <- function(object, ...) {
   se <- sqrt(diag(pp$vcov))
   z <- pp$coef / se
   coefs <- cbind(Estimate = pp$coef, `Std. Error` = se, `z value` = z, `Pr(>|z|)` = 2 * stats::pnorm(-abs(z)))
-  hyper <- do.call(rbind, lapply(object$params$gp, function(g) {
-    data.frame(term = g$label, kernel = g$kernel, inducing = nrow(g$inducing),
-               parameter = c("variance", paste0("lengthscale[", names(g$lengthscale), "]")),
-               value = c(g$variance, g$lengthscale), stringsAsFactors = FALSE)
+  av <- if (!is.null(object$model)) variance_table(object) else NULL
+  terms <- do.call(rbind, lapply(object$params$gp, function(g) {
+    data.frame(term = g$label, kernel = g$kernel, inducing = g$n_inducing, variance = g$variance,
+               lengthscale = if (length(g$lengthscale)) paste(format(g$lengthscale, digits = 4), collapse = ", ")
+                             else "-",
+               edf = g$edf, share = if (is.null(av)) NA_real_ else av$share[match(g$label, av$term)],
+               stringsAsFactors = FALSE)
   }))
+  warn <- character()
+  if (!object$converged) warn <- c(warn, "the stopping rule was not met; increase 'iterations' or check plot(fit, which = \"trace\")")
+  if (isTRUE(object$rank_loss > 0.01))
+    warn <- c(warn, sprintf("the rank restriction (rank = %d) discards %.1f%% of the data precision; increase 'rank'",
+                            object$control$rank, 100 * object$rank_loss))
   structure(list(call = object$call, family = object$family$family, link = link_name(object), n = object$n,
-                 engine = engine_label(object), hyper = hyper, coefficients = coefs,
+                 engine = engine_label(object), terms = terms, coefficients = coefs,
                  sigma = object$params$sigma, elbo = object$elbo, iterations = object$iterations,
                  converged = object$converged, time = object$timing[["fit"]],
-                 batch_size = object$control$batch_size, threads = object$control$threads),
+                 batch_size = object$control$batch_size, threads = object$control$threads,
+                 posterior = object$control$posterior, warnings = warn),
             class = "summary.gpgam")
 }
 
@@ -65,10 +77,10 @@ print.summary.gpgam <- function(x, digits = max(3L, getOption("digits") - 3L), .
   cat("\nFamily:", x$family, "\nLink function:", x$link, "\n")
   cat("Inference:", x$engine, "\n\nCall:\n")
   print(x$call)
-  if (!is.null(x$hyper) && nrow(x$hyper)) {
-    cat("\nGaussian-process terms:\n")
-    h <- x$hyper
-    h$value <- format(h$value, digits = digits)
+  if (!is.null(x$terms) && nrow(x$terms)) {
+    cat("\nGaussian-process terms (", x$posterior, " posterior):\n", sep = "")
+    h <- x$terms
+    for (v in c("variance", "edf", "share")) h[[v]] <- format(h[[v]], digits = digits)
     print(h, row.names = FALSE, right = FALSE)
   }
   if (nrow(x$coefficients)) {
@@ -81,6 +93,7 @@ print.summary.gpgam <- function(x, digits = max(3L, getOption("digits") - 3L), .
   cat(sprintf("%d iterations (batch size %d, %d thread%s), %s, %.2f s\n\n", x$iterations, x$batch_size,
               x$threads, if (x$threads > 1) "s" else "",
               if (x$converged) "converged" else "NOT converged (stopping rule not met)", x$time))
+  for (w in x$warnings) cat("Warning:", w, "\n")
   invisible(x)
 }
 

@@ -4,7 +4,8 @@
 #' with +/- 2 standard-error bands and a rug of the data; a 2-D term as a
 #' filled image of the posterior mean with its contours (solid) and contours of
 #' the standard error (dashed, grey); a term over more inputs as one slice per
-#' input, the other inputs held at their means.  Terms are the GP components
+#' input, the other inputs held at their means; a factor random effect as its
+#' level effects with +/- 2 standard-error bars.  Terms are the GP components
 #' alone (without the intercept).  `which = "trace"` plots the ELBO (its
 #' minibatch estimate) per iteration.
 #'
@@ -14,6 +15,8 @@
 #' @param n grid size per input.
 #' @param rug add a rug (1-D) or the data points (2-D) when the model frame
 #'   is stored.
+#' @param pages number of pages over which to spread the panels (mgcv's
+#'   convention); 0 (default) leaves the layout to the user.
 #' @param ... passed to the plotting functions.
 #' @return `x`, invisibly.
 #' @examples
@@ -24,7 +27,7 @@
 #' plot(fit)
 #' plot(fit, which = "trace")
 #' @export
-plot.gpgam <- function(x, which = c("terms", "trace"), select = NULL, n = 100, rug = TRUE, ...) {
+plot.gpgam <- function(x, which = c("terms", "trace"), select = NULL, n = 100, rug = TRUE, pages = 0, ...) {
   which <- match.arg(which)
   if (which == "trace") {
     plot(seq_along(x$trace), x$trace, type = "l", xlab = "iteration", ylab = "ELBO", ...)
@@ -39,9 +42,21 @@ plot.gpgam <- function(x, which = c("terms", "trace"), select = NULL, n = 100, r
   if (!is.numeric(select) || any(!select %in% seq_along(gps)))
     stop_arg("select", "must index the gp() terms (1..", length(gps), ")")
   check_count(n, "n")
+  check_count(pages, "pages", zero = TRUE)
+  if (pages > 0) {
+    panels <- sum(vapply(gps[select], function(g) if (length(g$spec$vars) > 2) length(g$spec$vars) else 1L, 1L))
+    per <- ceiling(panels / pages)
+    nc <- ceiling(sqrt(per))
+    op <- graphics::par(mfrow = c(ceiling(per / nc), nc))
+    on.exit(graphics::par(op))
+  }
   for (i in select) {
     g <- gps[[i]]
     d <- length(g$spec$vars)
+    if (g$type == "factor") {
+      plot_term_factor(x, i, g, ...)
+      next
+    }
     data <- if (rug && !is.null(x$model)) gp_inputs(x$model, g$spec) else NULL
     if (d == 1) plot_term_1d(x, i, g, n, data, ...)
     else if (d == 2) plot_term_2d(x, i, g, min(n, 60), data, ...)
@@ -55,7 +70,7 @@ term_grid_predict <- function(fit, i, Xraw) {
   g <- fit$terms$gp[[i]]
   p <- sum(vapply(fit$state$specs, function(s) length(s$cols), 1L))
   X <- matrix(0, nrow(Xraw), p)
-  X[, fit$state$specs[[i]]$cols + 1L] <- standardise(Xraw, g$scaling)
+  X[, fit$state$specs[[i]]$cols + 1L] <- if (g$type == "factor") Xraw else standardise(Xraw, g$scaling)
   lp <- latent_predict(fit, X, rep(0, nrow(X)), terms = TRUE)
   list(fit = lp$term_fit[, i], se = lp$term_se[, i])
 }
@@ -74,6 +89,17 @@ plot_term_1d <- function(fit, i, g, n, data, slice = 1L, ...) {
                     border = NA)
   graphics::lines(grid, p$fit, lwd = 2)
   if (!is.null(data)) graphics::rug(data[, slice], col = grDevices::adjustcolor("black", 0.3))
+}
+
+plot_term_factor <- function(fit, i, g, ...) {
+  L <- length(g$levels)
+  p <- term_grid_predict(fit, i, matrix(seq_len(L) - 1, ncol = 1))
+  lo <- p$fit - 2 * p$se
+  hi <- p$fit + 2 * p$se
+  plot(seq_len(L), p$fit, ylim = range(lo, hi), xaxt = "n", pch = 19, xlab = g$spec$vars, ylab = g$spec$label, ...)
+  graphics::axis(1, at = seq_len(L), labels = g$levels)
+  graphics::segments(seq_len(L), lo, seq_len(L), hi, col = "steelblue", lwd = 2)
+  graphics::abline(h = 0, lty = 3)
 }
 
 plot_term_2d <- function(fit, i, g, n, data, ...) {

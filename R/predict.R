@@ -53,8 +53,10 @@ predict.gpgam <- function(object, newdata, type = c("link", "response", "terms")
 }
 
 # Internal design of newdata (or of the fitting data when newdata is missing).
-new_design <- function(object, newdata, na.action) {
-  if (missing(newdata) || is.null(newdata)) {
+new_design <- function(object, newdata, na.action, mf = NULL) {
+  if (!is.null(mf)) {
+    # a model frame of the fit (rows of object$model)
+  } else if (missing(newdata) || is.null(newdata)) {
     if (is.null(object$model)) stop_arg("newdata", "is needed: the fit was made with model = FALSE")
     mf <- object$model
   } else {
@@ -62,7 +64,7 @@ new_design <- function(object, newdata, na.action) {
   }
   check_finite_columns(mf, names(mf), "newdata")
   for (g in object$terms$gp) for (v in g$spec$vars)
-    if (!is.numeric(mf[[v]])) stop_arg("newdata", "variable '", v, "' must be numeric")
+    if (g$type != "factor" && !is.numeric(mf[[v]])) stop_arg("newdata", "variable '", v, "' must be numeric")
   X <- internal_design_na(mf, object$terms)
   off <- stats::model.offset(mf) %||% rep(0, nrow(mf))
   ok <- stats::complete.cases(X) & is.finite(off)

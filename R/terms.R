@@ -6,6 +6,17 @@
 #' `s()` in a gpgam formula is read as `gp()` (mgcv's `bs` and `m` arguments are
 #' ignored with a warning), so mgcv habits work.
 #'
+#' **Several terms.** With more than one `gp()` term the components are
+#' centred (an "ANOVA" kernel; Durrande et al. 2013): along every input the
+#' 1-D kernel is conditioned to average to zero over the empirical
+#' distribution of that input (40 quantiles), so each main effect has mean
+#' zero over the data, as mgcv's sum-to-zero constraints do.  A term over
+#' several inputs contains every interaction of them except those already
+#' modelled by other terms over subsets of its inputs: next to `gp(x1)` and
+#' `gp(x2)`, `gp(x1, x2)` is a pure interaction like mgcv's `ti()`.  A term of
+#' a factor, `gp(f)`, is an i.i.d. Gaussian random effect (a delta kernel) with
+#' an estimated variance; its inducing points are all levels, so it is exact.
+#'
 #' Inputs are standardised internally (centred, and divided by their standard
 #' deviation with `ard = TRUE`, or by one pooled standard deviation with
 #' `ard = FALSE`, so that an isotropic kernel measures distance in the units of
@@ -19,12 +30,14 @@
 #'   locations on the scale of the data; overrides `k`.
 #' @param lengthscale,variance optional initial values (on the scale of the
 #'   data and of the response); kept fixed with `gp_control(fixed = "kernel")`.
+#' @param centre use the centred (ANOVA) kernel; `NULL` centres when the
+#'   formula has more than one `gp()` term.
 #' @return A `gp_spec` object describing the term.
 #' @examples
 #' gp(x1, x2, kernel = "matern52", k = 50)
 #' @export
 gp <- function(..., kernel = c("se", "matern32", "matern52"), k = NULL, ard = TRUE,
-               inducing = NULL, lengthscale = NULL, variance = NULL) {
+               inducing = NULL, lengthscale = NULL, variance = NULL, centre = NULL) {
   vars <- as.list(substitute(list(...)))[-1]
   if (length(vars) == 0) stop("gp() needs at least one input variable", call. = FALSE)
   if (!is.null(names(vars)) && any(names(vars) != ""))
@@ -50,8 +63,10 @@ gp <- function(..., kernel = c("se", "matern32", "matern52"), k = NULL, ard = TR
       stop_arg("lengthscale", "must be positive, of length 1", if (ard && d > 1) paste(" or", d))
   }
   if (!is.null(variance)) check_positive(variance, "variance")
+  if (!is.null(centre) && (!is.logical(centre) || length(centre) != 1 || is.na(centre)))
+    stop_arg("centre", "must be TRUE, FALSE or NULL")
   structure(list(vars = labels, kernel = kernel, k = k, ard = ard, inducing = inducing,
-                 lengthscale = lengthscale, variance = variance,
+                 lengthscale = lengthscale, variance = variance, centre = centre,
                  label = paste0("gp(", paste(labels, collapse = ", "), ")")),
             class = "gp_spec")
 }
@@ -74,6 +89,22 @@ print.gp_spec <- function(x, ...) {
   invisible(x)
 }
 
+# Two gp() terms may share inputs only when one's inputs are a subset of the
+# other's (a main effect beside an interaction); identical sets are duplicates.
+check_term_overlap <- function(specs) {
+  for (i in seq_along(specs)) for (j in seq_along(specs)) {
+    if (j <= i) next
+    a <- specs[[i]]$vars
+    b <- specs[[j]]$vars
+    if (setequal(a, b)) stop_arg("formula", "has the gp() term over (", paste(a, collapse = ", "), ") twice: '",
+                                 specs[[i]]$label, "' and '", specs[[j]]$label, "'")
+    if (length(intersect(a, b)) && !all(a %in% b) && !all(b %in% a))
+      stop_arg("formula", "'", specs[[i]]$label, "' and '", specs[[j]]$label, "' share input(s) ",
+               paste0("'", intersect(a, b), "'", collapse = ", "), " without one containing the other; ",
+               "an input may appear in a main effect and in interactions that contain it")
+  }
+}
+
 is_gp_call <- function(e) is.call(e) && as.character(e[[1]])[1] %in% c("gp", "s")
 
 # Splits a formula into gp() specs and the parametric part.
@@ -92,11 +123,7 @@ parse_gpgam_formula <- function(formula) {
     e[[1]] <- if (as.character(e[[1]]) == "s") s_alias else gp
     eval(e, env)
   })
-  lab <- vapply(specs, `[[`, "", "label")
-  if (anyDuplicated(lab)) stop_arg("formula", "term '", lab[duplicated(lab)][1], "' appears twice")
-  if (length(specs) > 1)
-    stop_arg("formula", "has ", length(specs), " gp() terms; this version fits one gp() term ",
-             "(of any dimension) plus parametric terms")
+  check_term_overlap(specs)
   offsets <- if (!is.null(attr(tt, "offset")))
     vapply(as.list(attr(tt, "variables"))[-1][attr(tt, "offset")], deparse1, "") else character()
   param_labels <- c(labels[!smooth], offsets)

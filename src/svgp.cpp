@@ -25,21 +25,52 @@ ParallelFor make_pfor(int threads) {
   };
 }
 
+Kind kind_from_string(const std::string& s) {
+  if (s == "stationary") return Kind::stationary;
+  if (s == "centred") return Kind::centred;
+  if (s == "factor") return Kind::factor;
+  if (s == "linear") return Kind::linear;
+  throw std::invalid_argument("unknown component kind '" + s + "'");
+}
+
 std::vector<Component> components_from(const Rcpp::List& specs) {
   std::vector<Component> out;
   for (R_xlen_t i = 0; i < specs.size(); ++i) {
     const Rcpp::List s = specs[i];
     Component c;
-    c.is_gp = Rcpp::as<bool>(s["is_gp"]);
+    c.kind = kind_from_string(Rcpp::as<std::string>(s["kind"]));
     for (int j : Rcpp::as<std::vector<int>>(s["cols"])) c.cols.push_back(j);
-    if (c.is_gp) {
-      c.kernel.type = kernel_from_string(Rcpp::as<std::string>(s["kernel"]));
-      c.kernel.log_var = Rcpp::as<double>(s["log_var"]);
-      c.kernel.log_ls = Rcpp::as<Eigen::VectorXd>(s["log_ls"]);
-      c.Z = Rcpp::as<Eigen::MatrixXd>(s["Z"]);
-      c.learn_kernel = Rcpp::as<bool>(s["learn_kernel"]);
-    } else {
+    if (c.kind == Kind::linear) {
       c.prior_sd = Rcpp::as<Eigen::VectorXd>(s["prior_sd"]);
+      c.learn_kernel = false;
+      out.push_back(std::move(c));
+      continue;
+    }
+    Kernel k;
+    k.log_var = Rcpp::as<double>(s["log_var"]);
+    c.learn_kernel = Rcpp::as<bool>(s["learn_kernel"]);
+    if (c.kind == Kind::factor) {
+      c.levels = Rcpp::as<int>(s["levels"]);
+      c.kernel = k;
+      out.push_back(std::move(c));
+      continue;
+    }
+    k.type = kernel_from_string(Rcpp::as<std::string>(s["kernel"]));
+    k.log_ls = Rcpp::as<Eigen::VectorXd>(s["log_ls"]);
+    c.Z = Rcpp::as<Eigen::MatrixXd>(s["Z"]);
+    if (c.kind == Kind::centred) {
+      c.centred.base = k;
+      const Rcpp::List nodes = s["nodes"], weights = s["weights"];
+      for (R_xlen_t e = 0; e < nodes.size(); ++e) {
+        c.centred.nodes.push_back(Rcpp::as<Eigen::VectorXd>(nodes[e]));
+        c.centred.weights.push_back(Rcpp::as<Eigen::VectorXd>(weights[e]));
+      }
+      const Rcpp::IntegerVector masks = s["masks"];
+      const Rcpp::NumericVector coefs = s["coefs"];
+      for (R_xlen_t j = 0; j < masks.size(); ++j)
+        c.centred.products.push_back({static_cast<unsigned>(masks[j]), coefs[j]});
+    } else {
+      c.kernel = k;
     }
     out.push_back(std::move(c));
   }
@@ -49,11 +80,13 @@ std::vector<Component> components_from(const Rcpp::List& specs) {
 Rcpp::List components_to(const std::vector<Component>& comps, const Rcpp::List& specs) {
   Rcpp::List out = Rcpp::clone(specs);
   for (std::size_t i = 0; i < comps.size(); ++i) {
-    if (!comps[i].is_gp) continue;
+    if (!comps[i].has_kernel()) continue;
     Rcpp::List s = out[i];
-    s["log_var"] = comps[i].kernel.log_var;
-    s["log_ls"] = Rcpp::wrap(comps[i].kernel.log_ls);
-    s["Z"] = Rcpp::wrap(comps[i].Z);
+    s["log_var"] = comps[i].hyper().log_var;
+    if (comps[i].has_inducing()) {
+      s["log_ls"] = Rcpp::wrap(comps[i].hyper().log_ls);
+      s["Z"] = Rcpp::wrap(comps[i].Z);
+    }
     out[i] = s;
   }
   return out;
@@ -70,6 +103,8 @@ Settings settings_from(const Rcpp::List& c) {
   s.natgrad_step = Rcpp::as<double>(c["natgrad_step"]);
   s.learn_inducing = Rcpp::as<bool>(c["learn_inducing"]);
   s.learn_noise = Rcpp::as<bool>(c["learn_noise"]);
+  s.meanfield = Rcpp::as<bool>(c["meanfield"]);
+  s.rank = Rcpp::as<int>(c["rank"]);
   return s;
 }
 
@@ -113,11 +148,11 @@ Rcpp::List svgp_fit(Eigen::Map<Eigen::MatrixXd> X, Eigen::Map<Eigen::VectorXd> y
         Rcpp::Named("m") = model.m, Rcpp::Named("S") = model.S,
         Rcpp::Named("trace") = info.trace, Rcpp::Named("iterations") = info.iterations,
         Rcpp::Named("converged") = info.converged, Rcpp::Named("elbo") = info.elbo,
-        Rcpp::Named("kl") = model.kl(),
+        Rcpp::Named("kl") = model.kl(), Rcpp::Named("rank_loss") = model.rank_loss(),
         Rcpp::Named("seconds") = Rcpp::NumericVector::create(
             Rcpp::Named("init") = info.seconds_init, Rcpp::Named("iterations") = info.seconds_iter,
             Rcpp::Named("final") = info.seconds_final));
-  } catch (const numerical_error& e) {
+  } catch (const std::exception& e) {
     Rcpp::stop(e.what());
   }
 }
@@ -140,7 +175,7 @@ Rcpp::List svgp_predict(Rcpp::List specs, std::string family, double log_noise, 
       out["term_var"] = tv;
     }
     return out;
-  } catch (const numerical_error& e) {
+  } catch (const std::exception& e) {
     Rcpp::stop(e.what());
   }
 }

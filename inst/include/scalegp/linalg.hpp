@@ -18,18 +18,18 @@ struct numerical_error : std::runtime_error {
 };
 
 // Lower Cholesky factor of A + jitter * I.  The first attempt adds
-// `rel_jitter * mean(diag A)`; on failure the jitter grows tenfold, up to
+// `rel_jitter * scale` (scale defaults to mean(diag A)); on failure the jitter grows tenfold, up to
 // `retries` more times, before a numerical_error explains what to try.
 // `what` names the matrix in the error message.  The jitter actually used is
 // returned through `used` when it is non-null.
 inline MatrixXd jitter_cholesky(const MatrixXd& A, double rel_jitter, const char* what,
-                                int retries = 3, double* used = nullptr) {
+                                int retries = 3, double* used = nullptr, double scale = 0.0) {
   const Index n = A.rows();
   if (n == 0) return MatrixXd(0, 0);
   if (!A.allFinite())
     throw numerical_error(std::string("non-finite entries in ") + what +
                           "; the optimisation diverged (try a smaller learning_rate)");
-  const double scale = A.diagonal().mean();
+  if (scale <= 0) scale = A.diagonal().mean();
   double jitter = rel_jitter * (scale > 0 ? scale : 1.0);
   for (int attempt = 0; attempt <= retries; ++attempt, jitter *= 10.0) {
     MatrixXd B = A;

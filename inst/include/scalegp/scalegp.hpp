@@ -1,5 +1,7 @@
 // scalegp: header-only C++ core (no R headers).  Include this file.
 #pragma once
+#include "anova.hpp"
+#include "components.hpp"
 #include "inducing.hpp"
 #include "kernels.hpp"
 #include "likelihoods.hpp"

@@ -1,17 +1,17 @@
 // Sparse variational GP (SVGP; Hensman et al. 2013, 2015) for an additive
-// predictor  f(x) = sum_c f_c(x_[c]) + offset,  where every component c is
-//   * a GP over its own input columns with its own inducing points Z_c, or
-//   * a linear (parametric) block with coefficients beta ~ N(0, diag(tau^2)),
-// under one likelihood.  All inducing variables are whitened, u = L v with
-// L = blockdiag(chol(K_c)) (and tau for linear blocks), and q(v) = N(m, S) is
-// one coupled Gaussian over all components, held in natural parameters
-// (precision P = S^{-1}, shift h = P m).  q is updated by natural-gradient
+// predictor  f(x) = sum_c f_c(x_[c]) + offset  whose components (GPs with
+// their own inputs and inducing points, factor random effects, parametric
+// blocks; components.hpp) share one likelihood.  All inducing variables are
+// whitened, u = L v with L = blockdiag(L_c), and q(v) = N(m, S) is one coupled
+// Gaussian over all components (seed 004's coupled posterior, full rank), or
+// block-diagonal (`meanfield`), held in natural parameters (precision
+// P = S^{-1}, shift h = P m).  q is updated by natural-gradient
 // steps (step 1 on the full data of a Gaussian model gives the optimal q);
 // kernel hyperparameters, inducing inputs and the noise variance by Adam.
 // Notation and gradient formulas: shared/notes/seeds/004_gam_svgp.md, 3.5-3.10.
 #pragma once
+#include "components.hpp"
 #include "inducing.hpp"
-#include "kernels.hpp"
 #include "likelihoods.hpp"
 #include "optim.hpp"
 #include "parallel.hpp"
@@ -24,17 +24,6 @@ inline double seconds_since(std::chrono::steady_clock::time_point t0) {
   return std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
 }
 
-struct Component {
-  bool is_gp = true;
-  std::vector<Index> cols;  // columns of the input matrix used by this component
-  Kernel kernel;            // GP components
-  MatrixXd Z;               // GP components: inducing inputs, M_c x d_c
-  VectorXd prior_sd;        // linear components: prior sd of each coefficient
-  bool learn_kernel = true;
-  Index size() const { return is_gp ? Z.rows() : static_cast<Index>(cols.size()); }
-  Index dim() const { return static_cast<Index>(cols.size()); }
-};
-
 struct Settings {
   double rel_jitter = 1e-6;
   std::size_t batch_size = 0;  // 0: full batch
@@ -45,6 +34,8 @@ struct Settings {
   double natgrad_step = -1;    // <= 0: automatic
   bool learn_inducing = true;
   bool learn_noise = true;
+  bool meanfield = false;      // block-diagonal q over components
+  int rank = 0;                // > 0: P = I + W W' with W of this many columns (seed 004's B)
 };
 
 struct FitInfo {
@@ -59,7 +50,7 @@ struct FitInfo {
 struct Block {
   MatrixXd X, Phi;
   VectorXd y, w, o, resid;
-  std::vector<MatrixXd> Xs, K, D;  // per component (GP only)
+  std::vector<ComponentRows> rows;  // per component
 };
 
 class Svgp {
@@ -89,19 +80,8 @@ class Svgp {
   // ---- derived state -------------------------------------------------------
   // Recompute the Cholesky factors of the prior blocks and q's moments.
   void refresh() {
-    L_.resize(comps.size());
-    Kuu_.resize(comps.size());
-    Duu_.resize(comps.size());
-    Zs_.resize(comps.size());
-    for (std::size_t c = 0; c < comps.size(); ++c) {
-      const Component& k = comps[c];
-      if (!k.is_gp) continue;
-      Zs_[c] = k.kernel.scale(k.Z);
-      k.kernel.cross(Zs_[c], Zs_[c], Kuu_[c], Duu_[c]);
-      double used = 0;
-      L_[c] = jitter_cholesky(Kuu_[c], set.rel_jitter, "the inducing-point covariance", 3, &used);
-      Kuu_[c].diagonal().array() += used;
-    }
+    prior_.clear();
+    for (const Component& k : comps) prior_.push_back(component_prior(k, set.rel_jitter));
     LP_ = jitter_cholesky(P, 0.0, "the variational precision", 3);
     S = chol_inverse(LP_);
     m = S * h;
@@ -112,31 +92,21 @@ class Svgp {
     return 0.5 * (S.trace() + m.squaredNorm() - static_cast<double>(total_size()) + logdet_P_);
   }
 
-  // Whitened features Phi = [K_fu,c L_c^{-T} | X_lin diag(tau)] of the rows in `b.X`.
-  void features(Block& b, bool keep_terms) const {
+  // Whitened features Phi = [phi_1 | ... | phi_C] of the rows in `b.X`, and
+  // resid = the prior variance the inducing points do not explain.
+  void features(Block& b) const {
     const Index nb = b.X.rows();
     b.Phi.resize(nb, total_size());
     b.resid = VectorXd::Zero(nb);
-    b.Xs.resize(comps.size());
-    b.K.resize(comps.size());
-    b.D.resize(comps.size());
+    b.rows.resize(comps.size());
     for (std::size_t c = 0; c < comps.size(); ++c) {
       const Component& k = comps[c];
-      auto Phic = b.Phi.middleCols(offsets_[c], k.size());
       MatrixXd Xc(nb, k.dim());
       for (Index j = 0; j < k.dim(); ++j) Xc.col(j) = b.X.col(k.cols[j]);
-      if (k.is_gp) {
-        b.Xs[c] = k.kernel.scale(Xc);
-        k.kernel.cross(b.Xs[c], Zs_[c], b.K[c], b.D[c]);
-        Phic = b.K[c];
-        solve_right_LT(L_[c], Phic);
-        b.resid.array() += k.kernel.variance() - Phic.rowwise().squaredNorm().array();
-      } else {
-        Phic = Xc * k.prior_sd.asDiagonal();
-      }
-      if (!keep_terms) {
-        b.K[c].resize(0, 0);
-      }
+      ComponentRows& r = b.rows[c];
+      r.resid = VectorXd::Zero(nb);
+      component_features(k, prior_[c], Xc, b.Phi.middleCols(offsets_[c], k.size()), r.resid, r);
+      b.resid += r.resid;
     }
   }
 
@@ -159,7 +129,7 @@ class Svgp {
   // ---- one pass over a set of rows --------------------------------------------
   struct Accum {
     double sum_v = 0, dlognoise = 0;
-    VectorXd r, eta1;                // Phi' g  and  Phi' (g - 2 gamma (mu - o))
+    VectorXd r;                      // Phi' g
     MatrixXd Q;                      // Phi' diag(gamma) Phi (lower triangle)
     std::vector<VectorXd> g_kern;    // per component: d/d[log var, log ls]
     std::vector<MatrixXd> g_Z;       // per component: d/dZ
@@ -167,7 +137,6 @@ class Svgp {
       sum_v += a.sum_v;
       dlognoise += a.dlognoise;
       r += a.r;
-      eta1 += a.eta1;
       Q += a.Q;
       for (std::size_t c = 0; c < g_kern.size(); ++c) {
         g_kern[c] += a.g_kern[c];
@@ -181,11 +150,10 @@ class Svgp {
     Accum a;
     const Index Mt = total_size();
     a.r = VectorXd::Zero(Mt);
-    a.eta1 = VectorXd::Zero(Mt);
     a.Q = MatrixXd::Zero(Mt, Mt);
     for (const auto& k : comps) {
-      a.g_kern.push_back(VectorXd::Zero(k.is_gp ? k.kernel.n_params() : 0));
-      a.g_Z.push_back(MatrixXd::Zero(k.is_gp ? k.size() : 0, k.is_gp ? k.dim() : 0));
+      a.g_kern.push_back(VectorXd::Zero(k.n_kernel_params()));
+      a.g_Z.push_back(MatrixXd::Zero(k.has_inducing() ? k.size() : 0, k.has_inducing() ? k.dim() : 0));
     }
     return a;
   }
@@ -220,7 +188,7 @@ class Svgp {
     const bool grad = pass == Pass::gradient;
     Block b;
     gather(b, idx, begin, end);
-    features(b, grad);
+    features(b);
     const Index nb = b.X.rows();
     const VectorXd mu = b.Phi * m + b.o;
     MatrixXd T;
@@ -240,7 +208,6 @@ class Svgp {
     }
     if (pass == Pass::elbo) return;
     acc.r.noalias() += b.Phi.transpose() * g;
-    acc.eta1.noalias() += b.Phi.transpose() * (g.array() - 2.0 * gam.array() * (mu - b.o).array()).matrix();
     const MatrixXd U = b.Phi.transpose() * (-gam.array()).max(0.0).sqrt().matrix().asDiagonal();
     acc.Q.selfadjointView<Eigen::Lower>().rankUpdate(U, -1.0);
     if (!grad) return;
@@ -249,13 +216,9 @@ class Svgp {
     Phibar.noalias() += 2.0 * gam.asDiagonal() * (T - b.Phi);
     for (std::size_t c = 0; c < comps.size(); ++c) {
       const Component& k = comps[c];
-      if (!k.is_gp || (!k.learn_kernel && !set.learn_inducing)) continue;
-      MatrixXd Kbar = Phibar.middleCols(offsets_[c], k.size());
-      solve_right_L(L_[c], Kbar);  // adjoint of K_fu
-      acc.g_kern[c](0) += (Kbar.array() * b.K[c].array()).sum() + k.kernel.variance() * gam.sum();
-      const MatrixXd E = Kbar.cwiseProduct(b.D[c]);
-      cross_gradient(k.kernel, b.Xs[c], Zs_[c], E, acc.g_kern[c].tail(k.kernel.log_ls.size()), nullptr,
-                     set.learn_inducing ? &acc.g_Z[c] : nullptr);
+      if (!k.learn_kernel && !(k.has_inducing() && set.learn_inducing)) continue;
+      component_row_gradient(k, prior_[c], b.rows[c], Phibar.middleCols(offsets_[c], k.size()), gam, acc.g_kern[c],
+                             k.has_inducing() && set.learn_inducing ? &acc.g_Z[c] : nullptr);
     }
   }
 
@@ -264,7 +227,7 @@ class Svgp {
   Index n_theta() const {
     Index k = 0;
     for (const auto& c : comps)
-      if (c.is_gp) k += (c.learn_kernel ? c.kernel.n_params() : 0) + (set.learn_inducing ? c.Z.size() : 0);
+      k += (c.learn_kernel ? c.n_kernel_params() : 0) + (c.has_inducing() && set.learn_inducing ? c.Z.size() : 0);
     return k + (lik.has_noise() && set.learn_noise ? 1 : 0);
   }
 
@@ -272,12 +235,12 @@ class Svgp {
     VectorXd th(n_theta());
     Index i = 0;
     for (const auto& c : comps) {
-      if (!c.is_gp) continue;
-      if (c.learn_kernel) {
-        th(i++) = c.kernel.log_var;
-        for (Index j = 0; j < c.kernel.log_ls.size(); ++j) th(i++) = c.kernel.log_ls(j);
+      if (c.learn_kernel && c.has_kernel()) {
+        th(i++) = c.hyper().log_var;
+        if (c.kind != Kind::factor)
+          for (Index j = 0; j < c.hyper().log_ls.size(); ++j) th(i++) = c.hyper().log_ls(j);
       }
-      if (set.learn_inducing)
+      if (c.has_inducing() && set.learn_inducing)
         for (Index j = 0; j < c.Z.size(); ++j) th(i++) = c.Z.data()[j];
     }
     if (lik.has_noise() && set.learn_noise) th(i++) = lik.log_noise;
@@ -287,13 +250,13 @@ class Svgp {
   void unpack(const VectorXd& th) {
     Index i = 0;
     for (auto& c : comps) {
-      if (!c.is_gp) continue;
-      if (c.learn_kernel) {
-        c.kernel.log_var = std::min(14.0, std::max(-14.0, th(i++)));
-        for (Index j = 0; j < c.kernel.log_ls.size(); ++j)
-          c.kernel.log_ls(j) = std::min(7.0, std::max(-7.0, th(i++)));
+      if (c.learn_kernel && c.has_kernel()) {
+        Kernel& k = c.hyper();
+        k.log_var = std::min(14.0, std::max(-14.0, th(i++)));
+        if (c.kind != Kind::factor)
+          for (Index j = 0; j < k.log_ls.size(); ++j) k.log_ls(j) = std::min(7.0, std::max(-7.0, th(i++)));
       }
-      if (set.learn_inducing)
+      if (c.has_inducing() && set.learn_inducing)
         for (Index j = 0; j < c.Z.size(); ++j) c.Z.data()[j] = th(i++);
     }
     if (lik.has_noise() && set.learn_noise) lik.log_noise = std::min(10.0, std::max(-20.0, th(i++)));
@@ -310,42 +273,58 @@ class Svgp {
     Index i = 0;
     for (std::size_t c = 0; c < comps.size(); ++c) {
       const Component& k = comps[c];
-      if (!k.is_gp) continue;
-      const Index M = k.size();
       VectorXd gk = s * acc.g_kern[c];
       MatrixXd gZ = s * acc.g_Z[c];
-      // Cholesky adjoint: Kbar_uu = -L^{-T} sym(Psi(Phibar' Phi)) L^{-1}
-      MatrixXd Y = PtPb.block(offsets_[c], offsets_[c], M, M).transpose();
-      Y.triangularView<Eigen::StrictlyUpper>().setZero();
-      Y.diagonal() *= 0.5;
-      MatrixXd Kbar = -0.5 * (Y + Y.transpose());
-      solve_right_L(L_[c], Kbar);
-      MatrixXd KbarT = Kbar.transpose();
-      solve_right_L(L_[c], KbarT);  // = (L^{-T} (.) L^{-1})'; symmetric
-      Kbar = KbarT.transpose();
-      gk(0) += (Kbar.array() * Kuu_[c].array()).sum();
-      const MatrixXd E = Kbar.cwiseProduct(Duu_[c]);
-      MatrixXd gZuu = MatrixXd::Zero(M, k.dim());
-      cross_gradient(k.kernel, Zs_[c], Zs_[c], E, gk.tail(k.kernel.log_ls.size()), &gZuu, &gZuu);
-      gZ += gZuu;
+      const Index M = k.size(), o = offsets_[c];
+      component_prior_gradient(k, prior_[c], PtPb.block(o, o, M, M).transpose(), gk, gZ);
       if (k.learn_kernel)
         for (Index j = 0; j < gk.size(); ++j) gr(i++) = gk(j);
-      if (set.learn_inducing)
+      if (k.has_inducing() && set.learn_inducing)
         for (Index j = 0; j < gZ.size(); ++j) gr(i++) = gZ.data()[j];
     }
     if (lik.has_noise() && set.learn_noise) gr(i++) = s * acc.dlognoise;
     return gr;
   }
 
-  // Natural-gradient step of size rho on q(v) towards the target of the batch.
+  // Natural-gradient step of size rho on q(v) towards the target of the batch:
+  //   P* = I - 2 s Q,   h* = s (r - 2 Q m)        (Q = Phi' diag(gamma) Phi)
+  // For the mean-field family both are restricted to the diagonal blocks
+  // (h*_c = s (r_c - 2 Q_cc m_c)).
   void natural_step(const Accum& acc, double s, double rho) {
     const Index Mt = total_size();
-    MatrixXd Pt = -2.0 * s * MatrixXd(acc.Q.selfadjointView<Eigen::Lower>());
+    MatrixXd Q = acc.Q.selfadjointView<Eigen::Lower>();
+    if (set.meanfield) {
+      MatrixXd Qb = MatrixXd::Zero(Mt, Mt);
+      for (std::size_t c = 0; c < comps.size(); ++c) {
+        const Index o = offsets_[c], M = comps[c].size();
+        Qb.block(o, o, M, M) = Q.block(o, o, M, M);
+      }
+      Q = std::move(Qb);
+    }
+    MatrixXd Pt = -2.0 * s * Q;
     Pt.diagonal().array() += 1.0;
     P = (1.0 - rho) * P + rho * Pt;
-    h = (1.0 - rho) * h + rho * s * acc.eta1;
-    (void)Mt;
+    h = (1.0 - rho) * h + rho * s * (acc.r - 2.0 * Q * m);
+    if (set.rank > 0 && set.rank < Mt) truncate_rank();
   }
+
+  // Projects P onto {I + W W' : W with `rank` columns} (the low-rank precision
+  // of seed 004, eq. 7, whitened) by keeping the largest eigenvalues of P - I;
+  // rank_loss() is the share of the data precision (trace of P - I) dropped.
+  void truncate_rank() {
+    const Index Mt = total_size();
+    MatrixXd D = P;
+    D.diagonal().array() -= 1.0;
+    Eigen::SelfAdjointEigenSolver<MatrixXd> es(D);
+    const VectorXd ev = es.eigenvalues().cwiseMax(0.0);  // ascending
+    const Index R = set.rank;
+    const double total = ev.sum();
+    rank_loss_ = total > 0 ? ev.head(Mt - R).sum() / total : 0.0;
+    const MatrixXd V = es.eigenvectors().rightCols(R);
+    P = V * ev.tail(R).asDiagonal() * V.transpose();
+    P.diagonal().array() += 1.0;
+  }
+  double rank_loss() const { return rank_loss_; }
 
   // ELBO on all rows at the current state.
   double elbo(const ParallelFor& pfor) const { return evaluate(nullptr, Pass::elbo, pfor).sum_v - kl(); }
@@ -450,7 +429,7 @@ class Svgp {
     blocked_for(static_cast<std::size_t>(nn), pfor, [&](std::size_t begin, std::size_t end) {
       Block b;
       b.X = Xnew.middleRows(begin, end - begin);
-      features(b, false);
+      features(b);
       mean.segment(begin, end - begin) = b.Phi * m + offset.segment(begin, end - begin);
       var.segment(begin, end - begin) = (b.resid + q_variance(b.Phi)).cwiseMax(0.0);
       if (!term_mean) return;
@@ -458,9 +437,8 @@ class Svgp {
         const Index o = offsets_[c], M = comps[c].size();
         const auto Phic = b.Phi.middleCols(o, M);
         term_mean->col(c).segment(begin, end - begin) = Phic * m.segment(o, M);
-        VectorXd v = ((Phic * S.block(o, o, M, M)).array() * Phic.array()).rowwise().sum();
-        if (comps[c].is_gp) v.array() += comps[c].kernel.variance() - Phic.rowwise().squaredNorm().array();
-        term_var->col(c).segment(begin, end - begin) = v.cwiseMax(0.0);
+        const VectorXd v = ((Phic * S.block(o, o, M, M)).array() * Phic.array()).rowwise().sum();
+        term_var->col(c).segment(begin, end - begin) = (v + b.rows[c].resid).cwiseMax(0.0);
       }
     });
   }
@@ -471,10 +449,11 @@ class Svgp {
   Eigen::Map<const MatrixXd> X_;
   Eigen::Map<const VectorXd> y_, w_, o_;
   std::vector<Index> offsets_;
-  std::vector<MatrixXd> L_, Kuu_, Duu_, Zs_;
+  std::vector<ComponentPrior> prior_;
   MatrixXd LP_;  // Cholesky factor of P
   double logdet_P_ = 0;
   bool plug_in_ = false;
+  double rank_loss_ = 0;
 };
 
 }  // namespace scalegp

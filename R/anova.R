@@ -1,0 +1,75 @@
+#' Variance decomposition and model comparison for gpgam fits
+#'
+#' With one fit, a functional-ANOVA table: for every term (as
+#' `predict(type = "terms")` labels them) the variance over the data of its
+#' posterior mean contribution, its share of the sum of these variances (the
+#' shares sum to 1; with centred components they estimate first-order and
+#' interaction Sobol indices) and its effective degrees of freedom (for a
+#' `gp()` term \eqn{tr(I - S_{cc})} in whitened coordinates; for a parametric
+#' term its number of coefficients).  Computed on the stored model frame (at
+#' most 100 000 evenly spaced rows).
+#'
+#' With several fits of the same data, their ELBOs side by side; differences
+#' of ELBOs approximate log Bayes factors (each ELBO is a lower bound on its
+#' log marginal likelihood).
+#'
+#' @param object a `gpgam` fit.
+#' @param ... further fits to compare.
+#' @return A data frame of class `c("gpgam_anova", "data.frame")`: columns
+#'   `term`, `variance`, `share`, `edf` for one fit; `ELBO`, `df`,
+#'   `Delta ELBO` (one row per fit) for several.
+#' @examples
+#' set.seed(6)
+#' d <- data.frame(x1 = runif(400), x2 = runif(400))
+#' d$y <- sin(6 * d$x1) + 0.3 * d$x2 + rnorm(400, sd = 0.2)
+#' ctl <- gp_control(inducing = 15, iterations = 300)
+#' f1 <- gpgam(y ~ gp(x1) + gp(x2), data = d, control = ctl)
+#' anova(f1)
+#' f0 <- gpgam(y ~ gp(x1), data = d, control = ctl)
+#' anova(f0, f1)
+#' @export
+anova.gpgam <- function(object, ...) {
+  others <- list(...)
+  if (length(others) == 0) {
+    tab <- variance_table(object)
+    return(structure(tab, heading = "Variance decomposition (functional ANOVA) of the posterior mean",
+                     class = c("gpgam_anova", "data.frame")))
+  }
+  fits <- c(list(object), others)
+  if (!all(vapply(fits, inherits, TRUE, "gpgam"))) stop_arg("...", "must be gpgam fits")
+  n <- vapply(fits, nobs, 1)
+  if (length(unique(n)) > 1) stop_arg("...", "fits use different numbers of observations (", paste(n, collapse = ", "), ")")
+  ll <- lapply(fits, logLik)
+  elbo <- vapply(ll, as.numeric, 1)
+  df <- vapply(ll, attr, 1, "df")
+  names <- vapply(as.list(match.call())[-1], deparse1, "")[seq_along(fits)]
+  tab <- data.frame(ELBO = elbo, df = df, `Delta ELBO` = c(NA, diff(elbo)), check.names = FALSE,
+                    row.names = names)
+  structure(tab, heading = c("Comparison of gpgam fits by ELBO (a lower bound on the log marginal likelihood)",
+                             paste0("Model ", seq_along(fits), ": ", vapply(fits, function(f) deparse1(f$formula), ""))),
+            class = c("gpgam_anova", "data.frame"))
+}
+
+#' @export
+print.gpgam_anova <- function(x, digits = max(3L, getOption("digits") - 3L), ...) {
+  cat(attr(x, "heading"), sep = "\n")
+  cat("\n")
+  print.data.frame(x, digits = digits, row.names = is.null(x$term), ...)
+  invisible(x)
+}
+
+# term, variance, share, edf for one fit.
+variance_table <- function(object) {
+  if (is.null(object$model)) stop_arg("object", "was fitted with model = FALSE; anova() needs the model frame")
+  mf <- object$model
+  if (nrow(mf) > 1e5) mf <- mf[unique(round(seq(1, nrow(mf), length.out = 1e5))), , drop = FALSE]
+  nd <- new_design(object, NULL, stats::na.pass, mf = mf)
+  lp <- latent_predict(object, nd$X[nd$ok, , drop = FALSE], nd$offset[nd$ok], terms = TRUE)
+  tt <- predict_terms(object, nd, lp)$fit
+  v <- apply(tt, 2, stats::var, na.rm = TRUE)
+  edf_gp <- vapply(object$params$gp, `[[`, 1, "edf")
+  asg <- object$terms$param_assign
+  edf <- c(edf_gp, as.numeric(table(factor(asg[asg > 0], levels = seq_len(ncol(tt) - length(edf_gp))))))
+  data.frame(term = colnames(tt), variance = unname(v), share = unname(v / sum(v)), edf = unname(edf),
+             stringsAsFactors = FALSE)
+}

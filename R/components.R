@@ -1,0 +1,66 @@
+# One constructor per kind of gp() component: the engine spec (a list the C++
+# glue reads) and the term record kept in the fit (scalings, levels, ranges).
+#   stationary  gp() alone in the model (or centre = FALSE): SE / Matern kernel
+#   centred     several gp() terms: centred ANOVA kernel (see ?gp)
+#   factor      gp(f) of a factor: i.i.d. random effect, one inducing point per level
+
+gp_component <- function(spec, mf, others, n_terms, ysc, control, col) {
+  x <- mf[[spec$vars[1]]]
+  if (length(spec$vars) == 1 && (is.factor(x) || is.character(x) || is.logical(x)))
+    return(factor_component(spec, x, ysc, control, col))
+  Xg <- gp_inputs(mf, spec)
+  sc <- input_scaling(Xg, spec)
+  d <- ncol(Xg)
+  centre <- spec$centre %||% (n_terms > 1)
+  Z <- inducing_init(Xg, spec, sc, control)
+  ls0 <- if (!is.null(spec$lengthscale)) log(spec$lengthscale / sc$scale[seq_along(spec$lengthscale)])
+         else log(if (centre) 1 else sqrt(d))
+  ls0 <- rep(ls0, length.out = if (spec$ard) d else 1)
+  var0 <- if (!is.null(spec$variance)) spec$variance / ysc$scale^2 else 1 / n_terms
+  comp <- list(kind = if (centre) "centred" else "stationary", cols = col + seq_len(d) - 1L,
+               kernel = spec$kernel, log_var = log(var0), log_ls = ls0, Z = Z,
+               learn_kernel = !("kernel" %in% control$fixed))
+  term <- list(spec = spec, type = comp$kind, scaling = sc, range = apply(Xg, 2, range))
+  if (centre) {
+    Xs <- standardise(Xg, sc)
+    q <- (seq_len(40) - 0.5) / 40
+    comp$nodes <- lapply(seq_len(d), function(j) unname(stats::quantile(Xs[, j], q, type = 7)))
+    comp$weights <- rep(list(rep(1 / 40, 40)), d)
+    pr <- anova_products(spec$vars, lapply(others, `[[`, "vars"))
+    comp$masks <- pr$masks
+    comp$coefs <- pr$coefs
+    term$nodes <- comp$nodes
+  }
+  list(comp = comp, term = term)
+}
+
+factor_component <- function(spec, x, ysc, control, col) {
+  f <- as.factor(x)
+  if (nlevels(f) < 2) stop_arg(spec$label, "is a factor with a single level")
+  var0 <- if (!is.null(spec$variance)) spec$variance / ysc$scale^2 else 1
+  comp <- list(kind = "factor", cols = col, log_var = log(var0), levels = nlevels(f),
+               learn_kernel = !("kernel" %in% control$fixed))
+  list(comp = comp, term = list(spec = spec, type = "factor", levels = levels(f)))
+}
+
+# Products of the centred ANOVA kernel of a term over `vars`: every
+# interaction of its inputs except the constant and except those that other
+# terms over subsets of `vars` already model (inclusion-exclusion over the
+# power sets of those subsets).  Returns bit masks (input j = bit j-1) and
+# coefficients of  k = var * sum_j coef_j prod_{e in mask_j} (1 + s_e).
+anova_products <- function(vars, others) {
+  subs <- Filter(function(o) all(o %in% vars) && length(o) < length(vars), others)
+  mask <- function(v) sum(2^(match(v, vars) - 1))
+  out <- c(stats::setNames(1, mask(vars)))
+  if (length(subs) == 0) {
+    out <- c(out, stats::setNames(-1, 0))
+  } else {
+    for (k in seq_along(subs)) for (J in utils::combn(length(subs), k, simplify = FALSE)) {
+      common <- Reduce(intersect, lapply(subs[J], identity))
+      key <- as.character(mask(common))
+      out[key] <- (if (is.na(out[key])) 0 else out[key]) - (-1)^(k + 1)
+    }
+  }
+  out <- out[out != 0]
+  list(masks = as.integer(names(out)), coefs = unname(out))
+}

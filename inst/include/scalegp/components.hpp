@@ -1,0 +1,174 @@
+// The additive components of a model and their whitened features.
+//   stationary  a GP over its inputs with a stationary kernel (SE, Matern)
+//   centred     a GP with a centred (ANOVA) kernel, see anova.hpp
+//   factor      an i.i.d. random effect of a factor (a GP with a delta
+//               kernel); its inducing points are all levels, so it is exact
+//   linear      parametric coefficients beta ~ N(0, diag(prior_sd^2))
+// For each, u = L v with whitened v ~ N(0, I): the features of a row are
+// phi = L^{-1} k(Z, x) (GP kinds), onehot * sd (factor), x * prior_sd (linear).
+#pragma once
+#include "anova.hpp"
+#include "kernels.hpp"
+#include <vector>
+
+namespace scalegp {
+
+enum class Kind { stationary, centred, factor, linear };
+
+struct Component {
+  Kind kind = Kind::stationary;
+  std::vector<Index> cols;     // columns of the input matrix (factor: one column of 0-based codes)
+  Kernel kernel;               // stationary; factor uses log_var only
+  CentredKernel centred;       // centred
+  MatrixXd Z;                  // inducing inputs (stationary, centred)
+  Index levels = 0;            // factor
+  VectorXd prior_sd;           // linear
+  bool learn_kernel = true;
+
+  bool has_inducing() const { return kind == Kind::stationary || kind == Kind::centred; }
+  bool has_kernel() const { return kind != Kind::linear; }
+  Index size() const {
+    return has_inducing() ? Z.rows() : kind == Kind::factor ? levels : static_cast<Index>(cols.size());
+  }
+  Index dim() const { return static_cast<Index>(cols.size()); }
+  const Kernel& hyper() const { return kind == Kind::centred ? centred.base : kernel; }
+  Kernel& hyper() { return kind == Kind::centred ? centred.base : kernel; }
+  Index n_kernel_params() const { return has_kernel() ? (kind == Kind::factor ? 1 : hyper().n_params()) : 0; }
+};
+
+// Hyperparameter-dependent quantities of one component (per iteration).
+struct ComponentPrior {
+  MatrixXd L, Kuu, Duu, Zs;           // Cholesky of K_uu (+ jitter), K_uu (+ jitter), dk/dr2, scaled Z
+  double jitter = 0;
+  CentredMeasure measure;             // centred
+  CentredSide zside;
+  std::vector<MatrixXd> Fuu, Duu_axes;
+};
+
+inline ComponentPrior component_prior(const Component& k, double rel_jitter) {
+  ComponentPrior p;
+  switch (k.kind) {
+    case Kind::stationary:
+      p.Zs = k.kernel.scale(k.Z);
+      k.kernel.cross(p.Zs, p.Zs, p.Kuu, p.Duu);
+      break;
+    case Kind::centred:
+      p.measure = centred_measure(k.centred);
+      p.zside = centred_side(k.centred, p.measure, k.Z);
+      p.Kuu = centred_cross(k.centred, p.measure, p.zside, p.zside, p.Fuu, p.Duu_axes);
+      break;
+    default:
+      return p;
+  }
+  // jitter proportional to the kernel variance, so that d jitter / d log var = jitter
+  p.L = jitter_cholesky(p.Kuu, rel_jitter, "the inducing-point covariance", 3, &p.jitter, k.hyper().variance());
+  p.Kuu.diagonal().array() += p.jitter;
+  return p;
+}
+
+// Per-block quantities kept for the gradient.
+struct ComponentRows {
+  VectorXd resid;                     // k(x, x) - |phi|^2 of this component
+  MatrixXd K, D, Xs;                  // stationary
+  CentredSide side;                   // centred
+  std::vector<MatrixXd> F, Dx;
+  std::vector<VectorXd> Fd;
+  std::vector<Index> code;            // factor
+};
+
+// Whitened features of rows Xc (the component's columns) into Phic; adds the
+// prior variance not explained by the inducing points, k(x,x) - |phi|^2, to resid.
+inline void component_features(const Component& k, const ComponentPrior& p, const MatrixXd& Xc,
+                               Eigen::Ref<MatrixXd> Phic, Eigen::Ref<VectorXd> resid, ComponentRows& r) {
+  switch (k.kind) {
+    case Kind::stationary: {
+      r.Xs = k.kernel.scale(Xc);
+      k.kernel.cross(r.Xs, p.Zs, r.K, r.D);
+      Phic = r.K;
+      solve_right_LT(p.L, Phic);
+      resid.array() += k.kernel.variance() - Phic.rowwise().squaredNorm().array();
+      return;
+    }
+    case Kind::centred: {
+      r.side = centred_side(k.centred, p.measure, Xc);
+      r.K = centred_cross(k.centred, p.measure, r.side, p.zside, r.F, r.Dx);
+      const VectorXd kd = centred_diag(k.centred, p.measure, r.side, r.Fd);
+      Phic = r.K;
+      solve_right_LT(p.L, Phic);
+      resid += kd - Phic.rowwise().squaredNorm();
+      return;
+    }
+    case Kind::factor: {
+      const double sd = std::sqrt(k.kernel.variance());
+      Phic.setZero();
+      r.code.resize(Xc.rows());
+      for (Index i = 0; i < Xc.rows(); ++i) {
+        r.code[i] = static_cast<Index>(Xc(i, 0));
+        Phic(i, r.code[i]) = sd;
+      }
+      return;
+    }
+    case Kind::linear:
+      Phic = Xc * k.prior_sd.asDiagonal();
+      return;
+  }
+}
+
+// Data part of the gradient w.r.t. [kernel parameters] (g) and Z (gZ, may be
+// null) given the adjoint of the features, Phibar_c, and of the variances, gam.
+inline void component_row_gradient(const Component& k, const ComponentPrior& p, const ComponentRows& r,
+                                   const Eigen::Ref<const MatrixXd>& Phibar, const VectorXd& gam,
+                                   Eigen::Ref<VectorXd> g, MatrixXd* gZ) {
+  switch (k.kind) {
+    case Kind::stationary: {
+      MatrixXd Kbar = Phibar;
+      solve_right_L(p.L, Kbar);  // adjoint of K_fu
+      g(0) += (Kbar.array() * r.K.array()).sum() + k.kernel.variance() * gam.sum();
+      cross_gradient(k.kernel, r.Xs, p.Zs, Kbar.cwiseProduct(r.D), g.tail(k.kernel.log_ls.size()), nullptr, gZ);
+      return;
+    }
+    case Kind::centred: {
+      MatrixXd Kbar = Phibar;
+      solve_right_L(p.L, Kbar);
+      centred_gradient(k.centred, p.measure, r.side, p.zside, r.F, r.Dx, Kbar, &gam, &r.Fd, g, nullptr, gZ);
+      return;
+    }
+    case Kind::factor: {  // phi = sd * onehot: d phi / d log var = phi / 2
+      // plus d k(x,x)/d log var = var (the -2 gamma phi part of Phibar and this cancel: resid = 0)
+      const double sd = std::sqrt(k.kernel.variance());
+      for (Index i = 0; i < Phibar.rows(); ++i) g(0) += 0.5 * sd * Phibar(i, r.code[i]);
+      g(0) += k.kernel.variance() * gam.sum();
+      return;
+    }
+    case Kind::linear:
+      return;
+  }
+}
+
+// Gradient through the whitening L (the Cholesky factor of K_uu), given
+// Y = (Phibar' Phi) restricted to this component:
+//   Kbar_uu = -L^{-T} sym(Psi(Y)) L^{-1},  Psi = lower triangle, halved diagonal.
+inline void component_prior_gradient(const Component& k, const ComponentPrior& p, MatrixXd Y,
+                                     Eigen::Ref<VectorXd> g, MatrixXd& gZ) {
+  if (!k.has_inducing()) return;
+  Y.triangularView<Eigen::StrictlyUpper>().setZero();
+  Y.diagonal() *= 0.5;
+  MatrixXd Kbar = -0.5 * (Y + Y.transpose());
+  solve_right_L(p.L, Kbar);
+  MatrixXd KbarT = Kbar.transpose();
+  solve_right_L(p.L, KbarT);  // L^{-T} sym(Psi(Y)) L^{-1}, symmetric
+  Kbar = KbarT;
+  MatrixXd gZuu = MatrixXd::Zero(k.Z.rows(), k.dim());
+  if (k.kind == Kind::stationary) {
+    g(0) += (Kbar.array() * p.Kuu.array()).sum();  // K_uu includes the jitter
+    cross_gradient(k.kernel, p.Zs, p.Zs, Kbar.cwiseProduct(p.Duu), g.tail(k.kernel.log_ls.size()), &gZuu, &gZuu);
+  } else {
+    // the jitter scales with the variance: d(K_uu + jitter I)/d log var = K_uu + jitter I
+    g(0) += p.jitter * Kbar.trace();
+    centred_gradient(k.centred, p.measure, p.zside, p.zside, p.Fuu, p.Duu_axes, Kbar, nullptr, nullptr, g, &gZuu,
+                     &gZuu);
+  }
+  gZ += gZuu;
+}
+
+}  // namespace scalegp
