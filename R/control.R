@@ -52,8 +52,9 @@
 #' @param rank `NULL` (default): full rank.  An integer R restricts the
 #'   coupled posterior precision to the low-rank form of seed 004 (eq. 7,
 #'   whitened: \eqn{S^{-1} = I + W W^	op}, W with R columns), obtained by
-#'   keeping the R leading directions after every natural-gradient step;
-#'   `summary()` warns when this discards more than 1% of the data precision.
+#'   keeping the R leading directions after every natural-gradient step (the
+#'   parametric coefficients count towards R); `summary()` warns when this
+#'   discards more than 1% of the effective degrees of freedom.
 #'   Seed 004 used R = M, which is too small when the model needs more
 #'   effective degrees of freedom than R.
 #' @return An object of class `gp_control`.

@@ -143,7 +143,7 @@ inducing_init <- function(Xg, spec, sc, control) {
   nu <- n_unique_rows(Xg)
   if (k > nu) {
     if (!is.null(spec$k) || control$inducing != formals(gp_control)$inducing)
-      warning(sprintf("%s: %s = %d exceeds the %d unique input rows; using %d inducing points",
+      warning(sprintf("%s: '%s' = %d exceeds the %d unique input rows; using %d inducing points",
                       spec$label, if (is.null(spec$k)) "inducing" else "k", k, nu, nu), call. = FALSE)
     k <- nu
   }

@@ -60,7 +60,7 @@ summary.gpgam <- function(object, ...) {
   warn <- character()
   if (!object$converged) warn <- c(warn, "the stopping rule was not met; increase 'iterations' or check plot(fit, which = \"trace\")")
   if (isTRUE(object$rank_loss > 0.01))
-    warn <- c(warn, sprintf("the rank restriction (rank = %d) discards %.1f%% of the data precision; increase 'rank'",
+    warn <- c(warn, sprintf("the rank restriction (rank = %d) discards %.1f%% of the effective degrees of freedom; increase 'rank'",
                             object$control$rank, 100 * object$rank_loss))
   structure(list(call = object$call, family = object$family$family, link = link_name(object), n = object$n,
                  engine = engine_label(object), terms = terms, coefficients = coefs,

@@ -105,6 +105,14 @@ check_term_overlap <- function(specs) {
   }
 }
 
+# Number of gp()/s() calls in a formula's right-hand side (terms() silently
+# drops duplicated terms, so duplicates are counted here).
+count_gp_calls <- function(e) {
+  if (is_gp_call(e)) return(1L)
+  if (is.call(e)) return(sum(vapply(as.list(e)[-1], count_gp_calls, 1L)))
+  0L
+}
+
 is_gp_call <- function(e) is.call(e) && as.character(e[[1]])[1] %in% c("gp", "s")
 
 # Splits a formula into gp() specs and the parametric part.
@@ -123,6 +131,9 @@ parse_gpgam_formula <- function(formula) {
     e[[1]] <- if (as.character(e[[1]]) == "s") s_alias else gp
     eval(e, env)
   })
+  n_calls <- count_gp_calls(formula[[3]])
+  if (n_calls > length(specs)) stop_arg("formula", "has a gp() term twice (", n_calls, " gp() calls, ",
+                                        length(specs), " distinct terms)")
   check_term_overlap(specs)
   offsets <- if (!is.null(attr(tt, "offset")))
     vapply(as.list(attr(tt, "variables"))[-1][attr(tt, "offset")], deparse1, "") else character()

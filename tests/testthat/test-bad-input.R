@@ -182,7 +182,8 @@ test_that("an unknown inference engine is an error naming the argument", {
 test_that("malformed formulas are refused", {
   d <- bad_data()
   expect_error(gpgam(~ gp(x), data = d, control = bad_ctl()), "'formula'.*two-sided")
-  expect_error(gpgam(y ~ gp(x) + gp(z), data = d, control = bad_ctl()), "'formula'.*2 gp\\(\\) terms")
+  expect_error(gpgam(y ~ gp(x) + gp(x), data = d, control = bad_ctl()), "'formula'.*twice")
+  expect_error(gpgam(y ~ gp(x, z) + gp(z, x), data = d, control = bad_ctl()), "'formula'.*twice")
   expect_error(gpgam(y ~ gp(x):z, data = d, control = bad_ctl()), "'formula'.*interactions")
   expect_error(gpgam(y ~ 0, data = d, control = bad_ctl()), "'formula'.*no terms")
 })

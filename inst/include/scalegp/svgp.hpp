@@ -309,20 +309,25 @@ class Svgp {
   }
 
   // Projects P onto {I + W W' : W with `rank` columns} (the low-rank precision
-  // of seed 004, eq. 7, whitened) by keeping the largest eigenvalues of P - I;
-  // rank_loss() is the share of the data precision (trace of P - I) dropped.
+  // of seed 004, eq. 7, whitened) by keeping the largest eigenvalues of P - I,
+  // and keeps the mean of the full-rank step (h = P_R m);  rank_loss() is the
+  // share of the effective degrees of freedom (sum of l / (1 + l) over the
+  // eigenvalues l of P - I) that the truncation drops.
   void truncate_rank() {
     const Index Mt = total_size();
+    const VectorXd mean = P.llt().solve(h);
     MatrixXd D = P;
     D.diagonal().array() -= 1.0;
     Eigen::SelfAdjointEigenSolver<MatrixXd> es(D);
     const VectorXd ev = es.eigenvalues().cwiseMax(0.0);  // ascending
     const Index R = set.rank;
-    const double total = ev.sum();
-    rank_loss_ = total > 0 ? ev.head(Mt - R).sum() / total : 0.0;
+    const VectorXd edf = ev.array() / (1.0 + ev.array());
+    const double total = edf.sum();
+    rank_loss_ = total > 0 ? edf.head(Mt - R).sum() / total : 0.0;
     const MatrixXd V = es.eigenvectors().rightCols(R);
     P = V * ev.tail(R).asDiagonal() * V.transpose();
     P.diagonal().array() += 1.0;
+    h = P * mean;
   }
   double rank_loss() const { return rank_loss_; }
 
