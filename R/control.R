@@ -12,8 +12,9 @@
 #' hyperparameters.  Minibatches are drawn without replacement within an epoch.
 #'
 #' @param inducing default number of inducing points of a `gp()` term that does
-#'   not set its own `k`; reduced with a warning to the number of unique input
-#'   rows when that is smaller.
+#'   not set its own `k`; `NULL` uses 20 for a term over one input, 64 for two
+#'   and 100 for more.  Reduced (with a warning when it was asked for) to the
+#'   number of unique input rows when that is smaller.
 #' @param batch_size rows per minibatch; `NULL` uses all rows when there are at
 #'   most 20000 and minibatches of 2000 otherwise.
 #' @param iterations maximum number of iterations (optimisation steps).
@@ -63,12 +64,12 @@
 #' gp_control(inducing = 50, iterations = 500)
 #' gp_control(batch_size = 1000, epochs = 20, threads = 1, seed = 1)
 #' @export
-gp_control <- function(inducing = 100, batch_size = NULL, iterations = 2000, epochs = NULL,
+gp_control <- function(inducing = NULL, batch_size = NULL, iterations = 2000, epochs = NULL,
                        learning_rate = 0.01, tol = 1e-5, patience = 20, natgrad_step = NULL,
                        threads = NULL, seed = NULL, verbose = interactive(),
                        fixed = character(), sigma = NULL, jitter = 1e-6, gh_points = 20,
                        posterior = c("coupled", "meanfield"), rank = NULL) {
-  check_count(inducing, "inducing")
+  if (!is.null(inducing)) check_count(inducing, "inducing")
   if (!is.null(batch_size)) check_count(batch_size, "batch_size")
   check_count(iterations, "iterations")
   if (!is.null(epochs)) check_positive(epochs, "epochs")
@@ -95,7 +96,7 @@ gp_control <- function(inducing = 100, batch_size = NULL, iterations = 2000, epo
   if (!is.character(posterior) || length(posterior) != 1 || !posterior %in% c("coupled", "meanfield"))
     stop_arg("posterior", "must be \"coupled\" or \"meanfield\"")
   if (!is.null(rank)) check_count(rank, "rank")
-  structure(list(inducing = as.integer(inducing), batch_size = batch_size,
+  structure(list(inducing = if (!is.null(inducing)) as.integer(inducing), batch_size = batch_size,
                  iterations = as.integer(iterations), epochs = epochs,
                  learning_rate = learning_rate, tol = tol, patience = as.integer(patience),
                  natgrad_step = natgrad_step, threads = threads, seed = seed, verbose = verbose,

@@ -139,10 +139,10 @@ inducing_init <- function(Xg, spec, sc, control) {
     if (nrow(Z) > 1 && anyDuplicated(Z)) stop_arg("inducing", "has duplicated rows")
     return(unname(Z))
   }
-  k <- spec$k %||% control$inducing
+  k <- spec$k %||% control$inducing %||% c(20L, 64L, 100L)[min(ncol(Xg), 3L)]
   nu <- n_unique_rows(Xg)
   if (k > nu) {
-    if (!is.null(spec$k) || control$inducing != formals(gp_control)$inducing)
+    if (!is.null(spec$k) || !is.null(control$inducing))
       warning(sprintf("%s: '%s' = %d exceeds the %d unique input rows; using %d inducing points",
                       spec$label, if (is.null(spec$k)) "inducing" else "k", k, nu, nu), call. = FALSE)
     k <- nu

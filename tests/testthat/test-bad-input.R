@@ -109,9 +109,12 @@ test_that("k or inducing above the number of unique rows warns and is reduced", 
   expect_warning(fit <- gpgam(y ~ gp(x), data = d, control = qctl(inducing = 1e4, iterations = 5)),
                  "'?inducing'? = 10000.*50 unique")
   expect_equal(nrow(fit$params$gp[[1]]$inducing), 50L)
-  # the default (100) above n is reduced silently
-  expect_no_warning(fit <- gpgam(y ~ gp(x), data = d, control = qctl(iterations = 5)))
+  # the default (64 for a term over two inputs) above n is reduced silently
+  expect_no_warning(fit <- gpgam(y ~ gp(x, z), data = d, control = qctl(iterations = 5)))
   expect_equal(nrow(fit$params$gp[[1]]$inducing), 50L)
+  # and the default for one input is 20
+  fit <- gpgam(y ~ gp(x), data = d, control = qctl(iterations = 5))
+  expect_equal(nrow(fit$params$gp[[1]]$inducing), 20L)
 })
 
 test_that("gp_control() rejects invalid values, naming the argument", {
