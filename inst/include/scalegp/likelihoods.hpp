@@ -169,12 +169,28 @@ class Likelihood {
   // from m, e.g. large counts).
   double log_integral(double y, double m, double s2) const {
     s2 = std::max(s2, 1e-300);
-    double f = m, l, d1, d2;
-    for (int it = 0; it < 50; ++it) {  // Newton on h(f) = log p(y|f) - (f - m)^2 / (2 s2)
+    // Newton with backtracking on the concave h(f) = log p(y|f) - (f - m)^2 / (2 s2)
+    auto h = [&](double f, double& d1, double& d2) {
+      double l;
       loglik(y, 1.0, f, l, d1, d2);
-      const double step = (d1 - (f - m) / s2) / (d2 - 1.0 / s2);
-      f -= step;
-      if (std::abs(step) < 1e-10 * (1.0 + std::abs(f))) break;
+      d1 -= (f - m) / s2;
+      d2 -= 1.0 / s2;
+      return l - 0.5 * (f - m) * (f - m) / s2;
+    };
+    double f = m, l, d1, d2;
+    double hf = h(f, d1, d2);
+    for (int it = 0; it < 200; ++it) {
+      const double step = -d1 / d2;
+      double t = 1.0, e1, e2, hn = h(f + step, e1, e2);
+      while (!(hn >= hf) && t > 1e-12) {
+        t *= 0.5;
+        hn = h(f + t * step, e1, e2);
+      }
+      f += t * step;
+      hf = hn;
+      d1 = e1;
+      d2 = e2;
+      if (std::abs(t * step) < 1e-10 * (1.0 + std::abs(f))) break;
     }
     loglik(y, 1.0, f, l, d1, d2);
     const double sd = std::sqrt(1.0 / (1.0 / s2 - d2));

@@ -3,6 +3,7 @@
 #pragma once
 #include <Eigen/Dense>
 #include <cmath>
+#include <sstream>
 #include <stdexcept>
 #include <string>
 
@@ -30,8 +31,9 @@ inline MatrixXd jitter_cholesky(const MatrixXd& A, double rel_jitter, const char
     throw numerical_error(std::string("non-finite entries in ") + what +
                           "; the optimisation diverged (try a smaller learning_rate)");
   if (scale <= 0) scale = A.diagonal().mean();
-  double jitter = rel_jitter * (scale > 0 ? scale : 1.0);
-  for (int attempt = 0; attempt <= retries; ++attempt, jitter *= 10.0) {
+  if (!(scale > 0)) scale = 1.0;
+  double jitter = rel_jitter * scale;
+  for (int attempt = 0; attempt <= retries; ++attempt) {
     MatrixXd B = A;
     B.diagonal().array() += jitter;
     Eigen::LLT<MatrixXd> llt(B);
@@ -39,11 +41,13 @@ inline MatrixXd jitter_cholesky(const MatrixXd& A, double rel_jitter, const char
       if (used) *used = jitter;
       return llt.matrixL();
     }
+    if (attempt < retries) jitter = std::max(10.0 * jitter, 1e-10 * scale);
   }
-  throw numerical_error(std::string("Cholesky factorisation of ") + what +
-                        " failed even with jitter " + std::to_string(jitter / 10.0) +
-                        "; likely causes: duplicated or nearly identical inducing points, "
-                        "inputs on extreme scales, or a learning_rate that is too large");
+  std::ostringstream msg;
+  msg << "Cholesky factorisation of " << what << " failed even with jitter " << std::scientific << jitter
+      << "; likely causes: duplicated or nearly identical inducing points, inputs on extreme scales, "
+         "or a learning_rate that is too large";
+  throw numerical_error(msg.str());
 }
 
 // 2 * sum(log(diag(L))) = log|L L^T|.

@@ -23,9 +23,10 @@ inline void serial_for(std::size_t n, const RangeBody& body) {
 
 // A std::thread executor (used by the C++ tests to exercise real concurrency).
 inline ParallelFor thread_for(unsigned n_threads) {
+  n_threads = std::max(1u, n_threads);
   return [n_threads](std::size_t n, const RangeBody& body) {
     std::vector<std::thread> pool;
-    const std::size_t per = (n + n_threads - 1) / std::max(1u, n_threads);
+    const std::size_t per = (n + n_threads - 1) / n_threads;
     for (std::size_t b = 0; b < n; b += per) pool.emplace_back(body, b, std::min(n, b + per));
     for (auto& t : pool) t.join();
   };

@@ -429,6 +429,7 @@ class Svgp {
     const Index nn = Xnew.rows();
     mean.resize(nn);
     var.resize(nn);
+    if (term_mean && !term_var) throw std::invalid_argument("predict(): term_var is needed with term_mean");
     if (term_mean) term_mean->resize(nn, comps.size());
     if (term_var) term_var->resize(nn, comps.size());
     blocked_for(static_cast<std::size_t>(nn), pfor, [&](std::size_t begin, std::size_t end) {

@@ -1,0 +1,199 @@
+// Tests of anova.hpp: centred (ANOVA) kernels against a brute-force
+// evaluation, their defining zero-mean property, PSD-ness, the diagonal, and
+// the gradient contraction `centred_gradient` against finite differences.
+#include <catch2/catch.hpp>
+#include <scalegp/anova.hpp>
+
+#include <Eigen/Eigenvalues>
+#include <cmath>
+#include <random>
+#include <vector>
+
+using namespace scalegp;
+
+namespace {
+
+MatrixXd random_matrix(Index r, Index c, unsigned seed, double lo, double hi) {
+  std::mt19937_64 gen(seed);
+  std::uniform_real_distribution<double> u(lo, hi);
+  MatrixXd A(r, c);
+  for (Index j = 0; j < c; ++j)
+    for (Index i = 0; i < r; ++i) A(i, j) = u(gen);
+  return A;
+}
+
+// Centred kernel over d = 2 inputs, nodes on [-2, 2] with unequal weights.
+CentredKernel make_centred(KernelType t, bool ard, std::vector<Product> products) {
+  CentredKernel k;
+  k.base.type = t;
+  k.base.log_var = std::log(1.3);
+  if (ard) {
+    k.base.log_ls.resize(2);
+    k.base.log_ls << std::log(0.8), std::log(1.5);
+  } else {
+    k.base.log_ls = VectorXd::Constant(1, std::log(1.1));
+  }
+  for (int e = 0; e < 2; ++e) {
+    VectorXd s(7), w(7);
+    for (int q = 0; q < 7; ++q) {
+      s(q) = -2.0 + 4.0 * q / 6.0 + 0.05 * e;
+      w(q) = 1.0 + 0.1 * q;
+    }
+    k.nodes.push_back(s);
+    k.weights.push_back(w / w.sum());
+  }
+  k.products = std::move(products);
+  return k;
+}
+
+// Brute force: the unit-variance 1-D profile by closed form.
+double g1(KernelType t, double r) {
+  switch (t) {
+    case KernelType::se: return std::exp(-0.5 * r * r);
+    case KernelType::matern32: return (1 + std::sqrt(3.0) * r) * std::exp(-std::sqrt(3.0) * r);
+    case KernelType::matern52: return (1 + std::sqrt(5.0) * r + 5 * r * r / 3) * std::exp(-std::sqrt(5.0) * r);
+  }
+  return 0;
+}
+
+double brute_k(const CentredKernel& k, const Eigen::RowVectorXd& x, const Eigen::RowVectorXd& y) {
+  std::vector<double> F(2);
+  for (int e = 0; e < 2; ++e) {
+    const double l = std::exp(k.base.log_ls.size() == 1 ? k.base.log_ls(0) : k.base.log_ls(e));
+    auto g = [&](double a, double b) { return g1(k.base.type, std::abs(a - b) / l); };
+    const VectorXd& s = k.nodes[e];
+    const VectorXd& w = k.weights[e];
+    double mx = 0, my = 0, c = 0;
+    for (Index q = 0; q < s.size(); ++q) {
+      mx += w(q) * g(x(e), s(q));
+      my += w(q) * g(y(e), s(q));
+      for (Index r = 0; r < s.size(); ++r) c += w(q) * w(r) * g(s(q), s(r));
+    }
+    F[e] = 1.0 + g(x(e), y(e)) - mx * my / c;
+  }
+  double v = 0;
+  for (const Product& p : k.products) {
+    double t = p.coef;
+    for (int e = 0; e < 2; ++e)
+      if (p.mask >> e & 1u) t *= F[e];
+    v += t;
+  }
+  return k.base.variance() * v;
+}
+
+MatrixXd eval(const CentredKernel& k, const MatrixXd& X, const MatrixXd& Z) {
+  const CentredMeasure M = centred_measure(k);
+  const CentredSide sx = centred_side(k, M, X), sz = centred_side(k, M, Z);
+  std::vector<MatrixXd> F, Dx;
+  return centred_cross(k, M, sx, sz, F, Dx);
+}
+
+const std::vector<Product> kAll = {{3u, 1.0}, {0u, -1.0}};                          // all but the constant
+const std::vector<Product> kInter = {{3u, 1.0}, {1u, -1.0}, {2u, -1.0}, {0u, 1.0}};  // s1 s2 only
+const std::vector<Product> kMain1 = {{1u, 1.0}, {0u, -1.0}};                        // s1 only
+
+}  // namespace
+
+TEST_CASE("centred kernel matches a brute-force evaluation", "[anova]") {
+  const MatrixXd X = random_matrix(5, 2, 1, -2.5, 2.5), Z = random_matrix(4, 2, 2, -2, 2);
+  for (KernelType t : {KernelType::se, KernelType::matern32, KernelType::matern52})
+    for (bool ard : {true, false})
+      for (const auto& prods : {kAll, kInter, kMain1}) {
+        const CentredKernel k = make_centred(t, ard, prods);
+        const MatrixXd K = eval(k, X, Z);
+        for (Index i = 0; i < X.rows(); ++i)
+          for (Index j = 0; j < Z.rows(); ++j) CHECK(K(i, j) == Approx(brute_k(k, X.row(i), Z.row(j))).margin(1e-13));
+        // diagonal
+        const CentredMeasure M = centred_measure(k);
+        std::vector<VectorXd> Fd;
+        const VectorXd kd = centred_diag(k, M, centred_side(k, M, X), Fd);
+        const MatrixXd Kxx = eval(k, X, X);
+        CHECK((kd - Kxx.diagonal()).cwiseAbs().maxCoeff() < 1e-13);
+      }
+}
+
+TEST_CASE("centred kernel: zero mean over the measure and PSD", "[anova]") {
+  const MatrixXd Y = random_matrix(6, 2, 3, -2, 2);
+  for (KernelType t : {KernelType::se, KernelType::matern32, KernelType::matern52}) {
+    // s1 alone: sum_q w_q k((s_q, .), y) = 0 for every y
+    const CentredKernel k = make_centred(t, true, kMain1);
+    MatrixXd S(7, 2);
+    S.col(0) = k.nodes[0];
+    S.col(1).setConstant(0.3);  // second input irrelevant for s1
+    const MatrixXd K = eval(k, S, Y);
+    const VectorXd mean = K.transpose() * k.weights[0];
+    CHECK(mean.cwiseAbs().maxCoeff() < 1e-13);
+    CHECK(K.cwiseAbs().maxCoeff() > 1e-2);  // non-trivial
+    // pure interaction: zero mean along either input
+    const CentredKernel ki = make_centred(t, true, kInter);
+    MatrixXd S2(7, 2);
+    S2.col(0).setConstant(-0.7);
+    S2.col(1) = ki.nodes[1];
+    CHECK((eval(ki, S2, Y).transpose() * ki.weights[1]).cwiseAbs().maxCoeff() < 1e-13);
+    // PSD
+    const MatrixXd Z = random_matrix(20, 2, 4, -2, 2);
+    for (const auto& prods : {kAll, kInter, kMain1}) {
+      const MatrixXd Kz = eval(make_centred(t, false, prods), Z, Z);
+      CHECK((Kz - Kz.transpose()).cwiseAbs().maxCoeff() < 1e-14);
+      const VectorXd ev = Eigen::SelfAdjointEigenSolver<MatrixXd>(Kz).eigenvalues();
+      CHECK(ev.minCoeff() > -1e-12 * ev.maxCoeff());
+    }
+  }
+}
+
+TEST_CASE("centred_gradient matches finite differences", "[anova]") {
+  const MatrixXd X = random_matrix(6, 2, 5, -2.5, 2.5), Z = random_matrix(4, 2, 6, -2, 2);
+  const MatrixXd Kbar = random_matrix(6, 4, 7, -1, 1);
+  const VectorXd gdiag = random_matrix(6, 1, 8, -1, 1);
+  for (KernelType t : {KernelType::se, KernelType::matern32, KernelType::matern52})
+    for (bool ard : {true, false})
+      for (const auto& prods : {kAll, kInter}) {
+        const CentredKernel k = make_centred(t, ard, prods);
+        // objective <Kbar, k(X, Z)> + <gdiag, diag k(X, X)>
+        auto F = [&](const CentredKernel& kk, const MatrixXd& XX, const MatrixXd& ZZ) {
+          const CentredMeasure M = centred_measure(kk);
+          const CentredSide sx = centred_side(kk, M, XX);
+          std::vector<MatrixXd> Fm, Dx;
+          std::vector<VectorXd> Fd;
+          const MatrixXd K = centred_cross(kk, M, sx, centred_side(kk, M, ZZ), Fm, Dx);
+          return (Kbar.array() * K.array()).sum() + gdiag.dot(centred_diag(kk, M, sx, Fd));
+        };
+        const CentredMeasure M = centred_measure(k);
+        const CentredSide sx = centred_side(k, M, X), sz = centred_side(k, M, Z);
+        std::vector<MatrixXd> Fm, Dx;
+        std::vector<VectorXd> Fd;
+        centred_cross(k, M, sx, sz, Fm, Dx);
+        centred_diag(k, M, sx, Fd);
+        VectorXd g = VectorXd::Zero(1 + k.base.log_ls.size());
+        MatrixXd gX = MatrixXd::Zero(6, 2), gZ = MatrixXd::Zero(4, 2);
+        centred_gradient(k, M, sx, sz, Fm, Dx, Kbar, &gdiag, &Fd, g, &gX, &gZ);
+
+        const double h = 1e-5;
+        auto fd_kernel = [&](int which) {
+          CentredKernel kp = k, km = k;
+          if (which == 0) {
+            kp.base.log_var += h;
+            km.base.log_var -= h;
+          } else {
+            kp.base.log_ls(which - 1) += h;
+            km.base.log_ls(which - 1) -= h;
+          }
+          return (F(kp, X, Z) - F(km, X, Z)) / (2 * h);
+        };
+        for (Index j = 0; j < g.size(); ++j) CHECK(g(j) == Approx(fd_kernel(static_cast<int>(j))).epsilon(1e-6).margin(1e-8));
+        for (Index i = 0; i < 6; ++i)
+          for (Index e = 0; e < 2; ++e) {
+            MatrixXd Xp = X, Xm = X;
+            Xp(i, e) += h;
+            Xm(i, e) -= h;
+            CHECK(gX(i, e) == Approx((F(k, Xp, Z) - F(k, Xm, Z)) / (2 * h)).epsilon(1e-6).margin(1e-8));
+          }
+        for (Index i = 0; i < 4; ++i)
+          for (Index e = 0; e < 2; ++e) {
+            MatrixXd Zp = Z, Zm = Z;
+            Zp(i, e) += h;
+            Zm(i, e) -= h;
+            CHECK(gZ(i, e) == Approx((F(k, X, Zp) - F(k, X, Zm)) / (2 * h)).epsilon(1e-6).margin(1e-8));
+          }
+      }
+}

@@ -1,0 +1,450 @@
+// Tests of likelihoods.hpp: Gauss-Hermite rule, expected log-likelihoods and
+// their derivatives against independent numerical integration, tail-accurate
+// log Phi / Mills ratio, predictive densities and response moments.
+#include <catch2/catch.hpp>
+#include <scalegp/likelihoods.hpp>
+
+#include <algorithm>
+#include <cmath>
+#include <limits>
+#include <vector>
+
+using namespace scalegp;
+
+namespace {
+
+// Composite Simpson rule with `intervals` (even) sub-intervals.
+template <class F>
+double simpson(F&& f, double a, double b, int intervals = 20000) {
+  const double h = (b - a) / intervals;
+  double s = f(a) + f(b);
+  for (int i = 1; i < intervals; ++i) s += (i % 2 ? 4.0 : 2.0) * f(a + i * h);
+  return s * h / 3.0;
+}
+
+double normal_pdf(double f, double m, double s2) {
+  return std::exp(-0.5 * (f - m) * (f - m) / s2) / std::sqrt(2.0 * kPi * s2);
+}
+
+// E[h(f)], f ~ N(m, s2), by Simpson on [m - 12 sd, m + 12 sd] (20001 points).
+template <class F>
+double normal_expect(double m, double s2, F&& h) {
+  const double sd = std::sqrt(s2);
+  return simpson([&](double f) { return h(f) * normal_pdf(f, m, s2); }, m - 12 * sd, m + 12 * sd);
+}
+
+// Reference log Phi, computed in long double (no tail switch).
+double ref_log_Phi(double z) {
+  const long double zl = z;
+  return static_cast<double>(std::log(0.5L * std::erfc(-zl / std::sqrt(2.0L))));
+}
+// log Phi(z) for z << 0 from the asymptotic series with 25 terms, in long
+// double (used where even long double erfc underflows).
+double ref_log_Phi_series(double z) {
+  const long double zl = z, z2 = zl * zl;
+  long double term = 1.0L, sum = 1.0L;
+  for (int k = 1; k <= 25; ++k) {
+    term *= -(2.0L * k - 1.0L) / z2;
+    sum += term;
+  }
+  return static_cast<double>(-0.5L * z2 - std::log(-zl) -
+                             0.5L * std::log(2.0L * 3.14159265358979323846264338327950288L) + std::log(sum));
+}
+// phi(z) / Phi(z) = -z / sum_k (-1)^k (2k-1)!! / z^{2k} for z << 0.
+double ref_mills_series(double z) {
+  const long double zl = z, z2 = zl * zl;
+  long double term = 1.0L, sum = 1.0L;
+  for (int k = 1; k <= 25; ++k) {
+    term *= -(2.0L * k - 1.0L) / z2;
+    sum += term;
+  }
+  return static_cast<double>(-zl / sum);
+}
+double ref_mills(double z) {
+  const long double zl = z;
+  const long double lphi = -0.5L * zl * zl - 0.5L * std::log(2.0L * 3.14159265358979323846264338327950288L);
+  const long double lPhi = std::log(0.5L * std::erfc(-zl / std::sqrt(2.0L)));
+  return static_cast<double>(std::exp(lphi - lPhi));
+}
+
+// Independent log-likelihoods (the documented conventions of the R front end:
+// Gaussian weights are precision weights, binomial weights are trials with y a
+// proportion, Poisson weights multiply the log-likelihood).
+double ref_loglik(Family fam, double y, double w, double f, double noise_var) {
+  switch (fam) {
+    case Family::gaussian: return -0.5 * std::log(2.0 * kPi * noise_var / w) - 0.5 * w * (y - f) * (y - f) / noise_var;
+    case Family::poisson: return w * (y * f - std::exp(f) - std::lgamma(y + 1.0));
+    case Family::probit: return w * (y * ref_log_Phi(f) + (1 - y) * ref_log_Phi(-f));
+    case Family::logit: {
+      // log sigma(f) = -log(1 + e^{-f}), log(1 - sigma(f)) = -log(1 + e^{f})
+      const double lp = f > 0 ? -std::log1p(std::exp(-f)) : f - std::log1p(std::exp(f));
+      const double lq = f > 0 ? -f - std::log1p(std::exp(-f)) : -std::log1p(std::exp(f));
+      return w * (y * lp + (1 - y) * lq);
+    }
+  }
+  return 0.0;
+}
+
+struct Ref {
+  double v, dm, dv;
+};
+
+// v = E[l], dv/dm = E[l (f - m)] / s2, dv/ds2 = E[l ((f - m)^2 - s2)] / (2 s2^2):
+// derivatives of the Gaussian density, so no derivative of l is involved.
+Ref reference(Family fam, double y, double w, double m, double s2, double nv) {
+  auto l = [&](double f) { return ref_loglik(fam, y, w, f, nv); };
+  Ref r;
+  r.v = normal_expect(m, s2, l);
+  r.dm = normal_expect(m, s2, [&](double f) { return l(f) * (f - m) / s2; });
+  r.dv = normal_expect(m, s2, [&](double f) { return l(f) * ((f - m) * (f - m) - s2) / (2 * s2 * s2); });
+  return r;
+}
+
+// log int Poisson(y | e^f) N(f; m, s2) df by Simpson on [-30, 30] (300000
+// intervals), with the value of the log integrand at its grid maximum factored out.
+double ref_log_predictive_poisson(double y, double m, double s2) {
+  const double lg = std::lgamma(y + 1.0);
+  auto lf = [&](double f) { return y * f - std::exp(f) - lg - 0.5 * (f - m) * (f - m) / s2 - 0.5 * std::log(2 * kPi * s2); };
+  double c = -std::numeric_limits<double>::infinity();
+  for (double f = -30; f <= 30; f += 1e-3) c = std::max(c, lf(f));
+  return c + std::log(simpson([&](double f) { return std::exp(lf(f) - c); }, -30.0, 30.0, 300000));
+}
+
+struct Pt {
+  double y, w, m, s2;
+};
+
+}  // namespace
+
+TEST_CASE("family_from_string", "[likelihoods]") {
+  CHECK(family_from_string("gaussian") == Family::gaussian);
+  CHECK(family_from_string("probit") == Family::probit);
+  CHECK(family_from_string("logit") == Family::logit);
+  CHECK(family_from_string("poisson") == Family::poisson);
+  CHECK_THROWS_AS(family_from_string("gamma"), std::invalid_argument);
+}
+
+TEST_CASE("Gauss-Hermite nodes and weights", "[likelihoods][gh]") {
+  SECTION("5-point rule against tabulated values") {
+    const GaussHermite gh(5);
+    const double t[5] = {-2.0201828704560856, -0.9585724646138185, 0.0, 0.9585724646138185, 2.0201828704560856};
+    const double w[5] = {0.019953242059045913, 0.39361932315224116, 0.9453087204829419, 0.39361932315224116,
+                         0.019953242059045913};
+    for (int i = 0; i < 5; ++i) {
+      CHECK(gh.t(i) == Approx(t[i]).margin(1e-14));
+      CHECK(gh.w(i) == Approx(w[i]).epsilon(1e-12));
+    }
+  }
+  SECTION("20-point rule: moments") {
+    const GaussHermite gh(20);
+    REQUIRE(gh.t.size() == 20);
+    CHECK(gh.w.sum() == Approx(std::sqrt(kPi)).epsilon(1e-14));
+    CHECK((gh.w.array() > 0).all());
+    // symmetric nodes, sorted
+    for (int i = 0; i < 20; ++i) CHECK(gh.t(i) == Approx(-gh.t(19 - i)).margin(1e-13));
+    for (int i = 1; i < 20; ++i) CHECK(gh.t(i) > gh.t(i - 1));
+    auto moment = [&](int k) { return (gh.w.array() * gh.t.array().pow(k)).sum(); };
+    CHECK(moment(2) == Approx(std::sqrt(kPi) / 2).epsilon(1e-14));
+    // int t^38 exp(-t^2) dt = Gamma(19.5): exact for degree <= 2n - 1 = 39
+    const double g195 = static_cast<double>(std::tgamma(19.5L));
+    CHECK(moment(38) == Approx(g195).epsilon(1e-9));
+    CHECK(std::abs(moment(37)) < 1e-9 * (gh.w.array() * gh.t.array().abs().pow(37)).sum());
+    // degree 40 is not exact: the Gauss-Hermite remainder is n! sqrt(pi) / 2^n
+    const double g205 = static_cast<double>(std::tgamma(20.5L));
+    const double remainder = static_cast<double>(std::tgamma(21.0L)) * std::sqrt(kPi) / std::pow(2.0, 20);
+    CHECK(g205 - moment(40) == Approx(remainder).epsilon(1e-3));
+  }
+  SECTION("expect() integrates Gaussian moments") {
+    const GaussHermite gh(20);
+    CHECK(gh.expect(0.7, 2.0, [](double f) { return f * f; }) == Approx(0.49 + 2.0).epsilon(1e-14));
+    CHECK(gh.expect(0.7, 2.0, [](double f) { return f * f * f * f; }) ==
+          Approx(std::pow(0.7, 4) + 6 * 0.49 * 2.0 + 3 * 4.0).epsilon(1e-13));
+    CHECK(gh.expect(-0.2, 0.3, [](double f) { return std::exp(f); }) == Approx(std::exp(-0.2 + 0.15)).epsilon(1e-14));
+    // s2 = 0 (and slightly negative from round-off) is a point mass
+    CHECK(gh.expect(1.3, 0.0, [](double f) { return f * f; }) == Approx(1.69).epsilon(1e-14));
+    CHECK(gh.expect(1.3, -1e-18, [](double f) { return f * f; }) == Approx(1.69).epsilon(1e-14));
+  }
+}
+
+TEST_CASE("log_Phi and mills are accurate in the far tail", "[likelihoods][tail]") {
+  // known value log Phi(-40) = -804.608442013753788...
+  CHECK(log_Phi(-40.0) == Approx(-804.608442013753788).epsilon(1e-13));
+  CHECK(ref_log_Phi(-40.0) == Approx(-804.608442013753788).epsilon(1e-15));
+  CHECK(ref_log_Phi_series(-40.0) == Approx(-804.608442013753788).epsilon(1e-15));
+  for (double z : {-200.0, -1e3, -1e5}) {
+    CHECK(log_Phi(z) == Approx(ref_log_Phi_series(z)).epsilon(1e-14));
+    CHECK(mills(z) == Approx(ref_mills_series(z)).epsilon(1e-14));
+  }
+  const std::vector<double> zs = {-60.0, -40.0, -35.0, -30.5, -30.0, -29.5, -25.0, -10.0, -3.0, -0.5,
+                                  0.0,    0.5,   3.0,   8.0,   20.0};
+  for (double z : zs) {
+    CHECK(log_Phi(z) == Approx(ref_log_Phi(z)).epsilon(1e-12).margin(1e-15));
+    CHECK(mills(z) == Approx(ref_mills(z)).epsilon(1e-9));
+    CHECK(std::isfinite(log_Phi(z)));
+  }
+  // where the naive formula underflows to -inf, the series is still right
+  CHECK(std::log(0.5 * std::erfc(40.0 / std::sqrt(2.0))) == -std::numeric_limits<double>::infinity());
+  // mills(z) -> -z in the lower tail, phi(z) in the upper tail
+  CHECK(mills(-1e4) == Approx(1e4).epsilon(1e-8));
+  CHECK(mills(10.0) == Approx(std::exp(-50.0) / std::sqrt(2 * kPi)).epsilon(1e-9));
+}
+
+TEST_CASE("log_Phi and mills are continuous at the switch z = -30", "[likelihoods][tail]") {
+  for (double d : {1e-12, 1e-9, 1e-6}) {
+    const double lo = log_Phi(-30.0 - d), hi = log_Phi(-30.0 + d);
+    // the true difference is about 30 * 2d
+    CHECK(std::abs((lo - hi) - (ref_log_Phi(-30.0 - d) - ref_log_Phi(-30.0 + d))) < 1e-9);
+    CHECK(std::abs((mills(-30.0 - d) - mills(-30.0 + d)) - (ref_mills(-30.0 - d) - ref_mills(-30.0 + d))) < 1e-9 * 30);
+  }
+}
+
+TEST_CASE("loglik derivatives match finite differences", "[likelihoods]") {
+  const std::vector<Family> fams = {Family::gaussian, Family::probit, Family::logit, Family::poisson};
+  for (Family fam : fams) {
+    Likelihood lik(fam);
+    lik.log_noise = -0.7;
+    for (double f : {-3.0, -0.4, 0.0, 1.1, 2.5}) {
+      const double y = fam == Family::poisson ? 2.0 : (fam == Family::gaussian ? 0.3 : 0.7);
+      const double w = 1.5, h = 1e-5;
+      double l, d1, d2, lp, lm, d1p, d1m, dummy;
+      lik.loglik(y, w, f, l, d1, d2);
+      lik.loglik(y, w, f + h, lp, d1p, dummy);
+      lik.loglik(y, w, f - h, lm, d1m, dummy);
+      CHECK(d1 == Approx((lp - lm) / (2 * h)).epsilon(1e-7).margin(1e-9));
+      CHECK(d2 == Approx((d1p - d1m) / (2 * h)).epsilon(1e-7).margin(1e-9));
+      if (fam != Family::gaussian) CHECK(l == Approx(ref_loglik(fam, y, w, f, 0.0)).epsilon(1e-12));
+    }
+  }
+  // probit far in the tail: the log-likelihood stays finite, d1 ~ -f
+  Likelihood pr(Family::probit);
+  double l, d1, d2;
+  pr.loglik(1.0, 1.0, -50.0, l, d1, d2);
+  CHECK(std::isfinite(l));
+  CHECK(l == Approx(ref_log_Phi(-50.0)).epsilon(1e-12));
+  CHECK(d1 == Approx(ref_mills(-50.0)).epsilon(1e-9));
+  CHECK(d2 == Approx(-1.0).epsilon(1e-3));
+}
+
+TEST_CASE("Gaussian expectation: closed form vs quadrature and finite differences", "[likelihoods][expect]") {
+  Likelihood lik(Family::gaussian);
+  lik.log_noise = std::log(0.3);
+  const double nv = lik.noise_var();
+  CHECK(nv == Approx(0.3 + 1e-6).epsilon(1e-15));
+  const std::vector<Pt> pts = {{0.7, 1.0, -0.3, 0.5}, {2.0, 1.0, 1.5, 0.01}, {-1.2, 1.0, 0.4, 2.0}, {0.0, 1.0, 3.0, 1e-4}};
+  for (const Pt& p : pts) {
+    const Expectation e = lik.expect(p.y, p.w, p.m, p.s2);
+    const Ref r = reference(Family::gaussian, p.y, p.w, p.m, p.s2, nv);
+    CHECK(e.v == Approx(r.v).epsilon(1e-9));
+    CHECK(e.dm == Approx(r.dm).epsilon(1e-9));
+    CHECK(e.dv == Approx(r.dv).epsilon(1e-9));
+    // closed form written out
+    CHECK(e.v == Approx(-0.5 * std::log(2 * kPi * nv) - 0.5 * ((p.y - p.m) * (p.y - p.m) + p.s2) / nv).epsilon(1e-14));
+  }
+}
+
+TEST_CASE("Gaussian expectation derivatives (incl. dlognoise) match finite differences", "[likelihoods][expect]") {
+  for (double w : {1.0, 2.5}) {  // self-consistency of v and its derivatives for any weight
+    Likelihood lik(Family::gaussian);
+    lik.log_noise = -1.1;
+    const double y = 0.4, m = -0.2, s2 = 0.3, h = 1e-5;
+    const Expectation e = lik.expect(y, w, m, s2);
+    CHECK(e.dm == Approx((lik.expect(y, w, m + h, s2).v - lik.expect(y, w, m - h, s2).v) / (2 * h)).epsilon(1e-8));
+    CHECK(e.dv == Approx((lik.expect(y, w, m, s2 + h).v - lik.expect(y, w, m, s2 - h).v) / (2 * h)).epsilon(1e-8));
+    Likelihood lp = lik, lm = lik;
+    lp.log_noise += h;
+    lm.log_noise -= h;
+    const double fd = (lp.expect(y, w, m, s2).v - lm.expect(y, w, m, s2).v) / (2 * h);
+    CHECK(e.dlognoise == Approx(fd).epsilon(1e-8));
+    CHECK(e.dlognoise != 0.0);
+  }
+  // the noise floor: d/dlog_noise carries the factor (nv - floor)
+  Likelihood lik(Family::gaussian);
+  lik.log_noise = -12.0;
+  const double h = 1e-4;
+  Likelihood lp = lik, lm = lik;
+  lp.log_noise += h;
+  lm.log_noise -= h;
+  const Expectation e = lik.expect(0.1, 1.0, 0.0, 1e-7);
+  CHECK(e.dlognoise == Approx((lp.expect(0.1, 1.0, 0.0, 1e-7).v - lm.expect(0.1, 1.0, 0.0, 1e-7).v) / (2 * h)).epsilon(1e-6));
+}
+
+// Gaussian prior weights are precision weights (?gpgam: "Gaussian: precision
+// weights"; notes 004 section 3.6): v = -1/2 log(2 pi s_e^2 / w) - w [(y - mu)^2 + s2] / (2 s_e^2).
+TEST_CASE("Gaussian expectation with precision weights w != 1", "[likelihoods][expect]") {
+  Likelihood lik(Family::gaussian);
+  lik.log_noise = std::log(0.3);
+  const double nv = lik.noise_var(), h = 1e-5;
+  for (double w : {0.4, 2.5}) {
+    const double y = 0.7, m = -0.3, s2 = 0.5;
+    const Expectation e = lik.expect(y, w, m, s2);
+    const Ref r = reference(Family::gaussian, y, w, m, s2, nv);
+    CHECK(e.dm == Approx(r.dm).epsilon(1e-9));
+    CHECK(e.dv == Approx(r.dv).epsilon(1e-9));
+    CHECK(e.v == Approx(r.v).epsilon(1e-9));
+    // d/dlog_noise of the reference v (finite differences in log(nv - floor))
+    const double nvp = Likelihood::kNoiseFloor + std::exp(lik.log_noise + h);
+    const double nvm = Likelihood::kNoiseFloor + std::exp(lik.log_noise - h);
+    const double fd =
+        (reference(Family::gaussian, y, w, m, s2, nvp).v - reference(Family::gaussian, y, w, m, s2, nvm).v) / (2 * h);
+    CHECK(e.dlognoise == Approx(fd).epsilon(1e-7));
+    double l, d1, d2;
+    lik.loglik(y, w, m, l, d1, d2);
+    CHECK(l == Approx(ref_loglik(Family::gaussian, y, w, m, nv)).epsilon(1e-12));
+  }
+  // precision weight 2 is the same as halving the noise variance
+  Likelihood half = lik;
+  half.log_noise = std::log((nv - Likelihood::kNoiseFloor) / 2 - Likelihood::kNoiseFloor / 2);
+  REQUIRE(half.noise_var() == Approx(nv / 2).epsilon(1e-14));
+  CHECK(lik.expect(0.2, 2.0, 0.9, 0.3).v == Approx(half.expect(0.2, 1.0, 0.9, 0.3).v).epsilon(1e-13));
+}
+
+TEST_CASE("a zero weight removes the observation", "[likelihoods][expect]") {
+  for (Family fam : {Family::gaussian, Family::probit, Family::logit, Family::poisson}) {
+    Likelihood lik(fam);
+    const Expectation e = lik.expect(fam == Family::poisson ? 3.0 : 1.0, 0.0, 0.4, 0.6);
+    CHECK(e.v == 0.0);
+    CHECK(e.dm == 0.0);
+    CHECK(e.dv == 0.0);
+    CHECK(e.dlognoise == 0.0);
+    double l, d1, d2;
+    lik.loglik(1.0, 0.0, 0.4, l, d1, d2);
+    CHECK(l == 0.0);
+    CHECK(d1 == 0.0);
+    CHECK(d2 == 0.0);
+  }
+}
+
+TEST_CASE("Poisson expectation: closed form vs quadrature and finite differences", "[likelihoods][expect]") {
+  Likelihood lik(Family::poisson);
+  const std::vector<Pt> pts = {{3.0, 1.0, 0.8, 0.4}, {0.0, 2.0, -1.0, 1.0}, {7.0, 0.5, 2.0, 0.2}, {1.0, 1.0, 0.1, 3.0}};
+  for (const Pt& p : pts) {
+    const Expectation e = lik.expect(p.y, p.w, p.m, p.s2);
+    const Ref r = reference(Family::poisson, p.y, p.w, p.m, p.s2, 0.0);
+    CHECK(e.v == Approx(r.v).epsilon(1e-9));
+    CHECK(e.dm == Approx(r.dm).epsilon(1e-9));
+    CHECK(e.dv == Approx(r.dv).epsilon(1e-9));
+    CHECK(e.dlognoise == 0.0);
+    const double h = 1e-5;
+    CHECK(e.dm == Approx((lik.expect(p.y, p.w, p.m + h, p.s2).v - lik.expect(p.y, p.w, p.m - h, p.s2).v) / (2 * h)).epsilon(1e-8));
+    CHECK(e.dv == Approx((lik.expect(p.y, p.w, p.m, p.s2 + h).v - lik.expect(p.y, p.w, p.m, p.s2 - h).v) / (2 * h)).epsilon(1e-8));
+  }
+}
+
+TEST_CASE("probit and logit expectations (Gauss-Hermite) vs quadrature", "[likelihoods][expect]") {
+  const std::vector<Pt> pts = {{1.0, 1.0, -2.0, 0.05}, {0.0, 1.0, 0.5, 0.5}, {1.0, 1.0, 1.7, 1.0},
+                               {0.3, 5.0, -0.4, 0.8},  {0.0, 1.0, -3.0, 1.0}, {1.0, 2.0, 0.0, 0.2}};
+  for (Family fam : {Family::probit, Family::logit}) {
+    Likelihood lik(fam);
+    for (const Pt& p : pts) {
+      const Expectation e = lik.expect(p.y, p.w, p.m, p.s2);
+      const Ref r = reference(fam, p.y, p.w, p.m, p.s2, 0.0);
+      CHECK(e.v == Approx(r.v).epsilon(1e-6));
+      CHECK(e.dm == Approx(r.dm).epsilon(1e-6));
+      CHECK(e.dv == Approx(r.dv).epsilon(1e-6));
+      CHECK(e.dv < 0.0);  // log-concave
+      CHECK(e.dlognoise == 0.0);
+    }
+    // s2 = 0: the plug-in log-likelihood
+    double l, d1, d2;
+    lik.loglik(1.0, 1.0, 0.3, l, d1, d2);
+    const Expectation e0 = lik.expect(1.0, 1.0, 0.3, 0.0);
+    CHECK(e0.v == Approx(l).epsilon(1e-13));
+    CHECK(e0.dm == Approx(d1).epsilon(1e-13));
+    CHECK(e0.dv == Approx(0.5 * d2).epsilon(1e-13));
+  }
+}
+
+TEST_CASE("log_predictive", "[likelihoods][predictive]") {
+  SECTION("probit: log Phi(m / sqrt(1 + s2))") {
+    Likelihood lik(Family::probit);
+    for (const Pt& p : std::vector<Pt>{{1, 1, 0.8, 0.5}, {0, 1, 0.8, 0.5}, {1, 1, -45.0, 0.5}, {0.3, 1, 1.2, 3.0}}) {
+      const double z = p.m / std::sqrt(1 + p.s2);
+      const double ref = p.y * ref_log_Phi(z) + (1 - p.y) * ref_log_Phi(-z);
+      CHECK(lik.log_predictive(p.y, p.m, p.s2) == Approx(ref).epsilon(1e-12));
+    }
+    // the identity behind it, checked by quadrature: E[Phi(f)] = Phi(m / sqrt(1 + s2))
+    const double q = normal_expect(0.8, 0.5, [](double f) { return std::exp(ref_log_Phi(f)); });
+    CHECK(std::log(q) == Approx(lik.log_predictive(1.0, 0.8, 0.5)).epsilon(1e-10));
+  }
+  SECTION("logit: logistic-normal integral") {
+    Likelihood lik(Family::logit);
+    for (const Pt& p : std::vector<Pt>{{1, 1, 0.8, 0.5}, {0, 1, 0.8, 0.5}, {1, 1, -2.0, 1.0}, {0, 1, 3.0, 0.1}}) {
+      const double q = normal_expect(p.m, p.s2, [&](double f) { return std::exp(ref_loglik(Family::logit, p.y, 1.0, f, 0)); });
+      CHECK(lik.log_predictive(p.y, p.m, p.s2) == Approx(std::log(q)).epsilon(1e-6));
+    }
+  }
+  SECTION("gaussian and poisson") {
+    Likelihood g(Family::gaussian);
+    g.log_noise = std::log(0.2);
+    const double v = 0.4 + g.noise_var();
+    CHECK(g.log_predictive(1.0, 0.3, 0.4) == Approx(-0.5 * std::log(2 * kPi * v) - 0.49 / (2 * v)).epsilon(1e-14));
+    Likelihood p(Family::poisson);
+    for (double y : {0.0, 2.0, 5.0}) {
+      const double q = normal_expect(0.5, 0.3, [&](double f) { return std::exp(ref_loglik(Family::poisson, y, 1.0, f, 0)); });
+      CHECK(p.log_predictive(y, 0.5, 0.3) == Approx(std::log(q)).epsilon(1e-6));
+    }
+  }
+  SECTION("peaked far from the prior mean (large counts, confident logit)") {
+    Likelihood p(Family::poisson);
+    for (double y : {20.0, 40.0, 60.0}) {
+      CAPTURE(y);
+      CHECK(p.log_predictive(y, 0.0, 1.0) == Approx(ref_log_predictive_poisson(y, 0.0, 1.0)).epsilon(1e-6));
+      CHECK(p.log_predictive(y, -2.0, 1.0) == Approx(ref_log_predictive_poisson(y, -2.0, 1.0)).epsilon(1e-6));
+    }
+    CHECK(p.log_predictive(150.0, 0.0, 0.1) == Approx(ref_log_predictive_poisson(150.0, 0.0, 0.1)).epsilon(1e-6));
+    Likelihood lo(Family::logit);
+    const double q = normal_expect(6.0, 1.0, [&](double f) { return std::exp(ref_loglik(Family::logit, 0.0, 1.0, f, 0)); });
+    CHECK(lo.log_predictive(0.0, 6.0, 1.0) == Approx(std::log(q)).epsilon(1e-6));
+  }
+}
+
+TEST_CASE("response_moments and inv_link", "[likelihoods][predictive]") {
+  Likelihood po(Family::poisson);
+  double mean, sd;
+  po.response_moments(0.3, 0.8, mean, sd);
+  CHECK(mean == Approx(std::exp(0.3 + 0.4)).epsilon(1e-14));
+  const double e2 = normal_expect(0.3, 0.8, [](double f) { return std::exp(2 * f); });
+  CHECK(sd == Approx(std::sqrt(e2 - mean * mean)).epsilon(1e-8));
+
+  Likelihood pr(Family::probit);
+  pr.response_moments(0.6, 0.7, mean, sd);
+  const double m1 = normal_expect(0.6, 0.7, [](double f) { return std::exp(ref_log_Phi(f)); });
+  const double m2 = normal_expect(0.6, 0.7, [](double f) { return std::exp(2 * ref_log_Phi(f)); });
+  CHECK(mean == Approx(m1).epsilon(1e-10));
+  CHECK(sd == Approx(std::sqrt(m2 - m1 * m1)).epsilon(1e-6));
+
+  Likelihood lo(Family::logit);
+  lo.response_moments(-0.9, 1.0, mean, sd);
+  const double l1 = normal_expect(-0.9, 1.0, [](double f) { return 1 / (1 + std::exp(-f)); });
+  const double l2 = normal_expect(-0.9, 1.0, [](double f) { return std::pow(1 / (1 + std::exp(-f)), 2); });
+  CHECK(mean == Approx(l1).epsilon(1e-6));
+  CHECK(sd == Approx(std::sqrt(l2 - l1 * l1)).epsilon(1e-5));
+
+  Likelihood ga(Family::gaussian);
+  ga.response_moments(1.5, 0.25, mean, sd);
+  CHECK(mean == 1.5);
+  CHECK(sd == Approx(0.5).epsilon(1e-15));
+
+  CHECK(po.inv_link(0.5) == Approx(std::exp(0.5)).epsilon(1e-15));
+  CHECK(lo.inv_link(-1.0) == Approx(1 / (1 + std::exp(1.0))).epsilon(1e-15));
+  CHECK(pr.inv_link(-1.0) == Approx(0.15865525393145705).epsilon(1e-14));
+  CHECK(ga.inv_link(-1.0) == -1.0);
+  CHECK(logistic(-800.0) == Approx(0.0).margin(1e-300));
+  CHECK(logistic(800.0) == 1.0);
+  CHECK(log1pexp(50.0) == 50.0);
+  CHECK(log1pexp(-50.0) == Approx(std::exp(-50.0)).epsilon(1e-14));
+  CHECK(log1pexp(0.3) == Approx(std::log(1 + std::exp(0.3))).epsilon(1e-15));
+}
+
+// Regression test: an undamped Newton search for the mode, started at f = m,
+// overshoots to f ~ m + s2 (y - e^m) / (1 + s2 e^m) for large counts (f ~ 75
+// for y = 150, m = 0, s2 = 1) and gave about -1.2e11 instead of -18.385; the
+// search now backtracks on the concave log integrand.
+TEST_CASE("Poisson log_predictive for large counts far from the prior mean", "[likelihoods][predictive]") {
+  Likelihood p(Family::poisson);
+  for (double y : {80.0, 150.0, 500.0}) {
+    CAPTURE(y);
+    CHECK(p.log_predictive(y, 0.0, 1.0) == Approx(ref_log_predictive_poisson(y, 0.0, 1.0)).epsilon(1e-6));
+    CHECK(p.log_predictive(y, -2.0, 1.0) == Approx(ref_log_predictive_poisson(y, -2.0, 1.0)).epsilon(1e-6));
+  }
+}

@@ -1,0 +1,716 @@
+// Tests of the SVGP engine (svgp.hpp): hyperparameter gradients against finite
+// differences, the exact-GP and Bayesian-linear-regression limits, the
+// natural-gradient fixed point, and bit-reproducible fits.
+#include <catch2/catch.hpp>
+#include <scalegp/scalegp.hpp>
+
+#include <cmath>
+#include <cstdint>
+#include <random>
+#include <string>
+#include <vector>
+
+using namespace scalegp;
+
+namespace {
+
+struct Data {
+  MatrixXd X;  // n x 3: x1, x2, 1
+  VectorXd y, w, o;
+  std::size_t n() const { return static_cast<std::size_t>(X.rows()); }
+};
+
+// x1, x2 ~ U(-2, 2) and a column of ones; y from a smooth latent function.
+Data make_data(std::size_t n, Family fam, unsigned seed, bool unit_weights = false, bool zero_offset = false) {
+  Rng rng(seed);
+  std::normal_distribution<double> nd(0.0, 1.0);
+  Data d;
+  d.X.resize(static_cast<Index>(n), 3);
+  d.y.resize(static_cast<Index>(n));
+  d.w.resize(static_cast<Index>(n));
+  d.o.resize(static_cast<Index>(n));
+  for (Index i = 0; i < static_cast<Index>(n); ++i) {
+    const double x1 = 4 * uniform01(rng) - 2, x2 = 4 * uniform01(rng) - 2;
+    d.X(i, 0) = x1;
+    d.X(i, 1) = x2;
+    d.X(i, 2) = 1.0;
+    d.o(i) = zero_offset ? 0.0 : 0.2 * std::sin(3.0 * x2);
+    d.w(i) = unit_weights ? 1.0 : 0.5 + uniform01(rng);
+    const double f = std::sin(1.5 * x1) + 0.5 * x2 - 0.3 * x1 * x2 + d.o(i);
+    switch (fam) {
+      case Family::gaussian: d.y(i) = f + 0.3 * nd(rng); break;
+      case Family::poisson: {
+        std::poisson_distribution<int> pd(std::exp(0.3 + 0.6 * f));
+        d.y(i) = pd(rng);
+        break;
+      }
+      case Family::probit:
+      case Family::logit:
+        d.y(i) = (f + nd(rng) > 0) ? 1.0 : 0.0;
+        if (i % 7 == 3) d.y(i) = 0.4;  // a proportion (binomial with w trials)
+        break;
+    }
+  }
+  return d;
+}
+
+MatrixXd random_matrix(Index r, Index c, unsigned seed, double lo, double hi) {
+  Rng rng(seed);
+  MatrixXd A(r, c);
+  for (Index j = 0; j < c; ++j)
+    for (Index i = 0; i < r; ++i) A(i, j) = lo + (hi - lo) * uniform01(rng);
+  return A;
+}
+
+Component gp_component(KernelType t, bool ard, const MatrixXd& Z, std::vector<Index> cols = {0, 1}) {
+  Component c;
+  c.kind = Kind::stationary;
+  c.cols = std::move(cols);
+  c.kernel.type = t;
+  c.kernel.log_var = std::log(0.8);
+  if (ard) {
+    c.kernel.log_ls.resize(2);
+    c.kernel.log_ls << std::log(0.9), std::log(1.4);
+  } else {
+    c.kernel.log_ls = VectorXd::Constant(1, std::log(1.1));
+  }
+  c.Z = Z;
+  return c;
+}
+
+Component linear_component(std::vector<Index> cols, const VectorXd& prior_sd) {
+  Component c;
+  c.kind = Kind::linear;
+  c.cols = std::move(cols);
+  c.prior_sd = prior_sd;
+  return c;
+}
+
+Svgp make_svgp(const Data& d, std::vector<Component> comps, Family fam, Settings set = Settings()) {
+  Likelihood lik(fam);
+  lik.log_noise = std::log(0.2);
+  return Svgp(std::move(comps), lik, set, d.X.data(), d.n(), static_cast<std::size_t>(d.X.cols()), d.y.data(),
+              d.w.data(), d.o.data());
+}
+
+// Random q: P = I + 2 B B' / M (SPD), h ~ U(-1, 1).
+void randomise_q(Svgp& s, unsigned seed) {
+  const Index Mt = s.total_size();
+  const MatrixXd B = random_matrix(Mt, Mt, seed, -1.0, 1.0);
+  s.P = MatrixXd::Identity(Mt, Mt) + 2.0 * B * B.transpose() / static_cast<double>(Mt);
+  s.h = random_matrix(Mt, 1, seed + 1, -1.0, 1.0);
+  s.refresh();
+}
+
+std::string kname(KernelType t) {
+  return t == KernelType::se ? "se" : t == KernelType::matern32 ? "matern32" : "matern52";
+}
+
+// Checks gradient() against 4th-order central differences of the data term
+// scale * sum_v over the rows idx, holding the whitened q(v) = N(m, S) fixed.
+void check_gradient(Svgp& s, const std::vector<std::size_t>* idx, double scale, double tol) {
+  randomise_q(s, 77);
+  const MatrixXd S0 = s.S;
+  const VectorXd m0 = s.m;
+  const VectorXd th0 = s.pack();
+  REQUIRE(th0.size() == s.n_theta());
+  auto F = [&](const VectorXd& th) {
+    s.unpack(th);
+    s.refresh();
+    s.S = S0;
+    s.m = m0;
+    return scale * s.evaluate(idx, false, serial_for).sum_v;
+  };
+  F(th0);
+  const VectorXd g = s.gradient(s.evaluate(idx, true, serial_for), scale);
+  REQUIRE(g.size() == th0.size());
+  const double gmax = g.cwiseAbs().maxCoeff();
+  REQUIRE(gmax > 0.0);
+  const double h = 1e-4;
+  double worst = 0.0;
+  for (Index j = 0; j < th0.size(); ++j) {
+    VectorXd e = VectorXd::Zero(th0.size());
+    e(j) = h;
+    const double fd = (8.0 * (F(th0 + e) - F(th0 - e)) - (F(th0 + 2 * e) - F(th0 - 2 * e))) / (12.0 * h);
+    const double err = std::abs(g(j) - fd) / std::max(std::abs(fd), 1e-3 * gmax);
+    worst = std::max(worst, err);
+    CAPTURE(j, g(j), fd);
+    CHECK(err < tol);
+  }
+  F(th0);
+  INFO("worst relative error " << worst);
+  CHECK(worst < tol);
+}
+
+// log N(y | 0, K + diag(noise)).
+double exact_gp_logml(const MatrixXd& K, const VectorXd& noise, const VectorXd& y) {
+  MatrixXd A = K;
+  A.diagonal() += noise;
+  const Eigen::LLT<MatrixXd> llt(A);
+  const VectorXd alpha = llt.solve(y);
+  const MatrixXd L = llt.matrixL();
+  return -0.5 * y.dot(alpha) - L.diagonal().array().log().sum() - 0.5 * static_cast<double>(y.size()) * kLog2Pi;
+}
+
+}  // namespace
+
+TEST_CASE("Svgp layout, prior state and KL", "[svgp]") {
+  const Data d = make_data(60, Family::poisson, 1);
+  const MatrixXd Z = random_matrix(8, 2, 2, -2, 2);
+  Svgp s = make_svgp(d, {gp_component(KernelType::se, true, Z), linear_component({2}, VectorXd::Constant(1, 2.0))},
+                     Family::poisson);
+  CHECK(s.total_size() == 9);
+  CHECK(s.offset_of(0) == 0);
+  CHECK(s.offset_of(1) == 8);
+  CHECK(s.n() == 60);
+  CHECK(s.n_theta() == 3 + 16);  // no noise parameter for Poisson
+  // prior: q = N(0, I), KL = 0
+  CHECK((s.S - MatrixXd::Identity(9, 9)).cwiseAbs().maxCoeff() == 0.0);
+  CHECK(s.m.cwiseAbs().maxCoeff() == 0.0);
+  CHECK(s.kl() == Approx(0.0).margin(1e-14));
+  // pack / unpack round trip
+  const VectorXd th = s.pack();
+  CHECK(th(0) == std::log(0.8));
+  CHECK(th(1) == std::log(0.9));
+  CHECK(th(3) == Z(0, 0));
+  s.unpack(th);
+  CHECK(s.pack() == th);
+  // KL of a random q against the dense formula
+  randomise_q(s, 5);
+  const MatrixXd Sd = s.P.inverse();
+  const VectorXd md = Sd * s.h;
+  CHECK((s.S - Sd).cwiseAbs().maxCoeff() < 1e-12);
+  CHECK((s.m - md).cwiseAbs().maxCoeff() < 1e-12);
+  const double kl = 0.5 * (Sd.trace() + md.squaredNorm() - 9.0 + std::log(s.P.determinant()));
+  CHECK(s.kl() == Approx(kl).epsilon(1e-12));
+  CHECK(s.kl() > 0.0);
+}
+
+TEST_CASE("evaluate() statistics match a dense computation", "[svgp]") {
+  for (Family fam : {Family::gaussian, Family::poisson, Family::logit}) {
+    const Data d = make_data(60, fam, 3);
+    const MatrixXd Z = random_matrix(7, 2, 4, -2, 2);
+    const VectorXd tau = VectorXd::Constant(1, 2.0);
+    Svgp s = make_svgp(d, {gp_component(KernelType::matern52, true, Z), linear_component({2}, tau)}, fam);
+    randomise_q(s, 6);
+    // dense whitened features
+    const Kernel& k = s.comps[0].kernel;
+    MatrixXd Kzz = k.cross(Z, Z);
+    Kzz.diagonal().array() += s.set.rel_jitter * k.variance();
+    const MatrixXd L = Eigen::LLT<MatrixXd>(Kzz).matrixL();
+    const MatrixXd Kxz = k.cross(d.X.leftCols(2), Z);
+    MatrixXd Phi(60, 8);
+    Phi.leftCols(7) = Kxz * MatrixXd(L.transpose()).inverse();
+    Phi.col(7) = 2.0 * d.X.col(2);
+    const VectorXd mu = Phi * s.m + d.o;
+    VectorXd s2(60), g(60), gam(60);
+    double sum_v = 0.0;
+    for (Index i = 0; i < 60; ++i) {
+      const double resid = k.variance() - Phi.row(i).head(7).squaredNorm();
+      s2(i) = resid + Phi.row(i).dot(s.S * Phi.row(i).transpose());
+      const Expectation e = s.lik.expect(d.y(i), d.w(i), mu(i), s2(i));
+      sum_v += e.v;
+      g(i) = e.dm;
+      gam(i) = e.dv;
+    }
+    const Svgp::Accum acc = s.evaluate(nullptr, false, serial_for);
+    CHECK(acc.sum_v == Approx(sum_v).epsilon(1e-11));
+    CHECK((acc.r - Phi.transpose() * g).cwiseAbs().maxCoeff() < 1e-10);
+    const VectorXd eta1 = Phi.transpose() * (g.array() - 2.0 * gam.array() * (mu - d.o).array()).matrix();
+    const MatrixXd Q = Phi.transpose() * gam.asDiagonal() * Phi;
+    const MatrixXd Qs = acc.Q.selfadjointView<Eigen::Lower>();
+    CHECK((Qs - Q).cwiseAbs().maxCoeff() < 1e-10);
+    // natural step: P <- (1 - rho) P + rho (I - 2 s Q), h <- (1 - rho) h + rho s eta1
+    const MatrixXd P0 = s.P;
+    const VectorXd h0 = s.h;
+    s.natural_step(acc, 1.7, 0.3);
+    CHECK((s.P - (0.7 * P0 + 0.3 * (MatrixXd::Identity(8, 8) - 2 * 1.7 * Q))).cwiseAbs().maxCoeff() < 1e-10);
+    CHECK((s.h - (0.7 * h0 + 0.3 * 1.7 * eta1)).cwiseAbs().maxCoeff() < 1e-10);
+    // a subset of rows: same as the dense computation on those rows
+    std::vector<std::size_t> idx = {59, 3, 17, 17, 40};
+    s.refresh();
+    const Svgp::Accum ai = s.evaluate(&idx, false, serial_for);
+    double sv = 0.0;
+    const VectorXd mu2 = Phi * s.m + d.o;
+    for (std::size_t i : idx) {
+      const Index r = static_cast<Index>(i);
+      const double s2i = k.variance() - Phi.row(r).head(7).squaredNorm() + Phi.row(r).dot(s.S * Phi.row(r).transpose());
+      sv += s.lik.expect(d.y(r), d.w(r), mu2(r), s2i).v;
+    }
+    CHECK(ai.sum_v == Approx(sv).epsilon(1e-11));
+  }
+}
+
+TEST_CASE("the ELBO, natural and gradient passes agree on sum_v", "[svgp]") {
+  const Data d = make_data(600, Family::logit, 8);
+  const MatrixXd Z = random_matrix(8, 2, 9, -2, 2);
+  Svgp s = make_svgp(d, {gp_component(KernelType::matern32, true, Z), linear_component({2}, VectorXd::Constant(1, 2.0))},
+                     Family::logit);
+  randomise_q(s, 10);
+  const double v_elbo = s.evaluate(nullptr, Svgp::Pass::elbo, serial_for).sum_v;
+  const double v_nat = s.evaluate(nullptr, Svgp::Pass::natural, serial_for).sum_v;
+  const double v_grad = s.evaluate(nullptr, Svgp::Pass::gradient, thread_for(2)).sum_v;
+  CHECK(v_nat == v_elbo);
+  CHECK(v_grad == Approx(v_elbo).epsilon(1e-12));
+  CHECK(s.elbo(thread_for(3)) == v_elbo - s.kl());
+}
+
+TEST_CASE("gradient() matches finite differences of the data term", "[svgp][gradient]") {
+  const MatrixXd Z = random_matrix(8, 2, 10, -2, 2);
+  const VectorXd tau = VectorXd::Constant(1, 2.0);
+  struct Case {
+    Family fam;
+    KernelType kt;
+    bool ard;
+    double tol;
+  };
+  const std::vector<Case> cases = {
+      {Family::gaussian, KernelType::se, true, 1e-6},       {Family::gaussian, KernelType::matern32, false, 1e-6},
+      {Family::gaussian, KernelType::matern52, true, 1e-6}, {Family::poisson, KernelType::matern32, true, 1e-6},
+      {Family::poisson, KernelType::matern52, false, 1e-6}, {Family::poisson, KernelType::se, false, 1e-6},
+      {Family::probit, KernelType::matern52, true, 1e-3},   {Family::logit, KernelType::se, false, 1e-3},
+      {Family::logit, KernelType::matern32, true, 1e-3}};
+  for (const Case& c : cases) {
+    CAPTURE(static_cast<int>(c.fam), kname(c.kt), c.ard);
+    const Data d = make_data(60, c.fam, 11);
+    Svgp s = make_svgp(d, {gp_component(c.kt, c.ard, Z), linear_component({2}, tau)}, c.fam);
+    CHECK(s.n_theta() == 1 + (c.ard ? 2 : 1) + 16 + (c.fam == Family::gaussian ? 1 : 0));
+    check_gradient(s, nullptr, 1.0, c.tol);
+  }
+  SECTION("minibatch rows with scale N / |b|") {
+    for (Family fam : {Family::poisson, Family::gaussian}) {
+      const Data d = make_data(60, fam, 12);
+      Svgp s = make_svgp(d, {gp_component(KernelType::matern52, true, Z), linear_component({2}, tau)}, fam);
+      std::vector<std::size_t> idx;
+      for (std::size_t i = 0; i < 60; i += 3) idx.push_back((i * 7) % 60);
+      check_gradient(s, &idx, 60.0 / static_cast<double>(idx.size()), 1e-6);
+    }
+  }
+  SECTION("two GP components with coupled q") {
+    const Data d = make_data(60, Family::gaussian, 13);
+    Component a = gp_component(KernelType::se, false, random_matrix(5, 1, 14, -2, 2), {0});
+    Component b = gp_component(KernelType::matern32, false, random_matrix(4, 1, 15, -2, 2), {1});
+    Svgp s = make_svgp(d, {a, linear_component({2}, tau), b}, Family::gaussian);
+    check_gradient(s, nullptr, 1.0, 1e-6);
+  }
+}
+
+TEST_CASE("gradient() with centred, factor and linear components", "[svgp][gradient]") {
+  // centred (ANOVA) GP over x1, x2 + a factor random effect + an intercept
+  for (Family fam : {Family::gaussian, Family::poisson}) {
+    for (bool pure_interaction : {false, true}) {
+      CAPTURE(static_cast<int>(fam), pure_interaction);
+      Data d = make_data(60, fam, 17);
+      d.X.conservativeResize(60, 4);
+      for (Index i = 0; i < 60; ++i) d.X(i, 3) = static_cast<double>((i * 7) % 5);  // 5 levels
+      Component cen;
+      cen.kind = Kind::centred;
+      cen.cols = {0, 1};
+      cen.centred.base.type = pure_interaction ? KernelType::matern52 : KernelType::se;
+      cen.centred.base.log_var = std::log(0.9);
+      cen.centred.base.log_ls.resize(2);
+      cen.centred.base.log_ls << std::log(1.2), std::log(0.8);
+      for (int e = 0; e < 2; ++e) {
+        VectorXd nodes(9), w(9);
+        for (int q = 0; q < 9; ++q) {
+          nodes(q) = -2.0 + 0.5 * q;
+          w(q) = 1.0 / 9.0;
+        }
+        cen.centred.nodes.push_back(nodes);
+        cen.centred.weights.push_back(w);
+      }
+      if (pure_interaction)
+        cen.centred.products = {{3u, 1.0}, {1u, -1.0}, {2u, -1.0}, {0u, 1.0}};
+      else
+        cen.centred.products = {{3u, 1.0}, {0u, -1.0}};
+      cen.Z = random_matrix(7, 2, 18, -2, 2);
+      Component fac;
+      fac.kind = Kind::factor;
+      fac.cols = {3};
+      fac.levels = 5;
+      fac.kernel.log_var = std::log(0.5);
+      Svgp s = make_svgp(d, {cen, fac, linear_component({2}, VectorXd::Constant(1, 2.0))}, fam);
+      CHECK(s.total_size() == 7 + 5 + 1);
+      CHECK(s.n_theta() == 3 + 14 + 1 + (fam == Family::gaussian ? 1 : 0));
+      check_gradient(s, nullptr, 1.0, 1e-6);
+    }
+  }
+}
+
+TEST_CASE("gradient() layout follows learn_kernel / learn_inducing / learn_noise", "[svgp][gradient]") {
+  const Data d = make_data(60, Family::gaussian, 21);
+  const MatrixXd Z = random_matrix(6, 2, 22, -2, 2);
+  const VectorXd tau = VectorXd::Constant(1, 2.0);
+  Svgp full = make_svgp(d, {gp_component(KernelType::se, true, Z), linear_component({2}, tau)}, Family::gaussian);
+  randomise_q(full, 3);
+  const VectorXd gf = full.gradient(full.evaluate(nullptr, true, serial_for), 1.0);
+  REQUIRE(gf.size() == 3 + 12 + 1);
+
+  Settings no_z;
+  no_z.learn_inducing = false;
+  Svgp a = make_svgp(d, {gp_component(KernelType::se, true, Z), linear_component({2}, tau)}, Family::gaussian, no_z);
+  randomise_q(a, 3);
+  const VectorXd ga = a.gradient(a.evaluate(nullptr, true, serial_for), 1.0);
+  REQUIRE(ga.size() == 4);
+  CHECK((ga.head(3) - gf.head(3)).cwiseAbs().maxCoeff() < 1e-12);
+  CHECK(ga(3) == Approx(gf(15)).epsilon(1e-12));
+
+  Settings no_noise;
+  no_noise.learn_noise = false;
+  Component fixed_k = gp_component(KernelType::se, true, Z);
+  fixed_k.learn_kernel = false;
+  Svgp b = make_svgp(d, {fixed_k, linear_component({2}, tau)}, Family::gaussian, no_noise);
+  randomise_q(b, 3);
+  const VectorXd gb = b.gradient(b.evaluate(nullptr, true, serial_for), 1.0);
+  REQUIRE(gb.size() == 12);
+  CHECK((gb - gf.segment(3, 12)).cwiseAbs().maxCoeff() < 1e-12);
+}
+
+TEST_CASE("mean-field and low-rank natural steps", "[svgp][natgrad]") {
+  const Data d = make_data(60, Family::poisson, 81);
+  const MatrixXd Z = random_matrix(6, 2, 82, -2, 2);
+  const VectorXd tau = VectorXd::Constant(1, 2.0);
+  auto comps = [&] { return std::vector<Component>{gp_component(KernelType::se, true, Z), linear_component({2}, tau)}; };
+  SECTION("mean-field: block-diagonal target") {
+    Settings set;
+    set.meanfield = true;
+    Svgp s = make_svgp(d, comps(), Family::poisson, set);
+    Svgp full = make_svgp(d, comps(), Family::poisson);
+    // start both from the same block-diagonal q
+    randomise_q(s, 83);
+    s.P.block(0, 6, 6, 1).setZero();
+    s.P.block(6, 0, 1, 6).setZero();
+    s.refresh();
+    full.P = s.P;
+    full.h = s.h;
+    full.refresh();
+    const Svgp::Accum acc = s.evaluate(nullptr, false, serial_for);
+    const MatrixXd Q = acc.Q.selfadjointView<Eigen::Lower>();
+    MatrixXd Qb = MatrixXd::Zero(7, 7);
+    Qb.topLeftCorner(6, 6) = Q.topLeftCorner(6, 6);
+    Qb(6, 6) = Q(6, 6);
+    const MatrixXd P0 = s.P;
+    const VectorXd h0 = s.h, m0 = s.m;
+    s.natural_step(acc, 2.0, 0.4);
+    CHECK((s.P - (0.6 * P0 + 0.4 * (MatrixXd::Identity(7, 7) - 4.0 * Qb))).cwiseAbs().maxCoeff() < 1e-12);
+    CHECK((s.h - (0.6 * h0 + 0.4 * 2.0 * (acc.r - 2.0 * Qb * m0))).cwiseAbs().maxCoeff() < 1e-12);
+    CHECK(s.P.block(0, 6, 6, 1).cwiseAbs().maxCoeff() == 0.0);
+    // the coupled step differs (Q has cross-blocks here)
+    CHECK(Q.block(6, 0, 1, 6).cwiseAbs().maxCoeff() > 1e-3);
+    full.natural_step(full.evaluate(nullptr, false, serial_for), 2.0, 0.4);
+    CHECK((full.P - s.P).cwiseAbs().maxCoeff() > 1e-3);
+  }
+  SECTION("rank-R precision: best rank-R approximation of P - I") {
+    Settings set;
+    set.rank = 3;
+    Svgp s = make_svgp(d, comps(), Family::poisson, set);
+    Svgp full = make_svgp(d, comps(), Family::poisson);
+    full.natural_step(full.evaluate(nullptr, false, serial_for), 1.0, 1.0);
+    s.natural_step(s.evaluate(nullptr, false, serial_for), 1.0, 1.0);
+    MatrixXd D = full.P;
+    D.diagonal().array() -= 1.0;
+    Eigen::SelfAdjointEigenSolver<MatrixXd> es(D);
+    const VectorXd ev = es.eigenvalues();  // ascending, all >= 0 here
+    REQUIRE(ev.minCoeff() > -1e-12);
+    const MatrixXd V = es.eigenvectors().rightCols(3);
+    MatrixXd Pr = V * ev.tail(3).asDiagonal() * V.transpose();
+    Pr.diagonal().array() += 1.0;
+    CHECK((s.P - Pr).cwiseAbs().maxCoeff() < 1e-10);
+    // share of the effective degrees of freedom sum l / (1 + l) dropped
+    const VectorXd edf = ev.array() / (1.0 + ev.array());
+    CHECK(s.rank_loss() == Approx(edf.head(4).sum() / edf.sum()).epsilon(1e-10));
+    CHECK(s.rank_loss() > 0.0);
+    MatrixXd Ds = s.P;
+    Ds.diagonal().array() -= 1.0;
+    const VectorXd evs = Eigen::SelfAdjointEigenSolver<MatrixXd>(Ds).eigenvalues();
+    CHECK(evs.head(4).cwiseAbs().maxCoeff() < 1e-10);  // rank 3
+    // the mean of the full-rank step is kept (h = P_R m), the covariance is not
+    s.refresh();
+    full.refresh();
+    CHECK((s.m - full.m).cwiseAbs().maxCoeff() < 1e-10);
+    CHECK((s.h - s.P * full.m).cwiseAbs().maxCoeff() < 1e-10);
+    CHECK((s.S - full.S).cwiseAbs().maxCoeff() > 1e-3);
+  }
+}
+
+TEST_CASE("exact GP limit: Z = X, one natural step of size 1", "[svgp][exact]") {
+  // 36 inputs on a jittered 6 x 6 grid (well-conditioned K)
+  const Index n = 36;
+  Rng rng(5);
+  Data d;
+  d.X.resize(n, 2);
+  d.y.resize(n);
+  d.w = VectorXd::Ones(n);
+  d.o.resize(n);
+  for (Index i = 0; i < n; ++i) {
+    d.X(i, 0) = static_cast<double>(i % 6) + 0.3 * (uniform01(rng) - 0.5);
+    d.X(i, 1) = static_cast<double>(i / 6) + 0.3 * (uniform01(rng) - 0.5);
+    d.o(i) = 0.1 * d.X(i, 0);
+    d.y(i) = std::sin(d.X(i, 0)) + std::cos(0.7 * d.X(i, 1)) + 0.2 * (uniform01(rng) - 0.5) + d.o(i);
+  }
+  MatrixXd Xnew = random_matrix(10, 2, 6, -0.5, 5.5);
+  Xnew.conservativeResize(14, 2);
+  Xnew.bottomRows(4) = d.X.topRows(4);  // also at training inputs
+  const VectorXd onew = 0.1 * Xnew.col(0);
+
+  for (KernelType kt : {KernelType::se, KernelType::matern32, KernelType::matern52}) {
+    CAPTURE(kname(kt));
+    // unit weights for SE, precision weights (noise variance nv / w) otherwise
+    for (Index i = 0; i < n; ++i) d.w(i) = kt == KernelType::se ? 1.0 : 0.5 + uniform01(rng);
+    Component c = gp_component(kt, true, d.X);
+    Settings set;
+    set.rel_jitter = 1e-10;
+    Likelihood lik(Family::gaussian);
+    lik.log_noise = std::log(0.05);
+    Svgp s({c}, lik, set, d.X.data(), static_cast<std::size_t>(n), 2, d.y.data(), d.w.data(), d.o.data());
+    s.natural_step(s.evaluate(nullptr, false, serial_for), 1.0, 1.0);
+    s.refresh();
+
+    // exact GP posterior with Eigen's LLT
+    const Kernel& k = s.comps[0].kernel;
+    const double nv = s.lik.noise_var();
+    const MatrixXd K = k.cross(d.X, d.X);
+    const VectorXd noise = nv * d.w.cwiseInverse();
+    MatrixXd A = K;
+    A.diagonal() += noise;
+    const Eigen::LLT<MatrixXd> llt(A);
+    const VectorXd r = d.y - d.o;
+    const VectorXd alpha = llt.solve(r);
+    const MatrixXd Ks = k.cross(Xnew, d.X);
+    const VectorXd mean_ex = Ks * alpha + onew;
+    const MatrixXd V = llt.solve(MatrixXd(Ks.transpose()));
+    const VectorXd var_ex = (k.variance() - (Ks.array() * V.transpose().array()).rowwise().sum()).matrix();
+
+    VectorXd mean, var;
+    s.predict(Xnew, onew, mean, var, nullptr, nullptr, serial_for);
+    CHECK((mean - mean_ex).cwiseAbs().maxCoeff() < 1e-6);
+    CHECK((var - var_ex).cwiseAbs().maxCoeff() < 1e-6);
+    CHECK(var.minCoeff() > 0.0);
+    // the log marginal likelihood
+    CHECK(std::abs(s.elbo(serial_for) - exact_gp_logml(K, noise, r)) < 1e-6);
+    // threads give the same prediction
+    VectorXd mean2, var2;
+    s.predict(Xnew, onew, mean2, var2, nullptr, nullptr, thread_for(3));
+    CHECK(mean2 == mean);
+    CHECK(var2 == var);
+  }
+}
+
+TEST_CASE("linear component only: Bayesian linear regression", "[svgp][linear]") {
+  for (bool unit : {true, false}) {
+    CAPTURE(unit);
+    Data d = make_data(60, Family::gaussian, 31, unit);
+    if (!unit) d.w(5) = d.w(17) = 0.0;  // zero weights drop rows
+    VectorXd tau(3);
+    tau << 0.7, 1.3, 2.0;  // prior sds of x1, x2, intercept
+    Svgp s = make_svgp(d, {linear_component({0, 1, 2}, tau)}, Family::gaussian);
+    CHECK(s.n_theta() == 1);  // only the noise
+    s.natural_step(s.evaluate(nullptr, false, serial_for), 1.0, 1.0);
+    s.refresh();
+    const VectorXd beta = tau.cwiseProduct(s.m);
+    const MatrixXd cov = tau.asDiagonal() * s.S * tau.asDiagonal();
+
+    const double s2 = s.lik.noise_var();
+    const MatrixXd& X = d.X;
+    MatrixXd Prec = X.transpose() * d.w.asDiagonal() * X / s2;
+    Prec.diagonal() += tau.cwiseInverse().cwiseAbs2();
+    const VectorXd b_ex = Prec.ldlt().solve(X.transpose() * d.w.asDiagonal() * (d.y - d.o) / s2);
+    CHECK((beta - b_ex).cwiseAbs().maxCoeff() < 1e-10);
+    CHECK((cov - Prec.inverse()).cwiseAbs().maxCoeff() < 1e-10);
+    // ELBO = log N(y - o | 0, X diag(tau^2) X' + s2 diag(1/w)) at the optimum,
+    // over the rows with w > 0
+    std::vector<Index> keep;
+    for (Index i = 0; i < 60; ++i)
+      if (d.w(i) > 0) keep.push_back(i);
+    const Index nk = static_cast<Index>(keep.size());
+    CHECK(nk == (unit ? 60 : 58));
+    MatrixXd Xk(nk, 3);
+    VectorXd rk(nk), noise(nk);
+    for (Index i = 0; i < nk; ++i) {
+      Xk.row(i) = X.row(keep[static_cast<std::size_t>(i)]);
+      rk(i) = d.y(keep[static_cast<std::size_t>(i)]) - d.o(keep[static_cast<std::size_t>(i)]);
+      noise(i) = s2 / d.w(keep[static_cast<std::size_t>(i)]);
+    }
+    const MatrixXd C = Xk * tau.cwiseAbs2().asDiagonal() * Xk.transpose();
+    CHECK(std::abs(s.elbo(serial_for) - exact_gp_logml(C, noise, rk)) < 1e-8);
+    // predict: mean x' beta + o, variance x' cov x
+    VectorXd mean, var;
+    MatrixXd tm, tv;
+    s.predict(X.topRows(5), d.o.head(5), mean, var, &tm, &tv, serial_for);
+    CHECK((mean - (X.topRows(5) * b_ex + d.o.head(5))).cwiseAbs().maxCoeff() < 1e-10);
+    const VectorXd v_ex = (X.topRows(5) * Prec.inverse()).cwiseProduct(X.topRows(5)).rowwise().sum();
+    CHECK((var - v_ex).cwiseAbs().maxCoeff() < 1e-10);
+    CHECK((tm.col(0) - X.topRows(5) * b_ex).cwiseAbs().maxCoeff() < 1e-10);
+    CHECK((tv.col(0) - v_ex).cwiseAbs().maxCoeff() < 1e-10);
+  }
+}
+
+TEST_CASE("predict: per-component terms", "[svgp]") {
+  const Data d = make_data(60, Family::gaussian, 41);
+  const MatrixXd Z = random_matrix(6, 2, 42, -2, 2);
+  Svgp s = make_svgp(d, {gp_component(KernelType::matern32, true, Z), linear_component({2}, VectorXd::Constant(1, 2.0))},
+                     Family::gaussian);
+  randomise_q(s, 43);
+  const MatrixXd Xn = random_matrix(300, 3, 44, -2, 2);  // > kChunkRows: two blocks
+  const VectorXd on = VectorXd::Constant(300, 0.25);
+  VectorXd mean, var;
+  MatrixXd tm, tv;
+  s.predict(Xn, on, mean, var, &tm, &tv, thread_for(2));
+  REQUIRE(tm.cols() == 2);
+  CHECK((tm.rowwise().sum() + on - mean).cwiseAbs().maxCoeff() < 1e-12);
+  // dense reference for the GP term's variance and the total variance (with cross-covariance)
+  const Kernel& k = s.comps[0].kernel;
+  MatrixXd Kzz = k.cross(Z, Z);
+  Kzz.diagonal().array() += s.set.rel_jitter * k.variance();
+  const MatrixXd L = Eigen::LLT<MatrixXd>(Kzz).matrixL();
+  MatrixXd Phi(300, 7);
+  Phi.leftCols(6) = k.cross(Xn.leftCols(2), Z) * MatrixXd(L.transpose()).inverse();
+  Phi.col(6) = 2.0 * Xn.col(2);
+  for (Index i = 0; i < 300; i += 37) {
+    const double resid = k.variance() - Phi.row(i).head(6).squaredNorm();
+    CHECK(var(i) == Approx(resid + Phi.row(i).dot(s.S * Phi.row(i).transpose())).epsilon(1e-11));
+    CHECK(tv(i, 0) ==
+          Approx(resid + Phi.row(i).head(6).dot(s.S.topLeftCorner(6, 6) * Phi.row(i).head(6).transpose())).epsilon(1e-11));
+    CHECK(tv(i, 1) == Approx(4.0 * Xn(i, 2) * Xn(i, 2) * s.S(6, 6)).epsilon(1e-11));
+  }
+}
+
+TEST_CASE("natural-gradient iteration converges to a stationary q (Poisson)", "[svgp][natgrad]") {
+  const Data d = make_data(60, Family::poisson, 51);
+  const MatrixXd Z = random_matrix(8, 2, 52, -2, 2);
+  Svgp s = make_svgp(d, {gp_component(KernelType::matern52, true, Z), linear_component({2}, VectorXd::Constant(1, 2.0))},
+                     Family::poisson);
+  std::vector<double> elbos;
+  elbos.push_back(s.elbo(serial_for));
+  for (int it = 0; it < 150; ++it) {
+    s.natural_step(s.evaluate(nullptr, false, serial_for), 1.0, 0.5);
+    s.refresh();
+    elbos.push_back(s.elbo(serial_for));
+  }
+  for (std::size_t i = 4; i < elbos.size(); ++i) {
+    CAPTURE(i, elbos[i - 1], elbos[i]);
+    CHECK(elbos[i] >= elbos[i - 1] - 1e-8);
+  }
+  CHECK(elbos.back() > elbos.front() + 1.0);
+  const VectorXd m_before = s.m;
+  const double elbo_before = s.elbo(serial_for);
+  s.natural_step(s.evaluate(nullptr, false, serial_for), 1.0, 0.5);
+  s.refresh();
+  CHECK((s.m - m_before).cwiseAbs().maxCoeff() < 1e-8);
+  CHECK(std::abs(s.elbo(serial_for) - elbo_before) < 1e-8);
+  // stationary point of the ELBO in m: d ELBO / d m = Phi' g - m = 0
+  const Svgp::Accum acc = s.evaluate(nullptr, false, serial_for);
+  CHECK((acc.r - s.m).cwiseAbs().maxCoeff() < 1e-7);
+  // ... and checked by finite differences of the ELBO in m
+  const double h = 1e-5;
+  for (Index j = 0; j < s.total_size(); ++j) {
+    Svgp t = s;
+    t.m(j) += h;
+    const double up = t.elbo(serial_for);
+    t.m(j) -= 2 * h;
+    const double dn = t.elbo(serial_for);
+    CHECK(std::abs((up - dn) / (2 * h)) < 1e-5);
+    // and a local maximum
+    CHECK(up < elbo_before);
+    CHECK(dn < elbo_before);
+  }
+}
+
+TEST_CASE("fit() is deterministic and thread-count invariant", "[svgp][fit]") {
+  const Data d = make_data(3000, Family::poisson, 61);
+  const MatrixXd Z = random_matrix(10, 2, 62, -2, 2);
+  Settings set;
+  set.batch_size = 1000;  // 4 groups of rows per batch, 3 batches per epoch
+  set.natgrad_step = 0.5;  // warm-up of ceil(5 / 0.5) = 10 iterations, then Adam
+  set.max_iter = 16;
+  set.learning_rate = 0.02;
+  struct Result {
+    FitInfo info;
+    VectorXd m, th;
+    MatrixXd S;
+  };
+  auto run = [&](const ParallelFor& pfor, std::uint64_t seed) {
+    Svgp s = make_svgp(d, {gp_component(KernelType::se, true, Z), linear_component({2}, VectorXd::Constant(1, 2.0))},
+                       Family::poisson, set);
+    Rng rng(seed);
+    Result r;
+    r.info = s.fit(pfor, rng, [](int, double) { return true; });
+    r.m = s.m;
+    r.S = s.S;
+    r.th = s.pack();
+    return r;
+  };
+  const Result a = run(serial_for, 1);
+  REQUIRE(a.info.trace.size() == 16);
+  CHECK(a.info.iterations == 16);
+  {
+    // Adam moved the hyperparameters and inducing inputs (not vacuous)
+    const Svgp s0 = make_svgp(d, {gp_component(KernelType::se, true, Z), linear_component({2}, VectorXd::Constant(1, 2.0))},
+                              Family::poisson, set);
+    CHECK((a.th - s0.pack()).cwiseAbs().maxCoeff() > 1e-3);
+  }
+  CHECK(std::isfinite(a.info.elbo));
+  const Result b = run(serial_for, 1);
+  CHECK(a.info.trace == b.info.trace);
+  CHECK(a.m == b.m);
+  CHECK(a.th == b.th);
+  CHECK(a.info.elbo == b.info.elbo);
+  for (unsigned t : {2u, 3u}) {
+    CAPTURE(t);
+    const Result c = run(thread_for(t), 1);
+    CHECK(c.info.trace == a.info.trace);  // bit-identical
+    CHECK(c.m == a.m);
+    CHECK(c.S == a.S);
+    CHECK(c.th == a.th);
+    CHECK(c.info.elbo == a.info.elbo);
+  }
+  // the seed matters (minibatches differ), so the equalities above are not vacuous
+  const Result e = run(serial_for, 2);
+  CHECK(e.info.trace != a.info.trace);
+  CHECK(e.info.trace[0] != a.info.trace[0]);
+}
+
+TEST_CASE("fit() honours the monitor and improves the ELBO", "[svgp][fit]") {
+  const Data d = make_data(60, Family::gaussian, 71);
+  const MatrixXd Z = random_matrix(8, 2, 72, -2, 2);
+  const VectorXd tau = VectorXd::Constant(1, 2.0);
+  SECTION("monitor returning false stops the fit") {
+    Settings set;
+    set.max_iter = 50;
+    Svgp s = make_svgp(d, {gp_component(KernelType::se, true, Z), linear_component({2}, tau)}, Family::gaussian, set);
+    Rng rng(1);
+    std::vector<int> its;
+    const FitInfo info = s.fit(serial_for, rng, [&](int it, double obj) {
+      its.push_back(it);
+      return std::isfinite(obj) && it < 4;
+    });
+    CHECK(info.iterations == 4);
+    CHECK(info.trace.size() == 4);
+    CHECK_FALSE(info.converged);
+    CHECK(its == std::vector<int>{1, 2, 3, 4});
+  }
+  SECTION("full-batch Gaussian fit") {
+    Settings set;
+    set.max_iter = 300;
+    set.learning_rate = 0.03;
+    Svgp s0 = make_svgp(d, {gp_component(KernelType::se, true, Z), linear_component({2}, tau)}, Family::gaussian, set);
+    s0.natural_step(s0.evaluate(nullptr, false, serial_for), 1.0, 1.0);
+    s0.refresh();
+    const double elbo_init = s0.elbo(serial_for);  // optimal q at the initial hyperparameters
+
+    Svgp s = make_svgp(d, {gp_component(KernelType::se, true, Z), linear_component({2}, tau)}, Family::gaussian, set);
+    Rng rng(1);
+    const FitInfo info = s.fit(serial_for, rng, [](int, double) { return true; });
+    CHECK(info.elbo == s.elbo(serial_for));
+    CHECK(info.elbo > elbo_init + 1.0);
+    CHECK(info.trace.back() > info.trace.front());
+    // Gaussian: q is the optimum for the final hyperparameters (a further step changes nothing)
+    const VectorXd m = s.m;
+    s.natural_step(s.evaluate(nullptr, false, serial_for), 1.0, 1.0);
+    s.refresh();
+    CHECK((s.m - m).cwiseAbs().maxCoeff() < 1e-10);
+    // the fitted noise sd is near the simulated 0.3
+    CHECK(std::sqrt(s.lik.noise_var()) > 0.2);
+    CHECK(std::sqrt(s.lik.noise_var()) < 0.45);
+  }
+}
