@@ -410,10 +410,22 @@ class Svgp {
     info.seconds_iter = seconds_since(clock);
     clock = std::chrono::steady_clock::now();
     // Gaussian: one full-data natural step of size 1 gives the optimal q for
-    // the final hyperparameters.  Other likelihoods keep the optimised q.
+    // the final hyperparameters.  Other likelihoods after minibatches: damped
+    // full-data natural steps remove the minibatch noise from q (until the
+    // ELBO gains less than tol per observation; at most 10).
     if (lik.family == Family::gaussian) {
       natural_step(evaluate(nullptr, false, pfor), 1.0, 1.0);
       refresh();
+    } else if (!full) {
+      double last = -std::numeric_limits<double>::infinity();
+      for (int k = 0; k < 10; ++k) {
+        const Accum acc = evaluate(nullptr, false, pfor);
+        const double value = acc.sum_v - kl();
+        if (value - last < set.tol * static_cast<double>(N)) break;
+        last = value;
+        natural_step(acc, 1.0, 0.5);
+        refresh();
+      }
     }
     info.elbo = elbo(pfor);
     info.seconds_final = seconds_since(clock);
