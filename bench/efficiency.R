@@ -9,9 +9,10 @@ r_config <- function(x) system2(file.path(R.home("bin"), "R"), c("CMD", "config"
 eigen <- system.file("include", package = "RcppEigen")
 exe <- file.path(tempdir(), c("eff-default", "eff-native"))
 flags <- list(r_config("CXXFLAGS"), c(r_config("CXXFLAGS"), "-march=native"))
+cxx <- strsplit(r_config("CXX"), " ")[[1]]  # e.g. "g++ -std=gnu++14"
 for (i in 1:2) {
-  st <- system2(r_config("CXX"), c("-std=c++17", "-DNDEBUG", flags[[i]], "-Iinst/include", paste0("-I", eigen),
-                                   "bench/efficiency.cpp", "-o", exe[i], "-lpthread"), stderr = FALSE)
+  st <- system2(cxx[1], c(cxx[-1], "-std=c++17", "-DNDEBUG", flags[[i]], "-Iinst/include", paste0("-I", eigen),
+                          "bench/efficiency.cpp", "-o", exe[i], "-lpthread"), stderr = FALSE)
   if (st != 0) stop("compiling bench/efficiency.cpp failed")
 }
 rows <- NULL

@@ -3,11 +3,12 @@
 # ELBO, fitted values), for N = 1e4, 1e5, 1e6, D = 8, M = 100 and 500.
 # A fixed number of iterations (200) so that times are comparable; minibatches
 # of 2000 rows above 20 000 rows (the default), full batches below.
-#   Rscript bench/scaling.R [threads]
+#   Rscript bench/scaling.R [threads] [largest N for M = 500]
 # Writes bench/results/scaling.md.
 suppressMessages(library(scalegp))
 args <- commandArgs(TRUE)
 threads <- if (length(args)) as.integer(args[1]) else 2L
+max_n_500 <- if (length(args) >= 2) as.numeric(args[2]) else 1e6
 gen <- function(n) {
   X <- matrix(runif(n * 8), n, dimnames = list(NULL, paste0("x", 1:8)))
   data.frame(X, y = sin(3 * X[, 1]) + X[, 2]^2 + 2 * X[, 3] * X[, 4] + rnorm(n, sd = 0.1))
@@ -18,6 +19,7 @@ for (n in c(1e4, 1e5, 1e6)) {
   set.seed(1)
   d <- gen(n)
   for (M in c(100, 500)) {
+    if (M == 500 && n > max_n_500) next
     ctl <- gp_control(inducing = M, iterations = 200, tol = 1e-12, threads = threads, seed = 1, verbose = FALSE)
     total <- system.time(fit <- gpgam(f, data = d, control = ctl))[["elapsed"]]
     tm <- fit$timing
