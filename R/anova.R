@@ -9,15 +9,17 @@
 #' term its number of coefficients).  Computed on the stored model frame (at
 #' most 100 000 evenly spaced rows).
 #'
-#' With several fits of the same data, their ELBOs side by side; differences
-#' of ELBOs approximate log Bayes factors (each ELBO is a lower bound on its
-#' log marginal likelihood).
+#' With several fits of the same data, their objectives ([logLik()]) side by
+#' side: ELBOs (`inference = "vi"`; each a lower bound on its log marginal
+#' likelihood) or EP log evidences (`inference = "ep"`); their differences
+#' approximate log Bayes factors.
 #'
 #' @param object a `gpgam` fit.
 #' @param ... further fits to compare.
 #' @return A data frame of class `c("gpgam_anova", "data.frame")`: columns
-#'   `term`, `variance`, `share`, `edf` for one fit; `ELBO`, `df`,
-#'   `Delta ELBO` (one row per fit) for several.
+#'   `term`, `variance`, `share`, `edf` for one fit; `ELBO` (or
+#'   `EP log evidence`, or `logLik` for a mix of engines), `df` and its
+#'   difference from the previous row (one row per fit) for several.
 #' @examples
 #' set.seed(6)
 #' d <- data.frame(x1 = runif(400), x2 = runif(400))
@@ -42,10 +44,13 @@ anova.gpgam <- function(object, ...) {
   ll <- lapply(fits, logLik)
   elbo <- vapply(ll, as.numeric, 1)
   df <- vapply(ll, attr, 1, "df")
-  names <- vapply(as.list(match.call())[-1], deparse1, "")[seq_along(fits)]
-  tab <- data.frame(ELBO = elbo, df = df, `Delta ELBO` = c(NA, diff(elbo)), check.names = FALSE,
-                    row.names = names)
-  structure(tab, heading = c("Comparison of gpgam fits by ELBO (a lower bound on the log marginal likelihood)",
+  names <- make.unique(vapply(as.list(match.call())[-1], deparse1, "")[seq_along(fits)])
+  labels <- unique(vapply(fits, objective_label, ""))
+  lab <- if (length(labels) == 1) labels else "logLik"
+  tab <- data.frame(elbo, df, c(NA, diff(elbo)), row.names = names)
+  names(tab) <- c(lab, "df", paste("Delta", lab))
+  structure(tab, heading = c(paste0("Comparison of gpgam fits by ", lab,
+                                    if (length(labels) == 1) paste0(" (", objective_note(object), ")")),
                              paste0("Model ", seq_along(fits), ": ", vapply(fits, function(f) deparse1(f$formula), ""))),
             class = c("gpgam_anova", "data.frame"))
 }

@@ -58,6 +58,21 @@
 #'   discards more than 1% of the effective degrees of freedom.
 #'   Seed 004 used R = M, which is too small when the model needs more
 #'   effective degrees of freedom than R.
+#' @param damping EP only: damping of the site updates (1 = none); `NULL`
+#'   uses 0.5 for batch EP and 0.99 for minibatch EP (the paper's values).
+#'   Halved automatically after an update that fails or gives a non-finite
+#'   evidence.
+#' @param sites EP only, with minibatches: `"separate"` (default; one site per
+#'   row, as in the paper; O(N) memory for the site scalars) or `"tied"` (one
+#'   site shared by all rows, Li et al. 2015; O(M^2) memory; a slightly
+#'   different fixed point).
+#' @param cluster EP only: a cluster made by [parallel::makeCluster()] (PSOCK
+#'   workers on this or other hosts, or MPI through snow) on which the data are
+#'   held in shards for distributed batch EP.  Each iteration sends the
+#'   hyperparameters and the posterior (O(M^2) numbers) to every worker and
+#'   gets back O(M^2) sums per group of rows; the fit is identical to the one
+#'   in a single process.  The workers need scalegp installed and use one
+#'   thread each.
 #' @return An object of class `gp_control`.
 #' @seealso [gpgam()]
 #' @examples
@@ -68,7 +83,8 @@ gp_control <- function(inducing = NULL, batch_size = NULL, iterations = 2000, ep
                        learning_rate = 0.01, tol = 1e-5, patience = 20, natgrad_step = NULL,
                        threads = NULL, seed = NULL, verbose = interactive(),
                        fixed = character(), sigma = NULL, jitter = 1e-6, gh_points = 20,
-                       posterior = c("coupled", "meanfield"), rank = NULL) {
+                       posterior = c("coupled", "meanfield"), rank = NULL, damping = NULL,
+                       sites = c("separate", "tied"), cluster = NULL) {
   if (!is.null(inducing)) check_count(inducing, "inducing")
   if (!is.null(batch_size)) check_count(batch_size, "batch_size")
   check_count(iterations, "iterations")
@@ -96,12 +112,21 @@ gp_control <- function(inducing = NULL, batch_size = NULL, iterations = 2000, ep
   if (!is.character(posterior) || length(posterior) != 1 || !posterior %in% c("coupled", "meanfield"))
     stop_arg("posterior", "must be \"coupled\" or \"meanfield\"")
   if (!is.null(rank)) check_count(rank, "rank")
+  if (!is.null(damping)) {
+    check_positive(damping, "damping")
+    if (damping > 1) stop_arg("damping", "must be in (0, 1]")
+  }
+  if (identical(sites, eval(formals(gp_control)$sites))) sites <- "separate"
+  if (!is.character(sites) || length(sites) != 1 || !sites %in% c("separate", "tied"))
+    stop_arg("sites", "must be \"separate\" or \"tied\"")
+  if (!is.null(cluster) && !inherits(cluster, "cluster"))
+    stop_arg("cluster", "must be a cluster made by parallel::makeCluster()")
   structure(list(inducing = if (!is.null(inducing)) as.integer(inducing), batch_size = batch_size,
                  iterations = as.integer(iterations), epochs = epochs,
                  learning_rate = learning_rate, tol = tol, patience = as.integer(patience),
                  natgrad_step = natgrad_step, threads = threads, seed = seed, verbose = verbose,
                  fixed = fixed, sigma = sigma, jitter = jitter, gh_points = as.integer(gh_points),
-                 posterior = posterior, rank = rank),
+                 posterior = posterior, rank = rank, damping = damping, sites = sites, cluster = cluster),
             class = "gp_control")
 }
 

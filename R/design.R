@@ -20,14 +20,18 @@ likelihood_name <- function(family) {
   list(family = family, lik = name)
 }
 
-# Checks and codes the response for the likelihood; returns numeric y.
-prepare_response <- function(y, lik, weights) {
+# Checks and codes the response for the likelihood; returns numeric y (with
+# attribute "levels": the classes a binary factor or logical response had).
+prepare_response <- function(y, lik) {
   if (is.matrix(y)) stop_arg("formula", "the response must be a vector (cbind() responses are not supported)")
+  lev <- NULL
   if (lik %in% c("probit", "logit")) {
     if (is.factor(y)) {
       if (nlevels(y) != 2) stop_arg("y", "is a factor with ", nlevels(y), " levels; binomial needs 2")
+      lev <- levels(y)
       y <- as.numeric(y != levels(y)[1])
     } else if (is.logical(y)) {
+      lev <- c("FALSE", "TRUE")
       y <- as.numeric(y)
     }
     if (!is.numeric(y) || any(y < 0 | y > 1))
@@ -40,7 +44,7 @@ prepare_response <- function(y, lik, weights) {
     if (!is.numeric(y)) stop_arg("y", "must be numeric for gaussian()")
   }
   if (any(!is.finite(y))) stop_arg("y", "has non-finite values (Inf)")
-  y
+  structure(as.numeric(y), levels = lev)
 }
 
 # Centre/scale of each gp() input block: per column (ARD) or pooled (isotropic).

@@ -1,5 +1,5 @@
-# The variational engine: calls the C++ core and turns its result into the
-# fit object shared by all engines.
+# The variational engine: calls the C++ core and turns its result (or the EP
+# engine's) into the fit object shared by all engines.
 
 engine_control <- function(control, problem) {
   list(jitter = control$jitter, batch_size = control$batch_size, iterations = control$iterations,
@@ -7,43 +7,59 @@ engine_control <- function(control, problem) {
        natgrad_step = control$natgrad_step %||% -1,
        learn_inducing = !("inducing" %in% control$fixed),
        learn_noise = !("sigma" %in% control$fixed), gh_points = control$gh_points,
-       meanfield = control$posterior == "meanfield", rank = as.integer(control$rank %||% 0L))
+       meanfield = control$posterior == "meanfield", rank = as.integer(control$rank %||% 0L),
+       damping = control$damping %||% -1, tied = identical(control$sites, "tied"))
+}
+
+# Progress bar (with verbose = TRUE) showing the objective, named `label`.
+progress_monitor <- function(control, label, shift = 0) {
+  if (!isTRUE(control$verbose)) return(function(it, obj) TRUE)
+  env <- environment()
+  value <- NA_real_
+  cli::cli_progress_bar("Fitting", total = control$iterations, .envir = env,
+                        format = paste0("{cli::pb_spin} iteration {cli::pb_current}/{cli::pb_total} | ", label,
+                                        " {format(value, digits = 6)} | {cli::pb_elapsed}"))
+  function(it, obj) {
+    if (it %% 10 == 0) {
+      value <<- obj - shift
+      cli::cli_progress_update(set = it, .envir = env)
+    }
+    TRUE
+  }
 }
 
 run_vi <- function(problem, control) {
-  monitor <- function(it, obj) TRUE
-  if (isTRUE(control$verbose)) {
-    env <- environment()
-    elbo <- NA_real_
-    cli::cli_progress_bar("Fitting", total = control$iterations, .envir = env,
-                          format = "{cli::pb_spin} iteration {cli::pb_current}/{cli::pb_total} | ELBO {format(elbo, digits = 6)} | {cli::pb_elapsed}")
-    monitor <- function(it, obj) {
-      if (it %% 10 == 0) {
-        elbo <<- obj - jacobian(problem)
-        cli::cli_progress_update(set = it, .envir = env)
-      }
-      TRUE
-    }
-  }
   .svgp_fit(problem$X, problem$y, problem$w, problem$offset, problem$comps, problem$lik,
-            problem$log_noise, engine_control(control, problem), control$threads, control$seed, monitor)
+            problem$log_noise, engine_control(control, problem), control$threads, control$seed,
+            progress_monitor(control, "ELBO", jacobian(problem)))
 }
 
 # Log-Jacobian of the response standardisation: ELBO(y) = ELBO(y_std) - this.
 jacobian <- function(problem) problem$n * log(problem$yscaling$scale)
 
-collect_fit <- function(problem, res, control) {
+# `engine` is "vi" (objective: the ELBO) or "ep" (the EP log evidence).
+collect_fit <- function(problem, res, control, engine = "vi") {
   jac <- jacobian(problem)
-  state <- list(specs = res$specs, log_noise = res$log_noise, P = res$state$P, h = res$state$h,
+  state <- list(specs = res$specs, log_noise = res$log_noise %||% 0, P = res$state$P, h = res$state$h,
                 m = res$m, S = res$S, engine = engine_control(control, problem))
   fit <- list(
     terms = problem$terms, scaling = list(y = problem$yscaling), family = problem$family,
-    likelihood = problem$lik, engine = "vi", state = state,
+    likelihood = problem$lik, engine = engine, state = state,
     trace = res$trace - jac, iterations = res$iterations, converged = res$converged,
-    elbo = res$elbo - jac, kl = res$kl, rank_loss = res$rank_loss, control = control, n = problem$n,
-    intercept = problem$intercept, y = problem$y_raw, prior.weights = problem$w_raw,
+    control = control, n = problem$n,
+    intercept = problem$intercept, y = problem$y_raw, ylevels = problem$ylevels, prior.weights = problem$w_raw,
     offset = problem$offset_raw)
-  class(fit) <- c("gpgam_vi", "gpgam", "scalegp")
+  if (engine == "vi") {
+    fit$elbo <- res$elbo - jac
+    fit$kl <- res$kl
+    fit$rank_loss <- res$rank_loss
+  } else {
+    fit$evidence <- res$evidence
+    fit$failures <- res$failures
+  }
+  fit$control$distributed <- if (!is.null(control$cluster)) length(control$cluster)
+  fit$control$cluster <- NULL  # connections; not part of the result
+  class(fit) <- c(paste0("gpgam_", engine), "gpgam", "scalegp")
   fit$params <- natural_params(fit)
   lp <- latent_predict(fit, problem$X, problem$offset)
   fit$linear.predictors <- lp$fit

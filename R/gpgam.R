@@ -49,8 +49,9 @@
 gpgam <- function(formula, data, family = gaussian(), inference = "vi", control = gp_control(),
                   weights, subset, na.action, model = TRUE) {
   cl <- match.call()
-  if (!is.character(inference) || length(inference) != 1 || !inference %in% "vi")
-    stop_arg("inference", "must be \"vi\" (sparse variational GP); other engines are not available yet")
+  if (!is.character(inference) || length(inference) != 1 || !inference %in% c("vi", "ep"))
+    stop_arg("inference", "must be \"vi\" (sparse variational GP) or \"ep\" (expectation propagation, ",
+             "probit classification)")
   fam <- likelihood_name(family)
   parsed <- parse_gpgam_formula(formula)
   if (missing(data)) stop_arg("data", "is missing; gpgam() needs a data frame")
@@ -65,6 +66,8 @@ gpgam <- function(formula, data, family = gaussian(), inference = "vi", control 
   n <- nrow(mf)
   if (n < 2) stop_arg("data", "has ", n, " usable row(s); at least 2 are needed")
   y <- prepare_response(stats::model.response(mf), fam$lik)
+  ylevels <- attr(y, "levels")
+  attr(y, "levels") <- NULL
   w <- stats::model.weights(mf) %||% rep(1, n)
   if (!is.numeric(w) || any(!is.finite(w) | w < 0)) stop_arg("weights", "must be finite and non-negative")
   w <- as.numeric(w)
@@ -73,10 +76,11 @@ gpgam <- function(formula, data, family = gaussian(), inference = "vi", control 
   check_finite_columns(mf, names(mf), "data")
   control <- resolve_control(control, n)
   problem <- build_problem(parsed, mf, y, w, off, fam, control)
+  problem$ylevels <- ylevels
   t0 <- proc.time()[["elapsed"]]
-  res <- run_vi(problem, control)
+  res <- switch(inference, vi = run_vi(problem, control), ep = run_ep(problem, control))
   elapsed <- proc.time()[["elapsed"]] - t0
-  fit <- collect_fit(problem, res, control)
+  fit <- collect_fit(problem, res, control, inference)
   fit$call <- cl
   fit$formula <- formula
   fit$timing <- c(fit = elapsed, res$seconds, per_iteration = res$seconds[["iterations"]] / max(1, res$iterations))

@@ -18,11 +18,27 @@ print.gpgam <- function(x, digits = max(3L, getOption("digits") - 3L), ...) {
     print(cf, digits = digits)
   }
   if (!is.na(x$params$sigma)) cat("sigma: ", format(x$params$sigma, digits = digits), "\n", sep = "")
-  cat("ELBO: ", format(x$elbo, digits = digits + 3), if (!x$converged) " (not converged)", "\n\n", sep = "")
+  cat(objective_label(x), ": ", format(objective_value(x), digits = digits + 3),
+      if (!x$converged) " (not converged)", "\n\n", sep = "")
   invisible(x)
 }
 
-engine_label <- function(x) switch(x$engine, vi = "sparse variational GP", x$engine)
+engine_label <- function(x) {
+  switch(x$engine, vi = "sparse variational GP",
+         ep = paste0("expectation propagation, ",
+                     if (!is.null(x$control$distributed)) paste0("distributed over ", x$control$distributed, " workers")
+                     else if (x$control$batch_size < x$n)
+                       paste0("minibatches", if (identical(x$control$sites, "tied")) ", tied sites")
+                     else "batch"),
+         x$engine)
+}
+# The objective a fit maximised: the ELBO (vi) or the EP log evidence (ep).
+objective_value <- function(x) if (identical(x$engine, "ep")) x$evidence else x$elbo
+objective_label <- function(x) if (identical(x$engine, "ep")) "EP log evidence" else "ELBO"
+objective_note <- function(x) {
+  if (identical(x$engine, "ep")) "the EP approximation of the log marginal likelihood"
+  else "a lower bound on the log marginal likelihood"
+}
 link_name <- function(x) switch(x$likelihood, gaussian = "identity", probit = "probit",
                                 logit = "logit", poisson = "log")
 
@@ -64,7 +80,9 @@ summary.gpgam <- function(object, ...) {
                             object$control$rank, 100 * object$rank_loss))
   structure(list(call = object$call, family = object$family$family, link = link_name(object), n = object$n,
                  engine = engine_label(object), terms = terms, coefficients = coefs,
-                 sigma = object$params$sigma, elbo = object$elbo, iterations = object$iterations,
+                 sigma = object$params$sigma, objective = objective_value(object),
+                 objective_label = objective_label(object), objective_note = objective_note(object),
+                 ylevels = object$ylevels, iterations = object$iterations,
                  converged = object$converged, time = object$timing[["fit"]],
                  batch_size = object$control$batch_size, threads = object$control$threads,
                  posterior = object$control$posterior, warnings = warn),
@@ -75,6 +93,8 @@ summary.gpgam <- function(object, ...) {
 #' @export
 print.summary.gpgam <- function(x, digits = max(3L, getOption("digits") - 3L), ...) {
   cat("\nFamily:", x$family, "\nLink function:", x$link, "\n")
+  if (length(x$ylevels) == 2)
+    cat(sprintf("Modelled: P(y = \"%s\") (against \"%s\")\n", x$ylevels[2], x$ylevels[1]))
   cat("Inference:", x$engine, "\n\nCall:\n")
   print(x$call)
   if (!is.null(x$terms) && nrow(x$terms)) {
@@ -88,8 +108,8 @@ print.summary.gpgam <- function(x, digits = max(3L, getOption("digits") - 3L), .
     stats::printCoefmat(x$coefficients, digits = digits)
   }
   if (!is.na(x$sigma)) cat("\nResidual sd (sigma):", format(x$sigma, digits = digits), "\n")
-  cat(sprintf("\nELBO = %s (a lower bound on the log marginal likelihood), n = %d\n",
-              format(x$elbo, digits = digits + 3), x$n))
+  cat(sprintf("\n%s = %s (%s), n = %d\n", x$objective_label, format(x$objective, digits = digits + 3),
+              x$objective_note, x$n))
   cat(sprintf("%d iterations (batch size %d, %d thread%s), %s, %.2f s\n\n", x$iterations, x$batch_size,
               x$threads, if (x$threads > 1) "s" else "",
               if (x$converged) "converged" else "NOT converged (stopping rule not met)", x$time))
@@ -102,7 +122,8 @@ print.summary.gpgam <- function(x, digits = max(3L, getOption("digits") - 3L), .
 #' `coef()` and `vcov()` give the posterior mean and covariance of the
 #' parametric coefficients; `sigma()` the residual sd of a Gaussian model (1
 #' otherwise); `logLik()` the ELBO, a lower bound on the log marginal
-#' likelihood, with `df` the number of estimated hyperparameters plus
+#' likelihood (`inference = "vi"`), or the EP estimate of the log marginal
+#' likelihood (`inference = "ep"`), with `df` the number of estimated hyperparameters plus
 #' parametric coefficients; `fitted()` the posterior mean response at the data;
 #' `residuals()` response or Pearson residuals.
 #'
@@ -136,7 +157,7 @@ sigma.gpgam <- function(object, ...) if (is.na(object$params$sigma)) 1 else obje
 logLik.gpgam <- function(object, ...) {
   df <- sum(vapply(object$params$gp, function(g) 1 + length(g$lengthscale), 1)) +
     length(coef(object)) + !is.na(object$params$sigma)
-  structure(object$elbo, df = df, nobs = object$n, class = "logLik")
+  structure(objective_value(object), df = df, nobs = object$n, class = "logLik")
 }
 
 #' @rdname gpgam-methods

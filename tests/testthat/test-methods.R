@@ -28,7 +28,7 @@ test_that("print() and summary() show the hyperparameters and coefficients", {
   expect_equal(s$coefficients[, "Estimate"], coef(fit))
   expect_equal(s$coefficients[, "Std. Error"], sqrt(diag(vcov(fit))))
   expect_equal(unname(s$coefficients[, "z value"]), unname(coef(fit) / sqrt(diag(vcov(fit)))))
-  expect_equal(s$elbo, fit$elbo)
+  expect_equal(s$objective, fit$elbo)
   expect_equal(s$sigma, sigma(fit))
   so <- paste(capture.output(print(s)), collapse = "\n")
   expect_match(so, "Gaussian-process terms")

@@ -9,6 +9,7 @@ class Adam {
   explicit Adam(double lr = 0.01, double b1 = 0.9, double b2 = 0.999, double eps = 1e-8)
       : lr_(lr), b1_(b1), b2_(b2), eps_(eps) {}
   // One ascent step x += lr * mhat / (sqrt(vhat) + eps) for gradient g.
+  void scale_rate(double f) { lr_ *= f; }
   void step(Eigen::Ref<VectorXd> x, const VectorXd& g) {
     if (m_.size() != g.size()) {
       m_ = VectorXd::Zero(g.size());

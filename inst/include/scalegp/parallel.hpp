@@ -45,11 +45,11 @@ inline std::vector<std::size_t> group_bounds(std::size_t n) {
   return b;
 }
 
-// Runs `work(acc, begin, end)` for every kChunkRows block of [0, n), with one
-// accumulator per group (made by `make`), and returns the ordered sum.
+// Runs `work(acc, begin, end)` for every kChunkRows block of the groups
+// [b[g], b[g+1]) (chunks start at each group's first row), with one
+// accumulator per group (made by `make`); returns the group accumulators.
 template <class Acc, class Make, class Work>
-Acc deterministic_reduce(std::size_t n, const ParallelFor& pfor, Make make, Work work) {
-  const std::vector<std::size_t> b = group_bounds(n);
+std::vector<Acc> group_reduce(const std::vector<std::size_t>& b, const ParallelFor& pfor, Make make, Work work) {
   const std::size_t groups = b.size() - 1;
   std::vector<Acc> acc;
   acc.reserve(groups);
@@ -59,9 +59,22 @@ Acc deterministic_reduce(std::size_t n, const ParallelFor& pfor, Make make, Work
       for (std::size_t r = b[g]; r < b[g + 1]; r += kChunkRows)
         work(acc[g], r, std::min(b[g + 1], r + kChunkRows));
   });
+  return acc;
+}
+
+// The sum of group accumulators, added in order (the same result wherever the
+// groups were computed: threads of one process or workers of a cluster).
+template <class Acc, class Make>
+Acc sum_groups(const std::vector<Acc>& acc, Make make) {
   Acc total = make();
-  for (std::size_t g = 0; g < groups; ++g) total += acc[g];
+  for (const Acc& a : acc) total += a;
   return total;
+}
+
+// group_reduce over group_bounds(n), summed.
+template <class Acc, class Make, class Work>
+Acc deterministic_reduce(std::size_t n, const ParallelFor& pfor, Make make, Work work) {
+  return sum_groups(group_reduce<Acc>(group_bounds(n), pfor, make, work), make);
 }
 
 // Runs work(begin, end) for every kChunkRows block (independent outputs, no reduction).

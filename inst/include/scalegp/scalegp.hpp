@@ -8,4 +8,6 @@
 #include "linalg.hpp"
 #include "optim.hpp"
 #include "parallel.hpp"
+#include "sparse.hpp"
 #include "svgp.hpp"
+#include "ep.hpp"

@@ -10,120 +10,22 @@
 // kernel hyperparameters, inducing inputs and the noise variance by Adam.
 // Notation and gradient formulas: shared/notes/seeds/004_gam_svgp.md, 3.5-3.10.
 #pragma once
-#include "components.hpp"
-#include "inducing.hpp"
 #include "likelihoods.hpp"
-#include "optim.hpp"
-#include "parallel.hpp"
-#include <chrono>
-#include <vector>
+#include "sparse.hpp"
 
 namespace scalegp {
 
-inline double seconds_since(std::chrono::steady_clock::time_point t0) {
-  return std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
-}
-
-struct Settings {
-  double rel_jitter = 1e-6;
-  std::size_t batch_size = 0;  // 0: full batch
-  int max_iter = 1000;
-  double learning_rate = 0.01;
-  double tol = 1e-5;           // per observation and epoch
-  int patience = 10;
-  double natgrad_step = -1;    // <= 0: automatic
-  bool learn_inducing = true;
-  bool learn_noise = true;
-  bool meanfield = false;      // block-diagonal q over components
-  int rank = 0;                // > 0: P = I + W W' with W of this many columns (seed 004's B)
-};
-
-struct FitInfo {
-  std::vector<double> trace;  // ELBO estimate per iteration
-  int iterations = 0;
-  bool converged = false;
-  double elbo = 0;            // final ELBO on all data
-  double seconds_init = 0, seconds_iter = 0, seconds_final = 0;  // wall time by phase
-};
-
-// Per-block work space and derived quantities (rows of one chunk).
-struct Block {
-  MatrixXd X, Phi;
-  VectorXd y, w, o, resid;
-  std::vector<ComponentRows> rows;  // per component
-};
-
-class Svgp {
+class Svgp : public SparseModel {
  public:
-  std::vector<Component> comps;
   Likelihood lik;
-  Settings set;
-  VectorXd h, m;  // natural shift and mean of q(v)
-  MatrixXd P, S;  // precision and covariance of q(v)
 
   Svgp(std::vector<Component> components, Likelihood likelihood, Settings settings,
        const double* X, std::size_t n, std::size_t p, const double* y, const double* w,
        const double* offset)
-      : comps(std::move(components)), lik(std::move(likelihood)), set(settings),
-        X_(X, n, p), y_(y, n), w_(w, n), o_(offset, n) {
-    offsets_.push_back(0);
-    for (const auto& c : comps) offsets_.push_back(offsets_.back() + c.size());
-    const Index Mt = offsets_.back();
-    P = MatrixXd::Identity(Mt, Mt);
-    h = VectorXd::Zero(Mt);
-    refresh();
-  }
-
-  Index total_size() const { return offsets_.back(); }
-  std::size_t n() const { return static_cast<std::size_t>(X_.rows()); }
-
-  // ---- derived state -------------------------------------------------------
-  // Recompute the Cholesky factors of the prior blocks and q's moments.
-  void refresh() {
-    prior_.clear();
-    for (const Component& k : comps) prior_.push_back(component_prior(k, set.rel_jitter));
-    LP_ = jitter_cholesky(P, 0.0, "the variational precision", 3);
-    S = chol_inverse(LP_);
-    m = S * h;
-    logdet_P_ = logdet_chol(LP_);
-  }
+      : SparseModel(std::move(components), settings, X, n, p, y, w, offset), lik(std::move(likelihood)) {}
 
   double kl() const {
     return 0.5 * (S.trace() + m.squaredNorm() - static_cast<double>(total_size()) + logdet_P_);
-  }
-
-  // Whitened features Phi = [phi_1 | ... | phi_C] of the rows in `b.X`, and
-  // resid = the prior variance the inducing points do not explain.
-  void features(Block& b) const {
-    const Index nb = b.X.rows();
-    b.Phi.resize(nb, total_size());
-    b.resid = VectorXd::Zero(nb);
-    b.rows.resize(comps.size());
-    for (std::size_t c = 0; c < comps.size(); ++c) {
-      const Component& k = comps[c];
-      MatrixXd Xc(nb, k.dim());
-      for (Index j = 0; j < k.dim(); ++j) Xc.col(j) = b.X.col(k.cols[j]);
-      ComponentRows& r = b.rows[c];
-      r.resid = VectorXd::Zero(nb);
-      component_features(k, prior_[c], Xc, b.Phi.middleCols(offsets_[c], k.size()), r.resid, r);
-      b.resid += r.resid;
-    }
-  }
-
-  // Gathers rows idx[begin, end) (or begin..end when idx is null) of the data.
-  void gather(Block& b, const std::vector<std::size_t>* idx, std::size_t begin, std::size_t end) const {
-    const Index nb = static_cast<Index>(end - begin);
-    b.X.resize(nb, X_.cols());
-    b.y.resize(nb);
-    b.w.resize(nb);
-    b.o.resize(nb);
-    for (Index i = 0; i < nb; ++i) {
-      const Index r = static_cast<Index>(idx ? (*idx)[begin + i] : begin + i);
-      b.X.row(i) = X_.row(r);
-      b.y(i) = y_(r);
-      b.w(i) = w_(r);
-      b.o(i) = o_(r);
-    }
   }
 
   // ---- one pass over a set of rows --------------------------------------------
@@ -131,17 +33,13 @@ class Svgp {
     double sum_v = 0, dlognoise = 0;
     VectorXd r;                      // Phi' g
     MatrixXd Q;                      // Phi' diag(gamma) Phi (lower triangle)
-    std::vector<VectorXd> g_kern;    // per component: d/d[log var, log ls]
-    std::vector<MatrixXd> g_Z;       // per component: d/dZ
+    GradAccum grad;                  // data part of the hyperparameter gradient
     Accum& operator+=(const Accum& a) {
       sum_v += a.sum_v;
       dlognoise += a.dlognoise;
       r += a.r;
       Q += a.Q;
-      for (std::size_t c = 0; c < g_kern.size(); ++c) {
-        g_kern[c] += a.g_kern[c];
-        g_Z[c] += a.g_Z[c];
-      }
+      grad += a.grad;
       return *this;
     }
   };
@@ -151,10 +49,7 @@ class Svgp {
     const Index Mt = total_size();
     a.r = VectorXd::Zero(Mt);
     a.Q = MatrixXd::Zero(Mt, Mt);
-    for (const auto& k : comps) {
-      a.g_kern.push_back(VectorXd::Zero(k.n_kernel_params()));
-      a.g_Z.push_back(MatrixXd::Zero(k.has_inducing() ? k.size() : 0, k.has_inducing() ? k.dim() : 0));
-    }
+    a.grad = make_grad();
     return a;
   }
 
@@ -173,14 +68,6 @@ class Svgp {
   }
   Accum evaluate(const std::vector<std::size_t>* idx, bool grad, const ParallelFor& pfor) const {
     return evaluate(idx, grad ? Pass::gradient : Pass::natural, pfor);
-  }
-
-  // Variance of the predictor beyond the Nystrom residual: rows of Phi S Phi'.
-  // Computed as |L_P^{-1} phi|^2 (a triangular solve, half the flops of Phi S).
-  VectorXd q_variance(const MatrixXd& Phi) const {
-    MatrixXd W = Phi;
-    solve_right_LT(LP_, W);
-    return W.rowwise().squaredNorm();
   }
 
   void accumulate(Accum& acc, const std::vector<std::size_t>* idx, std::size_t begin, std::size_t end,
@@ -214,52 +101,23 @@ class Svgp {
     // adjoint of Phi:  g m' + 2 diag(gamma) (Phi S - Phi)
     MatrixXd Phibar = g * m.transpose();
     Phibar.noalias() += 2.0 * gam.asDiagonal() * (T - b.Phi);
-    for (std::size_t c = 0; c < comps.size(); ++c) {
-      const Component& k = comps[c];
-      if (!k.learn_kernel && !(k.has_inducing() && set.learn_inducing)) continue;
-      component_row_gradient(k, prior_[c], b.rows[c], Phibar.middleCols(offsets_[c], k.size()), gam, acc.g_kern[c],
-                             k.has_inducing() && set.learn_inducing ? &acc.g_Z[c] : nullptr);
-    }
+    row_gradient(b, Phibar, gam, acc.grad);
   }
 
   // ---- gradients and updates -------------------------------------------------
-  // Number of free parameters moved by Adam.
-  Index n_theta() const {
-    Index k = 0;
-    for (const auto& c : comps)
-      k += (c.learn_kernel ? c.n_kernel_params() : 0) + (c.has_inducing() && set.learn_inducing ? c.Z.size() : 0);
-    return k + (lik.has_noise() && set.learn_noise ? 1 : 0);
-  }
+  // Number of free parameters moved by Adam: the hyperparameters, then the noise.
+  Index n_theta() const { return n_hyper() + (lik.has_noise() && set.learn_noise ? 1 : 0); }
 
   VectorXd pack() const {
     VectorXd th(n_theta());
-    Index i = 0;
-    for (const auto& c : comps) {
-      if (c.learn_kernel && c.has_kernel()) {
-        th(i++) = c.hyper().log_var;
-        if (c.kind != Kind::factor)
-          for (Index j = 0; j < c.hyper().log_ls.size(); ++j) th(i++) = c.hyper().log_ls(j);
-      }
-      if (c.has_inducing() && set.learn_inducing)
-        for (Index j = 0; j < c.Z.size(); ++j) th(i++) = c.Z.data()[j];
-    }
-    if (lik.has_noise() && set.learn_noise) th(i++) = lik.log_noise;
+    pack_hyper(th.head(n_hyper()));
+    if (lik.has_noise() && set.learn_noise) th(n_hyper()) = lik.log_noise;
     return th;
   }
 
   void unpack(const VectorXd& th) {
-    Index i = 0;
-    for (auto& c : comps) {
-      if (c.learn_kernel && c.has_kernel()) {
-        Kernel& k = c.hyper();
-        k.log_var = std::min(14.0, std::max(-14.0, th(i++)));
-        if (c.kind != Kind::factor)
-          for (Index j = 0; j < k.log_ls.size(); ++j) k.log_ls(j) = std::min(7.0, std::max(-7.0, th(i++)));
-      }
-      if (c.has_inducing() && set.learn_inducing)
-        for (Index j = 0; j < c.Z.size(); ++j) c.Z.data()[j] = th(i++);
-    }
-    if (lik.has_noise() && set.learn_noise) lik.log_noise = std::min(10.0, std::max(-20.0, th(i++)));
+    unpack_hyper(th.head(n_hyper()));
+    if (lik.has_noise() && set.learn_noise) lik.log_noise = std::min(10.0, std::max(-20.0, th(n_hyper())));
   }
 
   // Full gradient of the ELBO estimate in the packed layout, given the
@@ -268,21 +126,10 @@ class Svgp {
     VectorXd gr(n_theta());
     const Index Mt = total_size();
     MatrixXd Q = acc.Q.selfadjointView<Eigen::Lower>();
-    // Phi' Phibar = s (r m' + 2 Q (S - I))
-    const MatrixXd PtPb = s * (acc.r * m.transpose() + 2.0 * Q * (S - MatrixXd::Identity(Mt, Mt)));
-    Index i = 0;
-    for (std::size_t c = 0; c < comps.size(); ++c) {
-      const Component& k = comps[c];
-      VectorXd gk = s * acc.g_kern[c];
-      MatrixXd gZ = s * acc.g_Z[c];
-      const Index M = k.size(), o = offsets_[c];
-      component_prior_gradient(k, prior_[c], PtPb.block(o, o, M, M).transpose(), gk, gZ);
-      if (k.learn_kernel)
-        for (Index j = 0; j < gk.size(); ++j) gr(i++) = gk(j);
-      if (k.has_inducing() && set.learn_inducing)
-        for (Index j = 0; j < gZ.size(); ++j) gr(i++) = gZ.data()[j];
-    }
-    if (lik.has_noise() && set.learn_noise) gr(i++) = s * acc.dlognoise;
+    // Phi' Phibar = r m' + 2 Q (S - I)
+    const MatrixXd PtPb = acc.r * m.transpose() + 2.0 * Q * (S - MatrixXd::Identity(Mt, Mt));
+    gr.head(n_hyper()) = hyper_gradient(PtPb, acc.grad, s);
+    if (lik.has_noise() && set.learn_noise) gr(n_hyper()) = s * acc.dlognoise;
     return gr;
   }
 
@@ -427,49 +274,12 @@ class Svgp {
         refresh();
       }
     }
-    info.elbo = elbo(pfor);
+    info.objective = elbo(pfor);
     info.seconds_final = seconds_since(clock);
     return info;
   }
 
-  // ---- prediction ---------------------------------------------------------------
-  // Latent mean and variance of the predictor at new rows Xnew (n x p), and
-  // per component (columns of term_mean / term_var) when those are non-null.
-  void predict(const Eigen::Ref<const MatrixXd>& Xnew, const Eigen::Ref<const VectorXd>& offset,
-               VectorXd& mean, VectorXd& var, MatrixXd* term_mean, MatrixXd* term_var,
-               const ParallelFor& pfor) const {
-    const Index nn = Xnew.rows();
-    mean.resize(nn);
-    var.resize(nn);
-    if (term_mean && !term_var) throw std::invalid_argument("predict(): term_var is needed with term_mean");
-    if (term_mean) term_mean->resize(nn, comps.size());
-    if (term_var) term_var->resize(nn, comps.size());
-    blocked_for(static_cast<std::size_t>(nn), pfor, [&](std::size_t begin, std::size_t end) {
-      Block b;
-      b.X = Xnew.middleRows(begin, end - begin);
-      features(b);
-      mean.segment(begin, end - begin) = b.Phi * m + offset.segment(begin, end - begin);
-      var.segment(begin, end - begin) = (b.resid + q_variance(b.Phi)).cwiseMax(0.0);
-      if (!term_mean) return;
-      for (std::size_t c = 0; c < comps.size(); ++c) {
-        const Index o = offsets_[c], M = comps[c].size();
-        const auto Phic = b.Phi.middleCols(o, M);
-        term_mean->col(c).segment(begin, end - begin) = Phic * m.segment(o, M);
-        const VectorXd v = ((Phic * S.block(o, o, M, M)).array() * Phic.array()).rowwise().sum();
-        term_var->col(c).segment(begin, end - begin) = (v + b.rows[c].resid).cwiseMax(0.0);
-      }
-    });
-  }
-
-  Index offset_of(std::size_t c) const { return offsets_[c]; }
-
  private:
-  Eigen::Map<const MatrixXd> X_;
-  Eigen::Map<const VectorXd> y_, w_, o_;
-  std::vector<Index> offsets_;
-  std::vector<ComponentPrior> prior_;
-  MatrixXd LP_;  // Cholesky factor of P
-  double logdet_P_ = 0;
   bool plug_in_ = false;
   double rank_loss_ = 0;
 };

@@ -1,0 +1,283 @@
+// What the engines share: an additive latent predictor
+//   f(x) = sum_c f_c(x_[c]) + offset
+// whose components (GPs with their own inputs and inducing points, factor
+// random effects, parametric blocks; components.hpp) have whitened inducing
+// variables u = L v, v ~ N(0, I), and one Gaussian q(v) = N(m, S) held in
+// natural parameters (precision P = S^{-1}, shift h = P m).  A row's
+// predictor is phi' v + offset with whitened features phi and a prior
+// variance resid = k(x, x) - |phi|^2 that the inducing points do not explain.
+// The engines differ only in how they set q and the hyperparameters:
+// variational (svgp.hpp) or expectation propagation (ep.hpp).
+#pragma once
+#include "components.hpp"
+#include "inducing.hpp"
+#include "optim.hpp"
+#include "parallel.hpp"
+#include <chrono>
+#include <vector>
+
+namespace scalegp {
+
+inline double seconds_since(std::chrono::steady_clock::time_point t0) {
+  return std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+}
+
+struct Settings {
+  double rel_jitter = 1e-6;
+  std::size_t batch_size = 0;  // 0: full batch
+  int max_iter = 1000;
+  double learning_rate = 0.01;
+  double tol = 1e-5;           // per observation and epoch
+  int patience = 10;
+  bool learn_inducing = true;
+  bool learn_noise = true;
+  // variational engine
+  double natgrad_step = -1;    // <= 0: automatic
+  bool meanfield = false;      // block-diagonal q over components
+  int rank = 0;                // > 0: P = I + W W' with W of this many columns (seed 004's B)
+  // expectation propagation
+  double damping = -1;         // <= 0: automatic (0.5 batch, 0.99 minibatches)
+  bool tied = false;           // minibatch EP with one tied site (O(M^2) memory)
+};
+
+struct FitInfo {
+  std::vector<double> trace;  // objective estimate per iteration
+  int iterations = 0;
+  bool converged = false;
+  double objective = 0;       // final objective on all data (ELBO or EP log evidence)
+  double seconds_init = 0, seconds_iter = 0, seconds_final = 0;  // wall time by phase
+  int failures = 0;           // EP: updates undone (damping and learning rate halved)
+};
+
+// Per-block work space and derived quantities (rows of one chunk).
+struct Block {
+  MatrixXd X, Phi;
+  VectorXd y, w, o, resid;
+  std::vector<ComponentRows> rows;  // per component
+};
+
+// Data part of the hyperparameter gradient, per component.
+struct GradAccum {
+  std::vector<VectorXd> g_kern;  // d/d[log var, log ls]
+  std::vector<MatrixXd> g_Z;     // d/dZ
+  GradAccum& operator+=(const GradAccum& a) {
+    for (std::size_t c = 0; c < g_kern.size(); ++c) {
+      g_kern[c] += a.g_kern[c];
+      g_Z[c] += a.g_Z[c];
+    }
+    return *this;
+  }
+};
+
+class SparseModel {
+ public:
+  std::vector<Component> comps;
+  Settings set;
+  VectorXd h, m;  // natural shift and mean of q(v)
+  MatrixXd P, S;  // precision and covariance of q(v)
+
+  SparseModel(std::vector<Component> components, Settings settings, const double* X, std::size_t n,
+              std::size_t p, const double* y, const double* w, const double* offset)
+      : comps(std::move(components)), set(settings), X_(X, n, p), y_(y, n), w_(w, n), o_(offset, n) {
+    offsets_.push_back(0);
+    for (const auto& c : comps) offsets_.push_back(offsets_.back() + c.size());
+    const Index Mt = offsets_.back();
+    P = MatrixXd::Identity(Mt, Mt);
+    h = VectorXd::Zero(Mt);
+    refresh();
+  }
+
+  Index total_size() const { return offsets_.back(); }
+  std::size_t n() const { return static_cast<std::size_t>(X_.rows()); }
+  Index offset_of(std::size_t c) const { return offsets_[c]; }
+
+  // ---- derived state -------------------------------------------------------
+  // Cholesky factors of the prior blocks (after a hyperparameter change).
+  void refresh_prior() {
+    prior_.clear();
+    for (const Component& k : comps) prior_.push_back(component_prior(k, set.rel_jitter));
+  }
+  // Moments of q from its natural parameters (after a change of P, h).
+  void refresh_q() {
+    LP_ = jitter_cholesky(P, 0.0, "the posterior precision", 3);
+    S = chol_inverse(LP_);
+    m = S * h;
+    logdet_P_ = logdet_chol(LP_);
+  }
+  void refresh() {
+    refresh_prior();
+    refresh_q();
+  }
+
+  // Whitened features Phi = [phi_1 | ... | phi_C] of the rows in `b.X`, and
+  // resid = the prior variance the inducing points do not explain; at other
+  // hyperparameters when `other` (made by at()) is given.
+  struct Hyper {
+    std::vector<Component> comps;
+    std::vector<ComponentPrior> prior;
+  };
+  Hyper at(const VectorXd& theta) const {
+    Hyper o{comps, {}};
+    unpack_into(o.comps, theta);
+    for (const Component& k : o.comps) o.prior.push_back(component_prior(k, set.rel_jitter));
+    return o;
+  }
+  void features(Block& b, const Hyper* other = nullptr) const {
+    const std::vector<Component>& cs = other ? other->comps : comps;
+    const std::vector<ComponentPrior>& pr = other ? other->prior : prior_;
+    const Index nb = b.X.rows();
+    b.Phi.resize(nb, total_size());
+    b.resid = VectorXd::Zero(nb);
+    b.rows.resize(cs.size());
+    for (std::size_t c = 0; c < cs.size(); ++c) {
+      const Component& k = cs[c];
+      MatrixXd Xc(nb, k.dim());
+      for (Index j = 0; j < k.dim(); ++j) Xc.col(j) = b.X.col(k.cols[j]);
+      ComponentRows& r = b.rows[c];
+      r.resid = VectorXd::Zero(nb);
+      component_features(k, pr[c], Xc, b.Phi.middleCols(offsets_[c], k.size()), r.resid, r);
+      b.resid += r.resid;
+    }
+  }
+
+  // Gathers rows idx[begin, end) (or begin..end when idx is null) of the data.
+  void gather(Block& b, const std::vector<std::size_t>* idx, std::size_t begin, std::size_t end) const {
+    const Index nb = static_cast<Index>(end - begin);
+    b.X.resize(nb, X_.cols());
+    b.y.resize(nb);
+    b.w.resize(nb);
+    b.o.resize(nb);
+    for (Index i = 0; i < nb; ++i) {
+      const Index r = static_cast<Index>(idx ? (*idx)[begin + i] : begin + i);
+      b.X.row(i) = X_.row(r);
+      b.y(i) = y_(r);
+      b.w(i) = w_(r);
+      b.o(i) = o_(r);
+    }
+  }
+
+  // Variance of the predictor beyond the Nystrom residual: rows of Phi S Phi'.
+  // Computed as |L_P^{-1} phi|^2 (a triangular solve, half the flops of Phi S).
+  VectorXd q_variance(const MatrixXd& Phi) const {
+    MatrixXd W = Phi;
+    solve_right_LT(LP_, W);
+    return W.rowwise().squaredNorm();
+  }
+
+  // ---- hyperparameter gradients -------------------------------------------------
+  GradAccum make_grad() const {
+    GradAccum a;
+    for (const auto& k : comps) {
+      a.g_kern.push_back(VectorXd::Zero(k.n_kernel_params()));
+      a.g_Z.push_back(MatrixXd::Zero(k.has_inducing() ? k.size() : 0, k.has_inducing() ? k.dim() : 0));
+    }
+    return a;
+  }
+
+  // Adds the data part of the gradient of an objective whose adjoints w.r.t.
+  // the features of block b are Phibar and w.r.t. its prior variances gam.
+  void row_gradient(const Block& b, const MatrixXd& Phibar, const VectorXd& gam, GradAccum& acc) const {
+    for (std::size_t c = 0; c < comps.size(); ++c) {
+      const Component& k = comps[c];
+      if (!k.learn_kernel && !(k.has_inducing() && set.learn_inducing)) continue;
+      component_row_gradient(k, prior_[c], b.rows[c], Phibar.middleCols(offsets_[c], k.size()), gam, acc.g_kern[c],
+                             k.has_inducing() && set.learn_inducing ? &acc.g_Z[c] : nullptr);
+    }
+  }
+
+  // Number of kernel hyperparameters and inducing coordinates being learned.
+  Index n_hyper() const {
+    Index k = 0;
+    for (const auto& c : comps)
+      k += (c.learn_kernel ? c.n_kernel_params() : 0) + (c.has_inducing() && set.learn_inducing ? c.Z.size() : 0);
+    return k;
+  }
+
+  void pack_hyper(Eigen::Ref<VectorXd> th) const {
+    Index i = 0;
+    for (const auto& c : comps) {
+      if (c.learn_kernel && c.has_kernel()) {
+        th(i++) = c.hyper().log_var;
+        if (c.kind != Kind::factor)
+          for (Index j = 0; j < c.hyper().log_ls.size(); ++j) th(i++) = c.hyper().log_ls(j);
+      }
+      if (c.has_inducing() && set.learn_inducing)
+        for (Index j = 0; j < c.Z.size(); ++j) th(i++) = c.Z.data()[j];
+    }
+  }
+
+  void unpack_hyper(const Eigen::Ref<const VectorXd>& th) { unpack_into(comps, th); }
+
+  void unpack_into(std::vector<Component>& cs, const Eigen::Ref<const VectorXd>& th) const {
+    Index i = 0;
+    for (auto& c : cs) {
+      if (c.learn_kernel && c.has_kernel()) {
+        Kernel& k = c.hyper();
+        k.log_var = std::min(14.0, std::max(-14.0, th(i++)));
+        if (c.kind != Kind::factor)
+          for (Index j = 0; j < k.log_ls.size(); ++j) k.log_ls(j) = std::min(7.0, std::max(-7.0, th(i++)));
+      }
+      if (c.has_inducing() && set.learn_inducing)
+        for (Index j = 0; j < c.Z.size(); ++j) c.Z.data()[j] = th(i++);
+    }
+  }
+
+  // Gradient w.r.t. the packed hyperparameters, given the data statistics of
+  // a batch with scale s = N / |batch|: PtPb = Phi' Phibar (summed over the
+  // rows; it carries the dependence through the whitening L) and the row parts.
+  VectorXd hyper_gradient(const MatrixXd& PtPb, const GradAccum& acc, double s) const {
+    VectorXd gr(n_hyper());
+    Index i = 0;
+    for (std::size_t c = 0; c < comps.size(); ++c) {
+      const Component& k = comps[c];
+      VectorXd gk = s * acc.g_kern[c];
+      MatrixXd gZ = s * acc.g_Z[c];
+      const Index M = k.size(), o = offsets_[c];
+      component_prior_gradient(k, prior_[c], s * PtPb.block(o, o, M, M).transpose(), gk, gZ);
+      if (k.learn_kernel)
+        for (Index j = 0; j < gk.size(); ++j) gr(i++) = gk(j);
+      if (k.has_inducing() && set.learn_inducing)
+        for (Index j = 0; j < gZ.size(); ++j) gr(i++) = gZ.data()[j];
+    }
+    return gr;
+  }
+
+  // ---- prediction ---------------------------------------------------------------
+  // Latent mean and variance of the predictor at new rows Xnew (n x p), and
+  // per component (columns of term_mean / term_var) when those are non-null.
+  void predict(const Eigen::Ref<const MatrixXd>& Xnew, const Eigen::Ref<const VectorXd>& offset,
+               VectorXd& mean, VectorXd& var, MatrixXd* term_mean, MatrixXd* term_var,
+               const ParallelFor& pfor) const {
+    const Index nn = Xnew.rows();
+    mean.resize(nn);
+    var.resize(nn);
+    if (term_mean && !term_var) throw std::invalid_argument("predict(): term_var is needed with term_mean");
+    if (term_mean) term_mean->resize(nn, comps.size());
+    if (term_var) term_var->resize(nn, comps.size());
+    blocked_for(static_cast<std::size_t>(nn), pfor, [&](std::size_t begin, std::size_t end) {
+      Block b;
+      b.X = Xnew.middleRows(begin, end - begin);
+      features(b);
+      mean.segment(begin, end - begin) = b.Phi * m + offset.segment(begin, end - begin);
+      var.segment(begin, end - begin) = (b.resid + q_variance(b.Phi)).cwiseMax(0.0);
+      if (!term_mean) return;
+      for (std::size_t c = 0; c < comps.size(); ++c) {
+        const Index o = offsets_[c], M = comps[c].size();
+        const auto Phic = b.Phi.middleCols(o, M);
+        term_mean->col(c).segment(begin, end - begin) = Phic * m.segment(o, M);
+        const VectorXd v = ((Phic * S.block(o, o, M, M)).array() * Phic.array()).rowwise().sum();
+        term_var->col(c).segment(begin, end - begin) = (v + b.rows[c].resid).cwiseMax(0.0);
+      }
+    });
+  }
+
+ protected:
+  Eigen::Map<const MatrixXd> X_;
+  Eigen::Map<const VectorXd> y_, w_, o_;
+  std::vector<Index> offsets_;
+  std::vector<ComponentPrior> prior_;
+  MatrixXd LP_;  // Cholesky factor of P
+  double logdet_P_ = 0;
+};
+
+}  // namespace scalegp

@@ -1,0 +1,153 @@
+// Rcpp glue for the EP engine (inst/include/scalegp/ep.hpp): the fit in one
+// process, the master loop of a distributed fit (passes run by an R callback
+// on the workers of a cluster) and the workers' pass over their shard.
+#include "glue.h"
+
+// [[Rcpp::depends(RcppEigen, RcppParallel)]]
+
+using namespace scalegp;
+using namespace glue;
+
+namespace {
+
+const char* pass_name(Ep::Pass p) {
+  switch (p) {
+    case Ep::Pass::q: return "q";
+    case Ep::Pass::sweep: return "sweep";
+    case Ep::Pass::sweep_grad: return "sweep_grad";
+    case Ep::Pass::tied: return "tied";
+  }
+  return "";
+}
+
+Ep::Pass pass_from(const std::string& s) {
+  if (s == "q") return Ep::Pass::q;
+  if (s == "sweep") return Ep::Pass::sweep;
+  if (s == "sweep_grad") return Ep::Pass::sweep_grad;
+  throw std::invalid_argument("unknown EP pass '" + s + "'");
+}
+
+const char* sites_name(Ep::Sites s) {
+  return s == Ep::Sites::keep ? "keep" : s == Ep::Sites::commit ? "commit" : "restore";
+}
+
+Ep::Sites sites_from(const std::string& s) {
+  if (s == "keep") return Ep::Sites::keep;
+  if (s == "commit") return Ep::Sites::commit;
+  if (s == "restore") return Ep::Sites::restore;
+  throw std::invalid_argument("unknown EP site action '" + s + "'");
+}
+
+Rcpp::List accum_to_list(const EpAccum& a) {
+  Rcpp::List gk(a.grad.g_kern.size()), gz(a.grad.g_Z.size());
+  for (std::size_t c = 0; c < a.grad.g_kern.size(); ++c) {
+    gk[c] = a.grad.g_kern[c];
+    gz[c] = a.grad.g_Z[c];
+  }
+  return Rcpp::List::create(Rcpp::Named("log_z") = a.log_z, Rcpp::Named("change") = a.change,
+                            Rcpp::Named("Q") = a.Q, Rcpp::Named("r") = a.r, Rcpp::Named("PtPb") = a.PtPb,
+                            Rcpp::Named("g_kern") = gk, Rcpp::Named("g_Z") = gz);
+}
+
+EpAccum accum_from_list(const Rcpp::List& l) {
+  EpAccum a;
+  a.log_z = Rcpp::as<double>(l["log_z"]);
+  a.change = Rcpp::as<double>(l["change"]);
+  a.Q = Rcpp::as<Eigen::MatrixXd>(l["Q"]);
+  a.r = Rcpp::as<Eigen::VectorXd>(l["r"]);
+  a.PtPb = Rcpp::as<Eigen::MatrixXd>(l["PtPb"]);
+  const Rcpp::List gk = l["g_kern"], gz = l["g_Z"];
+  for (R_xlen_t c = 0; c < gk.size(); ++c) {
+    a.grad.g_kern.push_back(Rcpp::as<Eigen::VectorXd>(gk[c]));
+    a.grad.g_Z.push_back(Rcpp::as<Eigen::MatrixXd>(gz[c]));
+  }
+  return a;
+}
+
+Rcpp::List fit_result(const Ep& model, const FitInfo& info, const Rcpp::List& specs) {
+  return Rcpp::List::create(
+      Rcpp::Named("specs") = components_to(model.comps, specs),
+      Rcpp::Named("state") = Rcpp::List::create(Rcpp::Named("P") = model.P, Rcpp::Named("h") = model.h),
+      Rcpp::Named("m") = model.m, Rcpp::Named("S") = model.S, Rcpp::Named("trace") = info.trace,
+      Rcpp::Named("iterations") = info.iterations, Rcpp::Named("converged") = info.converged,
+      Rcpp::Named("evidence") = info.objective, Rcpp::Named("failures") = info.failures,
+      Rcpp::Named("seconds") = Rcpp::NumericVector::create(Rcpp::Named("init") = info.seconds_init,
+                                                           Rcpp::Named("iterations") = info.seconds_iter,
+                                                           Rcpp::Named("final") = info.seconds_final));
+}
+
+}  // namespace
+
+// Fits by EP.  With `remote` (an R function) the rows live on the workers of a
+// cluster: every pass is remote(kind, rho, sites, state), which returns the
+// accumulators of all groups of rows in order (see R/engine-ep.R); X then
+// has no rows and n_total gives N.
+// [[Rcpp::export(.ep_fit)]]
+Rcpp::List ep_fit(Eigen::Map<Eigen::MatrixXd> X, Eigen::Map<Eigen::VectorXd> y, Eigen::Map<Eigen::VectorXd> w,
+                  Eigen::Map<Eigen::VectorXd> offset, Rcpp::List specs, Rcpp::List control, int threads,
+                  double seed, Rcpp::Function monitor, Rcpp::Nullable<Rcpp::Function> remote, double n_total) {
+  try {
+    Ep model(components_from(specs), settings_from(control), X.data(), X.rows(), X.cols(), y.data(), w.data(),
+             offset.data());
+    auto mon = [&](int it, double obj) {
+      Rcpp::checkUserInterrupt();
+      return Rcpp::as<bool>(monitor(it, obj));
+    };
+    FitInfo info;
+    if (remote.isNull()) {
+      Rng rng(static_cast<std::uint64_t>(seed));
+      info = model.fit(make_pfor(threads), rng, mon);
+    } else {
+      Rcpp::Function call(remote.get());
+      auto reduce = [&](Ep::Pass kind, double rho, Ep::Sites sites) {
+        const Rcpp::List state = Rcpp::List::create(Rcpp::Named("specs") = components_to(model.comps, specs),
+                                                    Rcpp::Named("m") = model.m, Rcpp::Named("S") = model.S);
+        const Rcpp::List groups = call(pass_name(kind), rho, sites_name(sites), state);
+        std::vector<EpAccum> parts;
+        for (R_xlen_t g = 0; g < groups.size(); ++g) parts.push_back(accum_from_list(groups[g]));
+        return sum_groups(parts, [&] { return model.make_accum(kind); });
+      };
+      info = model.fit_batch(static_cast<std::size_t>(n_total), reduce, mon);
+    }
+    return fit_result(model, info, specs);
+  } catch (const std::exception& e) {
+    Rcpp::stop(e.what());
+  }
+}
+
+// A worker's pass over its shard: `sites` is list(nu, mu, nu_new, mu_new,
+// nu_old, mu_old) of its rows, `bounds` the 0-based group boundaries within
+// the shard; returns list(groups = per-group accumulators, sites = updated).
+// [[Rcpp::export(.ep_shard_pass)]]
+Rcpp::List ep_shard_pass(Eigen::Map<Eigen::MatrixXd> X, Eigen::Map<Eigen::VectorXd> y,
+                         Eigen::Map<Eigen::VectorXd> w, Eigen::Map<Eigen::VectorXd> offset, Rcpp::List control,
+                         Rcpp::List sites, std::vector<double> bounds, std::string kind, double rho,
+                         std::string action, Rcpp::List state, int threads) {
+  try {
+    Ep model(components_from(state["specs"]), settings_from(control), X.data(), X.rows(), X.cols(), y.data(),
+             w.data(), offset.data());
+    model.m = Rcpp::as<Eigen::VectorXd>(state["m"]);
+    model.S = Rcpp::as<Eigen::MatrixXd>(state["S"]);
+    Eigen::VectorXd* v[] = {&model.nu, &model.mu, &model.nu_new, &model.mu_new, &model.nu_old, &model.mu_old};
+    for (int k = 0; k < 6; ++k) *v[k] = Rcpp::as<Eigen::VectorXd>(sites[k]);
+    std::vector<std::size_t> b;
+    for (double x : bounds) b.push_back(static_cast<std::size_t>(x));
+    const Ep::Pass p = pass_from(kind);
+    const std::vector<EpAccum> parts = model.pass(p, rho, sites_from(action), b, make_pfor(threads));
+    Rcpp::List groups(parts.size());
+    for (std::size_t g = 0; g < parts.size(); ++g) groups[g] = accum_to_list(parts[g]);
+    Rcpp::List out_sites(6);
+    for (int k = 0; k < 6; ++k) out_sites[k] = *v[k];
+    return Rcpp::List::create(Rcpp::Named("groups") = groups, Rcpp::Named("sites") = out_sites);
+  } catch (const std::exception& e) {
+    Rcpp::stop(e.what());
+  }
+}
+
+// 0-based boundaries of the fixed row groups of a pass over n rows.
+// [[Rcpp::export(.group_bounds)]]
+std::vector<double> group_bounds_r(double n) {
+  std::vector<double> out;
+  for (std::size_t b : group_bounds(static_cast<std::size_t>(n))) out.push_back(static_cast<double>(b));
+  return out;
+}

@@ -1,0 +1,112 @@
+// Shared by the Rcpp entry points: R lists <-> the C++ core's structures, and
+// the RcppParallel executor.  Included by svgp.cpp and ep.cpp only.
+#pragma once
+#include <RcppEigen.h>
+#include <RcppParallel/TBB.h>  // the TBB back end only (RcppParallel.h adds R-vector wrappers we do not use)
+#include <scalegp/scalegp.hpp>
+
+namespace glue {
+
+using namespace scalegp;
+
+// Runs a RangeBody on TBB threads; the body never touches the R API.
+struct RangeWorker : RcppParallel::Worker {
+  const RangeBody& body;
+  explicit RangeWorker(const RangeBody& b) : body(b) {}
+  void operator()(std::size_t begin, std::size_t end) override { body(begin, end); }
+};
+
+inline ParallelFor make_pfor(int threads) {
+  return [threads](std::size_t n, const RangeBody& body) {
+    if (threads <= 1 || n <= 1) return serial_for(n, body);
+    RangeWorker w(body);
+    RcppParallel::tbbParallelFor(0, n, w, 1, threads);
+  };
+}
+
+inline Kind kind_from_string(const std::string& s) {
+  if (s == "stationary") return Kind::stationary;
+  if (s == "centred") return Kind::centred;
+  if (s == "factor") return Kind::factor;
+  if (s == "linear") return Kind::linear;
+  throw std::invalid_argument("unknown component kind '" + s + "'");
+}
+
+inline std::vector<Component> components_from(const Rcpp::List& specs) {
+  std::vector<Component> out;
+  for (R_xlen_t i = 0; i < specs.size(); ++i) {
+    const Rcpp::List s = specs[i];
+    Component c;
+    c.kind = kind_from_string(Rcpp::as<std::string>(s["kind"]));
+    for (int j : Rcpp::as<std::vector<int>>(s["cols"])) c.cols.push_back(j);
+    if (c.kind == Kind::linear) {
+      c.prior_sd = Rcpp::as<Eigen::VectorXd>(s["prior_sd"]);
+      c.learn_kernel = false;
+      out.push_back(std::move(c));
+      continue;
+    }
+    Kernel k;
+    k.log_var = Rcpp::as<double>(s["log_var"]);
+    c.learn_kernel = Rcpp::as<bool>(s["learn_kernel"]);
+    if (c.kind == Kind::factor) {
+      c.levels = Rcpp::as<int>(s["levels"]);
+      c.kernel = k;
+      out.push_back(std::move(c));
+      continue;
+    }
+    k.type = kernel_from_string(Rcpp::as<std::string>(s["kernel"]));
+    k.log_ls = Rcpp::as<Eigen::VectorXd>(s["log_ls"]);
+    c.Z = Rcpp::as<Eigen::MatrixXd>(s["Z"]);
+    if (c.kind == Kind::centred) {
+      c.centred.base = k;
+      const Rcpp::List nodes = s["nodes"], weights = s["weights"];
+      for (R_xlen_t e = 0; e < nodes.size(); ++e) {
+        c.centred.nodes.push_back(Rcpp::as<Eigen::VectorXd>(nodes[e]));
+        c.centred.weights.push_back(Rcpp::as<Eigen::VectorXd>(weights[e]));
+      }
+      const Rcpp::IntegerVector masks = s["masks"];
+      const Rcpp::NumericVector coefs = s["coefs"];
+      for (R_xlen_t j = 0; j < masks.size(); ++j)
+        c.centred.products.push_back({static_cast<unsigned>(masks[j]), coefs[j]});
+    } else {
+      c.kernel = k;
+    }
+    out.push_back(std::move(c));
+  }
+  return out;
+}
+
+inline Rcpp::List components_to(const std::vector<Component>& comps, const Rcpp::List& specs) {
+  Rcpp::List out = Rcpp::clone(specs);
+  for (std::size_t i = 0; i < comps.size(); ++i) {
+    if (!comps[i].has_kernel()) continue;
+    Rcpp::List s = out[i];
+    s["log_var"] = comps[i].hyper().log_var;
+    if (comps[i].has_inducing()) {
+      s["log_ls"] = Rcpp::wrap(comps[i].hyper().log_ls);
+      s["Z"] = Rcpp::wrap(comps[i].Z);
+    }
+    out[i] = s;
+  }
+  return out;
+}
+
+inline Settings settings_from(const Rcpp::List& c) {
+  Settings s;
+  s.rel_jitter = Rcpp::as<double>(c["jitter"]);
+  s.batch_size = static_cast<std::size_t>(Rcpp::as<double>(c["batch_size"]));
+  s.max_iter = Rcpp::as<int>(c["iterations"]);
+  s.learning_rate = Rcpp::as<double>(c["learning_rate"]);
+  s.tol = Rcpp::as<double>(c["tol"]);
+  s.patience = Rcpp::as<int>(c["patience"]);
+  s.natgrad_step = Rcpp::as<double>(c["natgrad_step"]);
+  s.learn_inducing = Rcpp::as<bool>(c["learn_inducing"]);
+  s.learn_noise = Rcpp::as<bool>(c["learn_noise"]);
+  s.meanfield = Rcpp::as<bool>(c["meanfield"]);
+  s.rank = Rcpp::as<int>(c["rank"]);
+  s.damping = Rcpp::as<double>(c["damping"]);
+  s.tied = Rcpp::as<bool>(c["tied"]);
+  return s;
+}
+
+}  // namespace glue
