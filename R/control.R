@@ -21,10 +21,11 @@
 #' @param epochs alternative to `iterations`: the maximum number of passes
 #'   through the data (`iterations` is then `ceiling(epochs * n / batch_size)`).
 #' @param learning_rate Adam step size for hyperparameters and inducing inputs
-#'   (on the internal, standardised, log scale).
-#' @param tol,patience the fit stops when the ELBO (per observation, averaged
-#'   over an epoch) has not improved by more than `tol` for `patience`
-#'   consecutive epochs.
+#'   (on the internal, standardised, log scale), for both engines.
+#' @param tol,patience the fit stops when the ELBO (or, for EP, the log
+#'   evidence; per observation, averaged over an epoch) has not improved by
+#'   more than `tol` for `patience` consecutive epochs.  EP with all
+#'   hyperparameters fixed stops when no site changes by more than 1e-8.
 #' @param natgrad_step step size of the natural-gradient update of the
 #'   variational posterior; `NULL` chooses 1 (Gaussian, full batch), 0.5 (other
 #'   families, full batch) or 0.1 (minibatches).

@@ -15,6 +15,26 @@
 #' with a flat GP) a Gaussian model reproduces the coefficients of [lm()].
 #' The objective is the evidence lower bound (ELBO), reported by [logLik()].
 #'
+#' `inference = "ep"` is expectation propagation for GP classification with a
+#' probit likelihood (Hernandez-Lobato and Hernandez-Lobato 2016): the same
+#' sparse model (FITC likelihood, inducing points) with one Gaussian site per
+#' observation, refined in parallel with damping; after every sweep one Adam
+#' step moves the hyperparameters and inducing inputs along the gradient of
+#' the EP estimate of the log marginal likelihood (the paper's "inner"
+#' updates), which [logLik()] reports.  With `batch_size` below the number
+#' of rows the sites are refined one minibatch at a time (stochastic EP; with
+#' `gp_control(sites = "tied")` one shared site, O(M^2) memory), and with
+#' `gp_control(cluster = )` the data are held in shards on the workers of a
+#' parallel cluster (distributed EP, identical results).  EP needs
+#' `binomial(link = "probit")`, a 0/1, logical or two-level factor response
+#' and unit weights.  Differences from the paper: hyperparameters move by Adam
+#' rather than the paper's sign-adaptive (batch) and ADADELTA (minibatch)
+#' rules; sites keep their scalars in whitened coordinates when the
+#' hyperparameters change; there is no learned latent noise term (a relative
+#' jitter stabilises K_uu); a minibatch site is removed with the features of
+#' its last refinement, recomputed from stored hyperparameters instead of the
+#' paper's stored O(NM) vectors.
+#'
 #' Inputs and (for the Gaussian family) the response are standardised
 #' internally; every reported number is on the scale of the data.
 #'
@@ -25,7 +45,9 @@
 #'   `binomial()` (logit) or `poisson()`.  For binomial, `y` may be 0/1,
 #'   logical, a two-level factor (the first level is failure, as in [glm()]) or
 #'   a proportion with `weights` giving the number of trials.
-#' @param inference inference engine; `"vi"` (sparse variational GP).
+#' @param inference inference engine: `"vi"` (sparse variational GP, any
+#'   family) or `"ep"` (expectation propagation, binary probit
+#'   classification).
 #' @param control a [gp_control()] object (or a list of its arguments).
 #' @param weights optional prior weights (Gaussian: precision weights;
 #'   binomial: number of trials; poisson: multiplies the log-likelihood).
@@ -33,11 +55,15 @@
 #' @param na.action what to do with missing values (default
 #'   `getOption("na.action")`, normally [na.omit()]).
 #' @param model keep the model frame in the fit (`TRUE`, as [lm()] does).
-#' @return An object of class `c("gpgam_vi", "gpgam", "scalegp")`; see
+#' @return An object of class `c("gpgam_vi", "gpgam", "scalegp")` (for EP
+#'   `"gpgam_ep"` in place of `"gpgam_vi"`); see
 #'   [summary.gpgam()], [predict.gpgam()] and [plot.gpgam()].
 #' @references Hensman, Fusi and Lawrence (2013) Gaussian processes for big
 #'   data. UAI.  Hensman, Matthews and Ghahramani (2015) Scalable variational
-#'   Gaussian process classification. AISTATS.
+#'   Gaussian process classification. AISTATS.  Hernandez-Lobato and
+#'   Hernandez-Lobato (2016) Scalable Gaussian process classification via
+#'   expectation propagation. AISTATS.  Li, Hernandez-Lobato and Turner (2015)
+#'   Stochastic expectation propagation. NeurIPS.
 #' @examples
 #' set.seed(1)
 #' d <- data.frame(x = runif(300, -2, 2), z = rnorm(300))
@@ -45,6 +71,13 @@
 #' fit <- gpgam(y ~ gp(x) + z, data = d, control = gp_control(inducing = 20, iterations = 300))
 #' summary(fit)
 #' predict(fit, data.frame(x = c(-1, 0, 1), z = 0), se.fit = TRUE)
+#'
+#' # probit classification by expectation propagation
+#' d$cls <- factor(ifelse(d$y > 0, "high", "low"), levels = c("low", "high"))
+#' fep <- gpgam(cls ~ gp(x) + z, data = d, family = binomial(link = "probit"), inference = "ep",
+#'              control = gp_control(inducing = 20, iterations = 100))
+#' logLik(fep)
+#' predict(fep, data.frame(x = c(-1, 0, 1), z = 0), type = "response", se.fit = TRUE)
 #' @export
 gpgam <- function(formula, data, family = gaussian(), inference = "vi", control = gp_control(),
                   weights, subset, na.action, model = TRUE) {

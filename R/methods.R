@@ -75,6 +75,9 @@ summary.gpgam <- function(object, ...) {
   }))
   warn <- character()
   if (!object$converged) warn <- c(warn, "the stopping rule was not met; increase 'iterations' or check plot(fit, which = \"trace\")")
+  if (isTRUE(object$failures > 0))
+    warn <- c(warn, sprintf("EP undid %d update(s) that failed or gave a non-finite evidence (damping and learning rate halved each time)",
+                            object$failures))
   if (isTRUE(object$rank_loss > 0.01))
     warn <- c(warn, sprintf("the rank restriction (rank = %d) discards %.1f%% of the effective degrees of freedom; increase 'rank'",
                             object$control$rank, 100 * object$rank_loss))

@@ -6,7 +6,7 @@
 #' the standard error (dashed, grey); a term over more inputs as one slice per
 #' input, the other inputs held at their means; a factor random effect as its
 #' level effects with +/- 2 standard-error bars.  Terms are the GP components
-#' alone (without the intercept).  `which = "trace"` plots the ELBO (its
+#' alone (without the intercept).  `which = "trace"` plots the ELBO or EP log evidence (its
 #' minibatch estimate) per iteration.
 #'
 #' @param x a `gpgam` fit.
@@ -30,7 +30,7 @@
 plot.gpgam <- function(x, which = c("terms", "trace"), select = NULL, n = 100, rug = TRUE, pages = 0, ...) {
   which <- match.arg(which)
   if (which == "trace") {
-    plot(seq_along(x$trace), x$trace, type = "l", xlab = "iteration", ylab = "ELBO", ...)
+    plot(seq_along(x$trace), x$trace, type = "l", xlab = "iteration", ylab = objective_label(x), ...)
     return(invisible(x))
   }
   gps <- x$terms$gp

@@ -31,4 +31,13 @@ print(fitb)
 png(file.path(out, "classification.png"), width = 700, height = 500)
 plot(fitb)
 dev.off()
+
+## The same classifier by expectation propagation (seed 001)
+fite <- gpgam(yb ~ gp(x1), data = d, family = binomial(link = "probit"), inference = "ep",
+              control = gp_control(inducing = 30, iterations = 300, verbose = FALSE))
+print(fite)
+print(cbind(VI = predict(fitb, new, type = "response"), EP = predict(fite, new, type = "response")))
+png(file.path(out, "classification-ep.png"), width = 700, height = 500)
+plot(fite)
+dev.off()
 cat("plots written to", normalizePath(out), "\n")

@@ -112,18 +112,28 @@ class Ep : public SparseModel {
       nu = nu_old;
       mu = mu_old;
     }
-    return group_reduce<EpAccum>(
+    // Batch EP makes two passes at the same hyperparameters (a q pass, then a
+    // sweep): when the rows' features are small enough they are kept between them.
+    const bool cache = n() * static_cast<std::size_t>(total_size()) <= kCacheEntries;
+    const bool valid = cache && cache_version_ == prior_version();
+    if (cache) cache_.resize((n() + kChunkRows - 1) / kChunkRows);
+    std::vector<EpAccum> out = group_reduce<EpAccum>(
         bounds, pfor, [&] { return make_accum(kind); },
         [&](EpAccum& acc, std::size_t begin, std::size_t end) {
-          Block b;
-          gather(b, nullptr, begin, end);
-          features(b);
+          Block local;
+          Block& b = cache ? cache_[begin / kChunkRows] : local;
+          if (!valid) {
+            gather(b, nullptr, begin, end);
+            features(b);
+          }
           if (kind == Pass::q)
             add_sites(b, nullptr, begin, nu, mu, 1.0, acc.Q, acc.r);
           else
             site_terms(b, nullptr, begin, acc, kind == Pass::tied ? 1.0 : rho, kind == Pass::sweep_grad,
                        kind == Pass::tied);
         });
+    if (cache) cache_version_ = prior_version();
+    return out;
   }
 
   EpAccum reduce_local(Pass kind, double rho, Sites sites, const ParallelFor& pfor) {
@@ -264,11 +274,12 @@ class Ep : public SparseModel {
       gather(b, &idx, 0, idx.size());
       features(b);
       EpAccum acc = make_accum(Pass::sweep_grad);
+      const bool step = learn && it >= static_cast<int>(nblocks);  // after one epoch: every site refined once
       double lz;
       if (set.tied) {
         // shared cavity: all but one copy of the tied site
         set_cavity(Lbar, hbar, static_cast<double>(N) - 1.0);
-        site_terms(b, &idx, 0, acc, 1.0, learn, true);
+        site_terms(b, &idx, 0, acc, 1.0, step, true);
         const double g_q = -0.5 * logdet_P_ + 0.5 * h.dot(m), g_c = cavity_normaliser_;
         lz = (1.0 - static_cast<double>(N)) * g_q + static_cast<double>(N) * g_c + s * acc.log_z;
         const double eps = rho / static_cast<double>(nblocks);
@@ -285,13 +296,13 @@ class Ep : public SparseModel {
         refine_block(b, idx, visited[k] ? &snapshot[k] : nullptr, rho);
         snapshot[k] = theta;
         visited[k] = 1;
-        site_terms(b, &idx, 0, acc, 0.0, learn, false);  // at the updated q; rho = 0 keeps the sites
+        site_terms(b, &idx, 0, acc, 0.0, step, false);  // at the updated q; rho = 0 keeps the sites
         lz = -0.5 * logdet_P_ + 0.5 * h.dot(m) + s * acc.log_z;
       }
       if (!std::isfinite(lz))
         throw numerical_error("the EP evidence became non-finite at iteration " + std::to_string(it + 1) +
                               "; try a smaller learning_rate or damping");
-      if (learn && it >= static_cast<int>(nblocks)) {  // after one epoch: every site refined once
+      if (step) {
         const VectorXd g = hyper_gradient(acc.PtPb, acc.grad, s);
         if (!g.allFinite())
           throw numerical_error("non-finite gradient at iteration " + std::to_string(it + 1) +
@@ -337,6 +348,9 @@ class Ep : public SparseModel {
   }
 
  private:
+  static constexpr std::size_t kCacheEntries = std::size_t(1) << 22;  // rows x features kept (about 100 MB)
+  std::vector<Block> cache_;  // features per chunk of rows, at prior version cache_version_
+  long cache_version_ = -1;
   MatrixXd Sc_;  // shared cavity of the tied mode
   VectorXd mc_;
   double cavity_normaliser_ = 0;  // its log normaliser g = -log|P_c| / 2 + h_c' m_c / 2

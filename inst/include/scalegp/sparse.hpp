@@ -96,7 +96,10 @@ class SparseModel {
   void refresh_prior() {
     prior_.clear();
     for (const Component& k : comps) prior_.push_back(component_prior(k, set.rel_jitter));
+    ++prior_version_;
   }
+  // Changes whenever the features of a row may have changed.
+  long prior_version() const { return prior_version_; }
   // Moments of q from its natural parameters (after a change of P, h).
   void refresh_q() {
     LP_ = jitter_cholesky(P, 0.0, "the posterior precision", 3);
@@ -278,6 +281,7 @@ class SparseModel {
   std::vector<ComponentPrior> prior_;
   MatrixXd LP_;  // Cholesky factor of P
   double logdet_P_ = 0;
+  long prior_version_ = 0;
 };
 
 }  // namespace scalegp
