@@ -57,7 +57,8 @@ ep_cluster_start <- function(cl, problem, ctl) {
   })
   worker_store$.fits <- (worker_store$.fits %||% 0) + 1
   key <- paste0("ep", Sys.getpid(), "_", worker_store$.fits)
-  ok <- cluster_try(parallel::clusterCall(cl, function() requireNamespace("scalegp", quietly = TRUE)), "start")
+  # (a base function: a closure defined here would carry this frame, data and all, to the workers)
+  ok <- cluster_try(parallel::clusterCall(cl, base::requireNamespace, "scalegp", quietly = TRUE), "start")
   if (!all(unlist(ok)))
     stop_arg("cluster", "has workers where the scalegp package cannot be loaded; install it there first")
   cluster_try(parallel::clusterApply(cl, shards, ep_worker_init, key = key, control = ctl), "receive its shard")
