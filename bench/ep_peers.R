@@ -71,7 +71,7 @@ fmt <- function(x) formatC(x, digits = 3, format = "f")
 md <- c(sprintf("# GP classification peers on seed 001's data sets (m = %g%%, %d splits, mean)", 100 * m, splits), "",
         sprintf("Command: `Rscript bench/ep_peers.R %d %g %g`; %s; gplite fits over %g s count as NA.", splits, m, limit,
                 format(Sys.time(), "%Y-%m-%d"), limit), "",
-        paste("|", paste(names(tab), collapse = " | "), "|"), paste(rep("|---", ncol(tab)), collapse = ""),
+        paste("|", paste(names(tab), collapse = " | "), "|"), paste0(paste(rep("|---", ncol(tab)), collapse = ""), "|"),
         apply(tab, 1, function(r) paste("|", r[1], "|", paste(fmt(as.numeric(r[-1])), collapse = " | "), "|")))
 # mean training time over data sets and splits, beside the paper's Table 1 time row
 paper <- c(`0.15` = 17, `0.25` = 37, `0.5` = 130)[[format(m)]]
