@@ -89,22 +89,18 @@ natural_params <- function(fit) {
   list(gp = gp, sigma = sigma)
 }
 
-# Sizes of the components' blocks in q (engine order: gp() terms, then the
-# parametric block).
-component_sizes <- function(fit) {
-  vapply(fit$state$specs, function(s) switch(s$kind, factor = as.integer(s$levels), linear = length(s$cols),
-                                             nrow(s$Z)), 1L)
+# Indices of the components' blocks in q (engine order: gp() terms, then the
+# parametric block), one vector per component.
+component_blocks <- function(fit) {
+  sz <- vapply(fit$state$specs, function(s) switch(s$kind, factor = as.integer(s$levels), linear = length(s$cols),
+                                                   nrow(s$Z)), 1L)
+  Map(function(start, size) start + seq_len(size), cumsum(sz) - sz, sz)
 }
 
 # Effective degrees of freedom per component: tr(I - S_cc) in whitened
 # coordinates (seed 004's tr(B_c' K_c B_c A^{-1}); their sum is tr(I - S)).
 component_edf <- function(fit) {
-  sz <- component_sizes(fit)
-  end <- cumsum(sz)
-  vapply(seq_along(sz), function(c) {
-    idx <- (end[c] - sz[c]) + seq_len(sz[c])
-    sz[c] - sum(diag(fit$state$S)[idx])
-  }, 0)
+  vapply(component_blocks(fit), function(idx) length(idx) - sum(diag(fit$state$S)[idx]), 0)
 }
 
 # Posterior mean and covariance of the parametric coefficients (data scale).
@@ -112,7 +108,7 @@ param_posterior <- function(fit) {
   if (is.null(fit$terms$param)) return(list(coef = numeric(), vcov = matrix(0, 0, 0)))
   k <- length(fit$state$specs)
   sp <- fit$state$specs[[k]]
-  idx <- nrow(fit$state$S) - length(sp$prior_sd) + seq_along(sp$prior_sd)
+  idx <- component_blocks(fit)[[k]]
   D <- diag(sp$prior_sd, length(idx))
   A <- fit$terms$param_scaling$A * fit$scaling$y$scale
   b <- drop(A %*% (D %*% fit$state$m[idx]))

@@ -53,15 +53,13 @@ predict.gpgam <- function(object, newdata, type = c("link", "response", "terms")
 }
 
 # Internal design of newdata (or of the fitting data when newdata is missing).
+# `mf`: a model frame of the fit's variables, used as it is.
 new_design <- function(object, newdata, na.action, mf = NULL) {
-  if (!is.null(mf)) {
-    # a model frame of the fit (rows of object$model)
-  } else if (missing(newdata) || is.null(newdata)) {
+  if (is.null(mf) && (missing(newdata) || is.null(newdata))) {
     if (is.null(object$model)) stop_arg("newdata", "is needed: the fit was made with model = FALSE")
     mf <- object$model
-  } else {
-    mf <- new_model_frame(object, newdata, na.action)
   }
+  mf <- mf %||% new_model_frame(object, newdata, na.action)
   check_finite_columns(mf, names(mf), "newdata")
   for (g in object$terms$gp) for (v in g$spec$vars)
     if (g$type != "factor" && !is.numeric(mf[[v]])) stop_arg("newdata", "variable '", v, "' must be numeric")

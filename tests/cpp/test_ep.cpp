@@ -6,6 +6,7 @@
 #include <scalegp/scalegp.hpp>
 
 #include <cmath>
+#include <limits>
 #include <random>
 #include <vector>
 
@@ -215,4 +216,93 @@ TEST_CASE("EP: batch fit raises the evidence and is reproducible across thread c
   CHECK(ia.failures == 0);
   CHECK(ia.trace.back() > ia.trace[10] + 1.0);
   CHECK(std::isfinite(ia.objective));
+}
+
+TEST_CASE("EP: a failed batch update is undone and the damping halved", "[ep]") {
+  const ClassData d = class_data(400, 17);
+  Settings set;
+  set.max_iter = 40;
+  set.learning_rate = 0.05;
+  set.patience = 1000;  // no early stop
+  Ep ep = make_ep(d, ep_components(10, 3), set);
+  // The reduction of fit_batch, with the evidence of the 20th sweep made NaN
+  // (after the hyperparameter steps have started: 10 warm-up sweeps).
+  const int fail_at = 20;
+  int sweeps = 0, restores = 0;
+  std::vector<double> rhos;
+  VectorXd nu_prev, th_prev, nu_last, th_last;  // inputs of the last two sweeps
+  auto packed = [&] {
+    VectorXd th(ep.n_hyper());
+    ep.pack_hyper(th);
+    return th;
+  };
+  auto reduce = [&](Ep::Pass kind, double rho, Ep::Sites sites) {
+    if (kind != Ep::Pass::q) {
+      ++sweeps;
+      rhos.push_back(rho);
+      nu_prev = nu_last;
+      th_prev = th_last;
+      nu_last = ep.nu;
+      th_last = packed();
+    }
+    EpAccum a = ep.reduce_local(kind, rho, sites, serial_for);
+    if (kind != Ep::Pass::q && sweeps == fail_at) a.log_z = std::numeric_limits<double>::quiet_NaN();
+    if (sites == Ep::Sites::restore) {
+      // back to the inputs of the last successful sweep
+      ++restores;
+      CHECK(ep.nu == nu_prev);
+      CHECK(packed() == th_prev);
+    }
+    return a;
+  };
+  const FitInfo info = ep.fit_batch(d.X.rows(), reduce, [](int, double) { return true; });
+  CHECK(info.failures == 1);
+  CHECK(restores == 1);
+  CHECK(rhos[fail_at - 2] == 0.5);
+  CHECK(rhos[fail_at] == 0.25);  // the sweep after the failure
+  CHECK(info.trace.size() == static_cast<std::size_t>(set.max_iter - 1));
+  for (double v : info.trace) CHECK(std::isfinite(v));
+  CHECK(std::isfinite(info.objective));
+}
+
+TEST_CASE("EP: a failed minibatch update is undone; 20 failures end the fit with an error", "[ep]") {
+  // A row with a non-finite offset makes every update of its block fail
+  // (R refuses such data; here it stands for any failed update).
+  ClassData d = class_data(300, 19);
+  d.o(0) = std::numeric_limits<double>::quiet_NaN();
+  Settings set;
+  set.batch_size = 60;  // 5 blocks
+  set.max_iter = 5 * 40;
+  set.damping = 1.0;
+  set.learn_inducing = false;
+  set.patience = 1000;
+  std::vector<Component> comps = ep_components(8, 4);
+  for (auto& c : comps) c.learn_kernel = false;
+  Ep mb = make_ep(d, comps, set);
+  Rng rng(3);
+  int good = 0;
+  VectorXd nu_last, mu_last, m_last;
+  MatrixXd P_last;
+  auto monitor = [&](int, double) {
+    ++good;
+    nu_last = mb.nu;
+    mu_last = mb.mu;
+    m_last = mb.m;
+    P_last = mb.P;
+    return true;
+  };
+  REQUIRE_THROWS_WITH(mb.fit(serial_for, rng, monitor), Catch::Contains("20 times"));
+  // the other four blocks kept going: 21 epochs before the 21st failure
+  CHECK(good >= 4 * 20);
+  // the failed block's sites never entered q: its 60 rows keep zero sites,
+  // and q is exactly the prior times the sites of the other rows
+  CHECK((nu_last.array() == 0).count() == 60);
+  CHECK((mu_last.array() == 0).count() == 60);
+  CHECK(nu_last(0) == 0);
+  Ep check = make_ep(d, comps);
+  check.nu = nu_last;
+  check.mu = mu_last;
+  check.set_q(check.reduce_local(Ep::Pass::q, 0, Ep::Sites::keep, serial_for));
+  CHECK((check.P - P_last).cwiseAbs().maxCoeff() < 1e-10);
+  CHECK((check.m - m_last).cwiseAbs().maxCoeff() < 1e-10);
 }

@@ -145,7 +145,10 @@ test_that("distributed EP on a 2-worker PSOCK cluster equals the fit in one proc
   Sys.setenv(R_TESTS = "")
   cl <- parallel::makeCluster(2)
   Sys.setenv(R_TESTS = old)
-  on.exit(try(parallel::stopCluster(cl), silent = TRUE))
+  on.exit({
+    try(parallel::stopCluster(cl), silent = TRUE)
+    for (node in cl) try(close(node$con), silent = TRUE)  # the worker killed below
+  })
   ctl$cluster <- cl
   f2 <- gpgam(y ~ gp(x1, x2) + z, data = d, family = binomial("probit"), inference = "ep", control = ctl)
   expect_identical(f2$evidence, f1$evidence)

@@ -195,10 +195,7 @@ class Ep : public SparseModel {
       if (!ok) {
         // undo: back to the sites and hyperparameters of the last successful
         // sweep; damping and learning rate halved
-        if (++info.failures > 20)
-          throw numerical_error("EP failed to make a finite update 20 times; try a smaller learning_rate or damping");
-        rho *= 0.5;
-        adam.scale_rate(0.5);
+        back_off(info, rho, adam);
         theta = prev;
         unpack_hyper(theta);
         refresh_prior();
@@ -236,15 +233,20 @@ class Ep : public SparseModel {
   // at the hyperparameters of its last refinement; instead of storing those
   // features (O(NM) memory, as the paper does) a block keeps the packed
   // hyperparameters of its last visit and recomputes them.  With `tied`
-  // sites all rows share one average site (no per-row state).
+  // sites all rows share one average site (no per-row state).  A block
+  // update that fails (an invalid cavity, a failed factorisation, a
+  // non-finite evidence or gradient) is undone as in batch EP.
   template <class Monitor>
   FitInfo fit_minibatch(const ParallelFor& pfor, Rng& rng, Monitor monitor) {
     FitInfo info;
     auto clock = std::chrono::steady_clock::now();
     const std::size_t N = n(), B = std::min(set.batch_size, N), nblocks = (N + B - 1) / B;
     const double s = static_cast<double>(N) / static_cast<double>(B);
-    const double rho = set.damping > 0 ? set.damping : 0.99;
+    double rho = set.damping > 0 ? set.damping : 0.99;
     const bool learn = n_hyper() > 0;
+    // blocks refined before the first hyperparameter step (as in batch EP; the
+    // paper steps from the first block, waiting for a whole epoch slows it down)
+    const int warmup = static_cast<int>(std::min<double>(static_cast<double>(nblocks), std::ceil(5.0 / rho)));
     const Index Mt = total_size();
     std::vector<std::size_t> perm(N), order(nblocks);
     for (std::size_t i = 0; i < N; ++i) perm[i] = i;
@@ -274,42 +276,72 @@ class Ep : public SparseModel {
       gather(b, &idx, 0, idx.size());
       features(b);
       EpAccum acc = make_accum(Pass::sweep_grad);
-      const bool step = learn && it >= static_cast<int>(nblocks);  // after one epoch: every site refined once
-      double lz;
-      if (set.tied) {
-        // shared cavity: all but one copy of the tied site
-        set_cavity(Lbar, hbar, static_cast<double>(N) - 1.0);
-        site_terms(b, &idx, 0, acc, 1.0, step, true);
-        const double g_q = -0.5 * logdet_P_ + 0.5 * h.dot(m), g_c = cavity_normaliser_;
-        lz = (1.0 - static_cast<double>(N)) * g_q + static_cast<double>(N) * g_c + s * acc.log_z;
-        const double eps = rho / static_cast<double>(nblocks);
-        MatrixXd Qb = MatrixXd::Zero(Mt, Mt);
-        VectorXd rb = VectorXd::Zero(Mt);
-        add_sites(b, &idx, 0, nu, mu, 1.0, Qb, rb);
-        Lbar = (1.0 - eps) * Lbar + (eps / static_cast<double>(idx.size())) * MatrixXd(Qb.selfadjointView<Eigen::Lower>());
-        hbar = (1.0 - eps) * hbar + (eps / static_cast<double>(idx.size())) * rb;
-        P = static_cast<double>(N) * Lbar;
-        P.diagonal().array() += 1.0;
-        h = static_cast<double>(N) * hbar;
-        refresh_q();
-      } else {
-        refine_block(b, idx, visited[k] ? &snapshot[k] : nullptr, rho);
-        snapshot[k] = theta;
-        visited[k] = 1;
-        site_terms(b, &idx, 0, acc, 0.0, step, false);  // at the updated q; rho = 0 keeps the sites
-        lz = -0.5 * logdet_P_ + 0.5 * h.dot(m) + s * acc.log_z;
+      const bool step = learn && it >= warmup;
+      // the state a failed update of this block returns to
+      const MatrixXd P0 = P, Lbar0 = Lbar;
+      const VectorXd h0 = h, hbar0 = hbar, theta0 = theta;
+      VectorXd nu0(b.Phi.rows()), mu0(b.Phi.rows());
+      for (Index i = 0; i < nu0.size(); ++i) {
+        nu0(i) = nu(idx[static_cast<std::size_t>(i)]);
+        mu0(i) = mu(idx[static_cast<std::size_t>(i)]);
       }
-      if (!std::isfinite(lz))
-        throw numerical_error("the EP evidence became non-finite at iteration " + std::to_string(it + 1) +
-                              "; try a smaller learning_rate or damping");
-      if (step) {
-        const VectorXd g = hyper_gradient(acc.PtPb, acc.grad, s);
-        if (!g.allFinite())
-          throw numerical_error("non-finite gradient at iteration " + std::to_string(it + 1) +
-                                "; try a smaller learning_rate");
-        adam.step(theta, g);
+      double lz = 0;
+      bool ok = true;
+      try {
+        if (set.tied) {
+          // shared cavity: all but one copy of the tied site
+          set_cavity(Lbar, hbar, static_cast<double>(N) - 1.0);
+          site_terms(b, &idx, 0, acc, 1.0, step, true);
+          const double g_q = -0.5 * logdet_P_ + 0.5 * h.dot(m), g_c = cavity_normaliser_;
+          lz = (1.0 - static_cast<double>(N)) * g_q + static_cast<double>(N) * g_c + s * acc.log_z;
+          const double eps = rho / static_cast<double>(nblocks);
+          MatrixXd Qb = MatrixXd::Zero(Mt, Mt);
+          VectorXd rb = VectorXd::Zero(Mt);
+          add_sites(b, &idx, 0, nu, mu, 1.0, Qb, rb);
+          Lbar = (1.0 - eps) * Lbar +
+                 (eps / static_cast<double>(idx.size())) * MatrixXd(Qb.selfadjointView<Eigen::Lower>());
+          hbar = (1.0 - eps) * hbar + (eps / static_cast<double>(idx.size())) * rb;
+          P = static_cast<double>(N) * Lbar;
+          P.diagonal().array() += 1.0;
+          h = static_cast<double>(N) * hbar;
+          refresh_q();
+        } else {
+          refine_block(b, idx, visited[k] ? &snapshot[k] : nullptr, rho);
+          site_terms(b, &idx, 0, acc, 0.0, step, false);  // at the updated q; rho = 0 keeps the sites
+          lz = -0.5 * logdet_P_ + 0.5 * h.dot(m) + s * acc.log_z;
+        }
+        ok = std::isfinite(lz);
+        if (ok && step) {
+          const VectorXd g = hyper_gradient(acc.PtPb, acc.grad, s);
+          ok = g.allFinite();
+          if (ok) {
+            adam.step(theta, g);
+            unpack_hyper(theta);
+            refresh_prior();
+          }
+        }
+      } catch (const numerical_error&) {
+        ok = false;
+      }
+      if (!ok) {  // undo this block's update
+        back_off(info, rho, adam);
+        P = P0;
+        h = h0;
+        Lbar = Lbar0;
+        hbar = hbar0;
+        for (Index i = 0; i < nu0.size(); ++i) {
+          nu(idx[static_cast<std::size_t>(i)]) = nu0(i);
+          mu(idx[static_cast<std::size_t>(i)]) = mu0(i);
+        }
+        theta = theta0;
         unpack_hyper(theta);
         refresh_prior();
+        refresh_q();
+        continue;
+      }
+      if (!set.tied) {  // the block's sites now carry the features at theta0
+        snapshot[k] = theta0;
+        visited[k] = 1;
       }
       info.trace.push_back(lz);
       info.iterations = it + 1;
@@ -348,6 +380,15 @@ class Ep : public SparseModel {
   }
 
  private:
+  // After an update that failed or gave a non-finite value (and was undone):
+  // count it, halve the damping and the learning rate; give up after 20.
+  static void back_off(FitInfo& info, double& rho, Adam& adam) {
+    if (++info.failures > 20)
+      throw numerical_error("EP failed to make a finite update 20 times; try a smaller learning_rate or damping");
+    rho *= 0.5;
+    adam.scale_rate(0.5);
+  }
+
   static constexpr std::size_t kCacheEntries = std::size_t(1) << 22;  // rows x features kept (about 100 MB)
   std::vector<Block> cache_;  // features per chunk of rows, at prior version cache_version_
   long cache_version_ = -1;

@@ -55,10 +55,14 @@ inline double logdet_chol(const MatrixXd& L) {
   return 2.0 * L.diagonal().array().log().sum();
 }
 
-// Inverse of L L^T from its lower Cholesky factor.
+// Inverse of L L^T from its lower Cholesky factor: L^{-T} L^{-1}, formed as
+// a symmetric rank-k product (half the flops of a general product).
 inline MatrixXd chol_inverse(const MatrixXd& L) {
-  MatrixXd Linv = L.triangularView<Eigen::Lower>().solve(MatrixXd::Identity(L.rows(), L.cols()));
-  return Linv.transpose() * Linv;
+  const Index n = L.rows();
+  const MatrixXd Linv = L.triangularView<Eigen::Lower>().solve(MatrixXd::Identity(n, n));
+  MatrixXd A = MatrixXd::Zero(n, n);
+  A.selfadjointView<Eigen::Lower>().rankUpdate(Linv.transpose());
+  return A.selfadjointView<Eigen::Lower>();
 }
 
 // X <- X L^{-T} (rows of X are solved against the lower factor L).
