@@ -27,7 +27,7 @@ for (name in sets) {
   }
 }
 avg <- tapply(res$time, res$m, mean)
-md <- c(sprintf("## Batch EP, %s, %d thread(s) (`Rscript bench/ep_time.R %d`), %s", label, threads, threads,
+md <- c(sprintf("### Batch EP, %s, %d thread(s) (`Rscript bench/ep_time.R %d`), %s", label, threads, threads,
                 format(Sys.time(), "%Y-%m-%d")), "",
         "| m | mean time over the 7 data sets (s) | paper SEP (s) | paper / ours |", "|---|---|---|---|",
         sprintf("| %g%% | %.2f | %g | %.1f |", 100 * as.numeric(names(avg)), avg, paper[names(avg)],
