@@ -45,12 +45,12 @@ anova.gpgam <- function(object, ...) {
   elbo <- vapply(ll, as.numeric, 1)
   df <- vapply(ll, attr, 1, "df")
   names <- make.unique(vapply(as.list(match.call())[-1], deparse1, "")[seq_along(fits)])
-  labels <- unique(vapply(fits, objective_label, ""))
+  labels <- unique(vapply(fits, function(f) f$engine$objective, ""))
   lab <- if (length(labels) == 1) labels else "logLik"
   tab <- data.frame(elbo, df, c(NA, diff(elbo)), row.names = names)
   names(tab) <- c(lab, "df", paste("Delta", lab))
   structure(tab, heading = c(paste0("Comparison of gpgam fits by ", lab,
-                                    if (length(labels) == 1) paste0(" (", objective_note(object), ")")),
+                                    if (length(labels) == 1) paste0(" (", object$engine$objective_note, ")")),
                              paste0("Model ", seq_along(fits), ": ", vapply(fits, function(f) deparse1(f$formula), ""))),
             class = c("gpgam_anova", "data.frame"))
 }

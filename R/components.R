@@ -64,3 +64,25 @@ anova_products <- function(vars, others) {
   out <- out[out != 0]
   list(masks = as.integer(names(out)), coefs = unname(out))
 }
+
+# Initial inducing inputs (standardised scale) of one gp() term: the user's,
+# or k-means centres of the term's inputs (all unique rows when there are
+# fewer than k).
+inducing_init <- function(Xg, spec, sc, control) {
+  if (!is.null(spec$inducing)) {
+    Z <- standardise(spec$inducing, sc)
+    if (nrow(Z) > 1 && anyDuplicated(Z)) stop_arg("inducing", "has duplicated rows")
+    return(unname(Z))
+  }
+  k <- spec$k %||% control$inducing %||% c(20L, 64L, 100L)[min(ncol(Xg), 3L)]
+  nu <- n_unique_rows(Xg)
+  if (k > nu) {
+    if (!is.null(spec$k) || !is.null(control$inducing))
+      warning(sprintf("%s: '%s' = %d exceeds the %d unique input rows; using %d inducing points",
+                      spec$label, if (is.null(spec$k)) "inducing" else "k", k, nu, nu), call. = FALSE)
+    k <- nu
+  }
+  Xs <- standardise(Xg, sc)
+  if (k == nu) return(unname(utils::head(Xs[!duplicated(Xs), , drop = FALSE], k)))
+  unname(.kmeans(Xs, k, control$seed))
+}

@@ -8,9 +8,12 @@ supported_families <- function() {
 
 # Maps a stats family object to the C++ likelihood name.
 likelihood_name <- function(family) {
-  if (is.character(family)) family <- get(family, mode = "function")
-  if (is.function(family)) family <- family()
-  if (!inherits(family, "family")) stop_arg("family", "must be a family object such as binomial()")
+  if (is.character(family) && length(family) == 1)
+    family <- get0(family, mode = "function", envir = asNamespace("stats")) %||%
+      stop_arg("family", "\"", family, "\" is not a family; supported: ", supported_families())
+  if (is.function(family)) family <- tryCatch(family(), error = function(e) NULL)
+  if (!inherits(family, "family"))
+    stop_arg("family", "must be a family object such as binomial(); supported: ", supported_families())
   key <- paste(family$family, family$link)
   name <- switch(key, "gaussian identity" = "gaussian", "binomial probit" = "probit",
                  "binomial logit" = "logit", "poisson log" = "poisson", NULL)

@@ -1,36 +1,108 @@
-# The expectation-propagation engine (seed 001): checks what it supports,
-# calls the C++ core in this process or drives a distributed fit whose data
-# shards live on the workers of a parallel cluster.
+# inference = "ep": expectation propagation for probit classification (core:
+# ep.hpp, glue: ep.cpp).  Checks what it supports, calls the C++ core in this
+# process or drives a distributed fit whose data shards live on the workers
+# of a parallel cluster.
 
-# EP's site updates are closed-form for the probit likelihood of 0/1 data.
-check_ep_problem <- function(problem, control) {
-  if (problem$lik != "probit")
-    stop_arg("family", "must be binomial(link = \"probit\") with inference = \"ep\" (EP site updates are ",
-             "closed-form for the probit likelihood only); use inference = \"vi\" for ",
-             problem$family$family, "(link = \"", problem$family$link, "\")")
-  if (any(problem$y != 0 & problem$y != 1))
-    stop_arg("y", "must be 0/1, logical or a two-level factor with inference = \"ep\" (proportions are not supported)")
-  if (any(problem$w != 1))
-    stop_arg("weights", "must all be 1 with inference = \"ep\"; use inference = \"vi\" for weighted data")
-  if (!is.null(control$cluster) && control$batch_size < problem$n)
-    stop_arg("cluster", "works with batch EP; leave 'batch_size' unset (or set it to the number of rows)")
-  if (!identical(control$posterior, "coupled") || !is.null(control$rank))
-    stop_arg("control", "'posterior' and 'rank' are options of inference = \"vi\"")
+#' Options of the expectation-propagation engine
+#'
+#' Options of `gpgam(inference = "ep")`, expectation propagation for GP
+#' classification with a probit likelihood (Hernandez-Lobato and
+#' Hernandez-Lobato 2016).  Pass them to [gp_control()] by name, e.g.
+#' `gp_control(damping = 0.7)`; `ep_options()` validates them and shows the
+#' defaults.
+#'
+#' @param damping damping of the site updates (1 = none); `NULL` uses 0.5 for
+#'   batch EP and 0.99 for minibatch EP (the paper's values).  Halved after an
+#'   iteration that had to be undone.
+#' @param sites with minibatches (`batch_size` below the number of rows):
+#'   `"separate"` (default; one site per row, as in the paper; O(N) memory
+#'   for the site scalars) or `"tied"` (one site shared by all rows,
+#'   stochastic EP of Li et al. 2015; O(M^2) memory; a slightly different
+#'   fixed point).
+#' @param cluster a cluster made by [parallel::makeCluster()] (PSOCK workers on
+#'   this or other hosts, or MPI through snow) on which the data are held in
+#'   shards for distributed batch EP.  Each iteration sends the
+#'   hyperparameters and the posterior (O(M^2) numbers) to every worker and
+#'   gets back O(M^2) sums per group of rows; the fit is identical to the one
+#'   in a single process.  The workers need scalegp installed and use one
+#'   thread each.
+#' @return A list of the options.
+#' @references Hernandez-Lobato and Hernandez-Lobato (2016) Scalable Gaussian
+#'   process classification via expectation propagation. AISTATS.  Li,
+#'   Hernandez-Lobato and Turner (2015) Stochastic expectation propagation.
+#'   NeurIPS.
+#' @seealso [gp_control()], [vi_options()]
+#' @examples
+#' ep_options()
+#' gp_control(batch_size = 500, sites = "tied")
+#' @export
+ep_options <- function(damping = NULL, sites = c("separate", "tied"), cluster = NULL) {
+  if (!is.null(damping)) {
+    check_positive(damping, "damping")
+    if (damping > 1) stop_arg("damping", "must be in (0, 1]")
+  }
+  if (identical(sites, eval(formals(ep_options)$sites))) sites <- "separate"
+  if (!is.character(sites) || length(sites) != 1 || !sites %in% c("separate", "tied"))
+    stop_arg("sites", "must be \"separate\" or \"tied\"")
+  if (!is.null(cluster) && !inherits(cluster, "cluster"))
+    stop_arg("cluster", "must be a cluster made by parallel::makeCluster()")
+  list(damping = damping, sites = sites, cluster = cluster)
 }
 
-run_ep <- function(problem, control) {
-  check_ep_problem(problem, control)
-  ctl <- engine_control(control, problem)
+ep_engine <- function() {
+  new_engine("ep", label = "expectation propagation", objective = "EP log evidence",
+             objective_note = "the EP approximation of the log marginal likelihood", options = ep_options)
+}
+
+# The options the C++ core reads (src/ep.cpp: ep_settings_from()).
+ep_core_options <- function(control) {
+  list(damping = control$damping %||% -1, tied = identical(control$sites, "tied"))
+}
+
+# EP's site updates are closed-form for the probit likelihood of 0/1 data.
+check_ep_setup <- function(setup, control) {
+  if (setup$lik != "probit")
+    stop_arg("family", "must be binomial(link = \"probit\") with inference = \"ep\" (EP site updates are ",
+             "closed-form for the probit likelihood only); use inference = \"vi\" for ",
+             setup$family$family, "(link = \"", setup$family$link, "\")")
+  if (any(setup$y != 0 & setup$y != 1))
+    stop_arg("y", "must be 0/1, logical or a two-level factor with inference = \"ep\" (proportions are not supported)")
+  if (any(setup$w != 1))
+    stop_arg("weights", "must all be 1 with inference = \"ep\"; use inference = \"vi\" for weighted data")
+  if (!is.null(control$cluster) && control$batch_size < setup$n)
+    stop_arg("cluster", "works with batch EP; leave 'batch_size' unset (or set it to the number of rows)")
+}
+
+engine_fit.engine_ep <- function(engine, setup, control) {
+  check_ep_setup(setup, control)
+  settings <- common_settings(control)
+  options <- ep_core_options(control)
   remote <- NULL
   if (!is.null(control$cluster)) {
-    remote <- ep_cluster_start(control$cluster, problem, ctl)
+    remote <- ep_cluster_start(control$cluster, setup, settings, options)
     on.exit(ep_cluster_stop(control$cluster, attr(remote, "key")), add = TRUE)
   }
-  X <- if (is.null(remote)) problem$X else problem$X[0, , drop = FALSE]
-  v <- if (is.null(remote)) problem$y else numeric()
-  .ep_fit(X, v, if (is.null(remote)) problem$w else numeric(), if (is.null(remote)) problem$offset else numeric(),
-          problem$comps, ctl, control$threads, control$seed, progress_monitor(control, "log evidence"),
-          remote, problem$n)
+  local <- is.null(remote)
+  res <- .ep_fit(if (local) setup$X else setup$X[0, , drop = FALSE], if (local) setup$y else numeric(),
+                 if (local) setup$w else numeric(), if (local) setup$offset else numeric(), setup$comps, settings,
+                 options, control$threads, control$seed, progress_monitor(control, engine$objective), remote,
+                 setup$n)
+  res$distributed <- if (!local) length(control$cluster)
+  res
+}
+
+engine_collect.engine_ep <- function(engine, fit, res) {
+  fit$evidence <- fit$objective
+  fit$control$distributed <- res$distributed
+  fit
+}
+
+engine_label.gpgam_ep <- function(fit) {
+  paste0(fit$engine$label, ", ",
+         if (!is.null(fit$control$distributed)) paste0("distributed over ", fit$control$distributed, " workers")
+         else if (fit$control$batch_size < fit$n)
+           paste0("minibatches", if (identical(fit$control$sites, "tied")) ", tied sites")
+         else "batch")
 }
 
 # ---- distributed EP --------------------------------------------------------------
@@ -44,16 +116,16 @@ run_ep <- function(problem, control) {
 # the master, the count of distributed fits, which makes their keys unique).
 worker_store <- new.env(parent = emptyenv())
 
-ep_cluster_start <- function(cl, problem, ctl) {
-  b <- .group_bounds(problem$n)
+ep_cluster_start <- function(cl, setup, settings, options) {
+  b <- .group_bounds(setup$n)
   G <- length(b) - 1L
   K <- min(length(cl), G)
   cl <- cl[seq_len(K)]
   owner <- split(seq_len(G), rep(seq_len(K), diff(round(seq(0, G, length.out = K + 1)))))
   shards <- lapply(owner, function(gs) {
     rows <- (b[gs[1]] + 1):b[gs[length(gs)] + 1L]
-    list(X = problem$X[rows, , drop = FALSE], y = problem$y[rows], w = problem$w[rows],
-         offset = problem$offset[rows], bounds = b[c(gs, gs[length(gs)] + 1L)] - b[gs[1]])
+    list(X = setup$X[rows, , drop = FALSE], y = setup$y[rows], w = setup$w[rows],
+         offset = setup$offset[rows], bounds = b[c(gs, gs[length(gs)] + 1L)] - b[gs[1]])
   })
   worker_store$.fits <- (worker_store$.fits %||% 0) + 1
   key <- paste0("ep", Sys.getpid(), "_", worker_store$.fits)
@@ -61,7 +133,8 @@ ep_cluster_start <- function(cl, problem, ctl) {
   ok <- cluster_try(parallel::clusterCall(cl, base::requireNamespace, "scalegp", quietly = TRUE), "start")
   if (!all(unlist(ok)))
     stop_arg("cluster", "has workers where the scalegp package cannot be loaded; install it there first")
-  cluster_try(parallel::clusterApply(cl, shards, ep_worker_init, key = key, control = ctl), "receive its shard")
+  cluster_try(parallel::clusterApply(cl, shards, ep_worker_init, key = key, settings = settings, options = options),
+              "receive its shard")
   remote <- function(kind, rho, sites, state) {
     res <- cluster_try(parallel::clusterCall(cl, ep_worker_pass, key, kind, rho, sites, state), "run an EP pass")
     unlist(res, recursive = FALSE)
@@ -80,9 +153,10 @@ cluster_try <- function(expr, what) {
     stop("distributed EP: a worker of 'cluster' failed to ", what, ": ", conditionMessage(e), call. = FALSE))
 }
 
-ep_worker_init <- function(shard, key, control) {
+ep_worker_init <- function(shard, key, settings, options) {
   n <- length(shard$y)
-  shard$control <- control
+  shard$settings <- settings
+  shard$options <- options
   shard$sites <- rep(list(numeric(n)), 6)
   assign(key, shard, envir = worker_store)
   TRUE
@@ -91,7 +165,7 @@ ep_worker_init <- function(shard, key, control) {
 ep_worker_pass <- function(key, kind, rho, sites, state) {
   s <- get0(key, envir = worker_store, inherits = FALSE)
   if (is.null(s)) stop("this worker holds no shard '", key, "' (was it restarted?)")
-  res <- .ep_shard_pass(s$X, s$y, s$w, s$offset, s$control, s$sites, s$bounds, kind, rho, sites, state, 1L)
+  res <- .ep_shard_pass(s$X, s$y, s$w, s$offset, s$settings, s$options, s$sites, s$bounds, kind, rho, sites, state, 1L)
   s$sites <- res$sites
   assign(key, s, envir = worker_store)
   res$groups

@@ -82,109 +82,20 @@
 gpgam <- function(formula, data, family = gaussian(), inference = "vi", control = gp_control(),
                   weights, subset, na.action, model = TRUE) {
   cl <- match.call()
-  if (!is.character(inference) || length(inference) != 1 || !inference %in% c("vi", "ep"))
-    stop_arg("inference", "must be \"vi\" (sparse variational GP) or \"ep\" (expectation propagation, ",
-             "probit classification)")
+  engine <- get_engine(inference)
   fam <- likelihood_name(family)
   parsed <- parse_gpgam_formula(formula)
-  if (missing(data)) stop_arg("data", "is missing; gpgam() needs a data frame")
-  if (!is.data.frame(data)) stop_arg("data", "must be a data frame")
-  # model frame with the usual na.action / subset / weights semantics
-  mf <- match.call(expand.dots = FALSE)
-  mf <- mf[c(1L, match(c("data", "subset", "weights", "na.action"), names(mf), 0L))]
-  mf$formula <- parsed$full
-  mf$drop.unused.levels <- TRUE
-  mf[[1L]] <- quote(stats::model.frame)
-  mf <- eval(mf, parent.frame())
-  n <- nrow(mf)
-  if (n < 2) stop_arg("data", "has ", n, " usable row(s); at least 2 are needed")
-  y <- prepare_response(stats::model.response(mf), fam$lik)
-  ylevels <- attr(y, "levels")
-  attr(y, "levels") <- NULL
-  w <- stats::model.weights(mf) %||% rep(1, n)
-  if (!is.numeric(w) || any(!is.finite(w) | w < 0)) stop_arg("weights", "must be finite and non-negative")
-  w <- as.numeric(w)
-  off <- as.numeric(stats::model.offset(mf) %||% rep(0, n))
-  if (any(!is.finite(off))) stop_arg("offset", "has non-finite values")
-  check_finite_columns(mf, names(mf), "data")
-  control <- resolve_control(control, n)
-  problem <- build_problem(parsed, mf, y, w, off, fam, control)
-  problem$ylevels <- ylevels
+  mf <- gp_model_frame(cl, parent.frame(), parsed$full)
+  control <- resolve_control(control, nrow(mf), engine)
+  setup <- gp_setup(parsed, mf, fam, control)
   t0 <- proc.time()[["elapsed"]]
-  res <- switch(inference, vi = run_vi(problem, control), ep = run_ep(problem, control))
+  res <- engine_fit(engine, setup, control)
   elapsed <- proc.time()[["elapsed"]] - t0
-  fit <- collect_fit(problem, res, control, inference)
+  fit <- collect_fit(setup, res, control, engine)
   fit$call <- cl
   fit$formula <- formula
   fit$timing <- c(fit = elapsed, res$seconds, per_iteration = res$seconds[["iterations"]] / max(1, res$iterations))
   fit$na.action <- attr(mf, "na.action")
   if (model) fit$model <- mf
   fit
-}
-
-# Builds everything the engine needs: internal design, component specs,
-# scalings, initial values.
-build_problem <- function(parsed, mf, y, w, off, fam, control) {
-  n <- nrow(mf)
-  gaussian <- fam$lik == "gaussian"
-  # response scaling (Gaussian only; no centring without an intercept)
-  ysc <- if (gaussian) {
-    list(center = if (parsed$intercept) sum(w * y) / sum(w) else 0,
-         scale = if (stats::sd(y) > 0) stats::sd(y) else 1)
-  } else list(center = 0, scale = 1)
-  ys <- (y - ysc$center) / ysc$scale
-  offs <- off / ysc$scale
-  terms <- list(gp = list(), param = NULL)
-  comps <- list()
-  col <- 0L
-  for (i in seq_along(parsed$specs)) {
-    built <- gp_component(parsed$specs[[i]], mf, parsed$specs[-i], length(parsed$specs), ysc, control, col)
-    comps[[length(comps) + 1]] <- built$comp
-    terms$gp[[length(terms$gp) + 1]] <- built$term
-    col <- col + length(built$comp$cols)
-  }
-  has_param <- parsed$intercept || length(attr(terms(parsed$param), "term.labels")) > 0
-  if (has_param) {
-    pt <- stats::delete.response(terms(parsed$param))
-    Xp <- stats::model.matrix(pt, mf)
-    psc <- param_scaling(Xp)
-    if (qr(Xp)$rank < ncol(Xp))
-      warning("the parametric design is rank deficient; its coefficients are identified only by the prior",
-              call. = FALSE)
-    terms$param <- pt
-    terms$param_scaling <- psc
-    terms$contrasts <- attr(Xp, "contrasts")
-    terms$param_assign <- attr(Xp, "assign")
-    terms$xlevels <- stats::.getXlevels(pt, mf)
-    comps[[length(comps) + 1]] <- list(kind = "linear", cols = col + seq_len(ncol(Xp)) - 1L,
-                                       prior_sd = rep(100, ncol(Xp)))
-  }
-  if (length(comps) == 0) stop_arg("formula", "has no terms (no gp(), no parametric terms, no intercept)")
-  terms$full <- stats::delete.response(terms(parsed$full))
-  terms$full_xlevels <- stats::.getXlevels(terms$full, mf)
-  X <- internal_design(mf, terms)
-  noise0 <- if (gaussian) (control$sigma %||% (stats::sd(y) / 3)) / ysc$scale else 1
-  list(X = X, y = ys, w = w, offset = offs, comps = comps, terms = terms, yscaling = ysc,
-       family = fam$family, lik = fam$lik, log_noise = log(max(noise0^2 - 1e-6, 1e-12)),
-       intercept = parsed$intercept, n = n, y_raw = y, w_raw = w, offset_raw = off)
-}
-
-# Initial inducing inputs (standardised scale) of one gp() term.
-inducing_init <- function(Xg, spec, sc, control) {
-  if (!is.null(spec$inducing)) {
-    Z <- standardise(spec$inducing, sc)
-    if (nrow(Z) > 1 && anyDuplicated(Z)) stop_arg("inducing", "has duplicated rows")
-    return(unname(Z))
-  }
-  k <- spec$k %||% control$inducing %||% c(20L, 64L, 100L)[min(ncol(Xg), 3L)]
-  nu <- n_unique_rows(Xg)
-  if (k > nu) {
-    if (!is.null(spec$k) || !is.null(control$inducing))
-      warning(sprintf("%s: '%s' = %d exceeds the %d unique input rows; using %d inducing points",
-                      spec$label, if (is.null(spec$k)) "inducing" else "k", k, nu, nu), call. = FALSE)
-    k <- nu
-  }
-  Xs <- standardise(Xg, sc)
-  if (k == nu) return(unname(utils::head(Xs[!duplicated(Xs), , drop = FALSE], k)))
-  unname(.kmeans(Xs, k, control$seed))
 }

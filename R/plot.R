@@ -29,14 +29,11 @@
 #' @export
 plot.gpgam <- function(x, which = c("terms", "trace"), select = NULL, n = 100, rug = TRUE, pages = 0, ...) {
   which <- match.arg(which)
-  if (which == "trace") {
-    plot(seq_along(x$trace), x$trace, type = "l", xlab = "iteration", ylab = objective_label(x), ...)
-    return(invisible(x))
-  }
+  if (which == "trace") return(plot_trace(x, ...))
   gps <- x$terms$gp
   if (length(gps) == 0) {
     message("the model has no gp() terms; plotting the trace")
-    return(plot(x, which = "trace", ...))
+    return(plot_trace(x, ...))
   }
   select <- select %||% seq_along(gps)
   if (!is.numeric(select) || any(!select %in% seq_along(gps)))
@@ -117,4 +114,13 @@ plot_term_2d <- function(fit, i, g, n, data, ...) {
     keep <- if (nrow(data) > 2000) seq(1, nrow(data), length.out = 2000) else seq_len(nrow(data))
     graphics::points(data[keep, 1], data[keep, 2], pch = ".", col = grDevices::adjustcolor("black", 0.4))
   }
+}
+
+#' @describeIn plot.gpgam the objective per iteration, for any scalegp fit.
+#' @export
+plot.scalegp <- function(x, ...) plot_trace(x, ...)
+
+plot_trace <- function(x, ...) {
+  plot(seq_along(x$trace), x$trace, type = "l", xlab = "iteration", ylab = x$engine$objective, ...)
+  invisible(x)
 }

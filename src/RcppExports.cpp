@@ -12,8 +12,8 @@ Rcpp::Rostream<false>& Rcpp::Rcerr = Rcpp::Rcpp_cerr_get();
 #endif
 
 // ep_fit
-Rcpp::List ep_fit(Eigen::Map<Eigen::MatrixXd> X, Eigen::Map<Eigen::VectorXd> y, Eigen::Map<Eigen::VectorXd> w, Eigen::Map<Eigen::VectorXd> offset, Rcpp::List specs, Rcpp::List control, int threads, double seed, Rcpp::Function monitor, Rcpp::Nullable<Rcpp::Function> remote, double n_total);
-RcppExport SEXP _scalegp_ep_fit(SEXP XSEXP, SEXP ySEXP, SEXP wSEXP, SEXP offsetSEXP, SEXP specsSEXP, SEXP controlSEXP, SEXP threadsSEXP, SEXP seedSEXP, SEXP monitorSEXP, SEXP remoteSEXP, SEXP n_totalSEXP) {
+Rcpp::List ep_fit(Eigen::Map<Eigen::MatrixXd> X, Eigen::Map<Eigen::VectorXd> y, Eigen::Map<Eigen::VectorXd> w, Eigen::Map<Eigen::VectorXd> offset, Rcpp::List specs, Rcpp::List control, Rcpp::List options, int threads, double seed, Rcpp::Function monitor, Rcpp::Nullable<Rcpp::Function> remote, double n_total);
+RcppExport SEXP _scalegp_ep_fit(SEXP XSEXP, SEXP ySEXP, SEXP wSEXP, SEXP offsetSEXP, SEXP specsSEXP, SEXP controlSEXP, SEXP optionsSEXP, SEXP threadsSEXP, SEXP seedSEXP, SEXP monitorSEXP, SEXP remoteSEXP, SEXP n_totalSEXP) {
 BEGIN_RCPP
     Rcpp::RObject rcpp_result_gen;
     Rcpp::RNGScope rcpp_rngScope_gen;
@@ -23,18 +23,19 @@ BEGIN_RCPP
     Rcpp::traits::input_parameter< Eigen::Map<Eigen::VectorXd> >::type offset(offsetSEXP);
     Rcpp::traits::input_parameter< Rcpp::List >::type specs(specsSEXP);
     Rcpp::traits::input_parameter< Rcpp::List >::type control(controlSEXP);
+    Rcpp::traits::input_parameter< Rcpp::List >::type options(optionsSEXP);
     Rcpp::traits::input_parameter< int >::type threads(threadsSEXP);
     Rcpp::traits::input_parameter< double >::type seed(seedSEXP);
     Rcpp::traits::input_parameter< Rcpp::Function >::type monitor(monitorSEXP);
     Rcpp::traits::input_parameter< Rcpp::Nullable<Rcpp::Function> >::type remote(remoteSEXP);
     Rcpp::traits::input_parameter< double >::type n_total(n_totalSEXP);
-    rcpp_result_gen = Rcpp::wrap(ep_fit(X, y, w, offset, specs, control, threads, seed, monitor, remote, n_total));
+    rcpp_result_gen = Rcpp::wrap(ep_fit(X, y, w, offset, specs, control, options, threads, seed, monitor, remote, n_total));
     return rcpp_result_gen;
 END_RCPP
 }
 // ep_shard_pass
-Rcpp::List ep_shard_pass(Eigen::Map<Eigen::MatrixXd> X, Eigen::Map<Eigen::VectorXd> y, Eigen::Map<Eigen::VectorXd> w, Eigen::Map<Eigen::VectorXd> offset, Rcpp::List control, Rcpp::List sites, std::vector<double> bounds, std::string kind, double rho, std::string action, Rcpp::List state, int threads);
-RcppExport SEXP _scalegp_ep_shard_pass(SEXP XSEXP, SEXP ySEXP, SEXP wSEXP, SEXP offsetSEXP, SEXP controlSEXP, SEXP sitesSEXP, SEXP boundsSEXP, SEXP kindSEXP, SEXP rhoSEXP, SEXP actionSEXP, SEXP stateSEXP, SEXP threadsSEXP) {
+Rcpp::List ep_shard_pass(Eigen::Map<Eigen::MatrixXd> X, Eigen::Map<Eigen::VectorXd> y, Eigen::Map<Eigen::VectorXd> w, Eigen::Map<Eigen::VectorXd> offset, Rcpp::List control, Rcpp::List options, Rcpp::List sites, std::vector<double> bounds, std::string kind, double rho, std::string action, Rcpp::List state, int threads);
+RcppExport SEXP _scalegp_ep_shard_pass(SEXP XSEXP, SEXP ySEXP, SEXP wSEXP, SEXP offsetSEXP, SEXP controlSEXP, SEXP optionsSEXP, SEXP sitesSEXP, SEXP boundsSEXP, SEXP kindSEXP, SEXP rhoSEXP, SEXP actionSEXP, SEXP stateSEXP, SEXP threadsSEXP) {
 BEGIN_RCPP
     Rcpp::RObject rcpp_result_gen;
     Rcpp::RNGScope rcpp_rngScope_gen;
@@ -43,6 +44,7 @@ BEGIN_RCPP
     Rcpp::traits::input_parameter< Eigen::Map<Eigen::VectorXd> >::type w(wSEXP);
     Rcpp::traits::input_parameter< Eigen::Map<Eigen::VectorXd> >::type offset(offsetSEXP);
     Rcpp::traits::input_parameter< Rcpp::List >::type control(controlSEXP);
+    Rcpp::traits::input_parameter< Rcpp::List >::type options(optionsSEXP);
     Rcpp::traits::input_parameter< Rcpp::List >::type sites(sitesSEXP);
     Rcpp::traits::input_parameter< std::vector<double> >::type bounds(boundsSEXP);
     Rcpp::traits::input_parameter< std::string >::type kind(kindSEXP);
@@ -50,58 +52,24 @@ BEGIN_RCPP
     Rcpp::traits::input_parameter< std::string >::type action(actionSEXP);
     Rcpp::traits::input_parameter< Rcpp::List >::type state(stateSEXP);
     Rcpp::traits::input_parameter< int >::type threads(threadsSEXP);
-    rcpp_result_gen = Rcpp::wrap(ep_shard_pass(X, y, w, offset, control, sites, bounds, kind, rho, action, state, threads));
+    rcpp_result_gen = Rcpp::wrap(ep_shard_pass(X, y, w, offset, control, options, sites, bounds, kind, rho, action, state, threads));
     return rcpp_result_gen;
 END_RCPP
 }
-// group_bounds_r
-std::vector<double> group_bounds_r(double n);
-RcppExport SEXP _scalegp_group_bounds_r(SEXP nSEXP) {
-BEGIN_RCPP
-    Rcpp::RObject rcpp_result_gen;
-    Rcpp::RNGScope rcpp_rngScope_gen;
-    Rcpp::traits::input_parameter< double >::type n(nSEXP);
-    rcpp_result_gen = Rcpp::wrap(group_bounds_r(n));
-    return rcpp_result_gen;
-END_RCPP
-}
-// svgp_fit
-Rcpp::List svgp_fit(Eigen::Map<Eigen::MatrixXd> X, Eigen::Map<Eigen::VectorXd> y, Eigen::Map<Eigen::VectorXd> w, Eigen::Map<Eigen::VectorXd> offset, Rcpp::List specs, std::string family, double log_noise, Rcpp::List control, int threads, double seed, Rcpp::Function monitor);
-RcppExport SEXP _scalegp_svgp_fit(SEXP XSEXP, SEXP ySEXP, SEXP wSEXP, SEXP offsetSEXP, SEXP specsSEXP, SEXP familySEXP, SEXP log_noiseSEXP, SEXP controlSEXP, SEXP threadsSEXP, SEXP seedSEXP, SEXP monitorSEXP) {
-BEGIN_RCPP
-    Rcpp::RObject rcpp_result_gen;
-    Rcpp::RNGScope rcpp_rngScope_gen;
-    Rcpp::traits::input_parameter< Eigen::Map<Eigen::MatrixXd> >::type X(XSEXP);
-    Rcpp::traits::input_parameter< Eigen::Map<Eigen::VectorXd> >::type y(ySEXP);
-    Rcpp::traits::input_parameter< Eigen::Map<Eigen::VectorXd> >::type w(wSEXP);
-    Rcpp::traits::input_parameter< Eigen::Map<Eigen::VectorXd> >::type offset(offsetSEXP);
-    Rcpp::traits::input_parameter< Rcpp::List >::type specs(specsSEXP);
-    Rcpp::traits::input_parameter< std::string >::type family(familySEXP);
-    Rcpp::traits::input_parameter< double >::type log_noise(log_noiseSEXP);
-    Rcpp::traits::input_parameter< Rcpp::List >::type control(controlSEXP);
-    Rcpp::traits::input_parameter< int >::type threads(threadsSEXP);
-    Rcpp::traits::input_parameter< double >::type seed(seedSEXP);
-    Rcpp::traits::input_parameter< Rcpp::Function >::type monitor(monitorSEXP);
-    rcpp_result_gen = Rcpp::wrap(svgp_fit(X, y, w, offset, specs, family, log_noise, control, threads, seed, monitor));
-    return rcpp_result_gen;
-END_RCPP
-}
-// svgp_predict
-Rcpp::List svgp_predict(Rcpp::List specs, std::string family, double log_noise, Rcpp::List control, Rcpp::List state, Eigen::Map<Eigen::MatrixXd> Xnew, Eigen::Map<Eigen::VectorXd> offset, bool terms, int threads);
-RcppExport SEXP _scalegp_svgp_predict(SEXP specsSEXP, SEXP familySEXP, SEXP log_noiseSEXP, SEXP controlSEXP, SEXP stateSEXP, SEXP XnewSEXP, SEXP offsetSEXP, SEXP termsSEXP, SEXP threadsSEXP) {
+// gp_predict
+Rcpp::List gp_predict(Rcpp::List specs, Rcpp::List state, Eigen::Map<Eigen::MatrixXd> Xnew, Eigen::Map<Eigen::VectorXd> offset, bool terms, double jitter, int threads);
+RcppExport SEXP _scalegp_gp_predict(SEXP specsSEXP, SEXP stateSEXP, SEXP XnewSEXP, SEXP offsetSEXP, SEXP termsSEXP, SEXP jitterSEXP, SEXP threadsSEXP) {
 BEGIN_RCPP
     Rcpp::RObject rcpp_result_gen;
     Rcpp::RNGScope rcpp_rngScope_gen;
     Rcpp::traits::input_parameter< Rcpp::List >::type specs(specsSEXP);
-    Rcpp::traits::input_parameter< std::string >::type family(familySEXP);
-    Rcpp::traits::input_parameter< double >::type log_noise(log_noiseSEXP);
-    Rcpp::traits::input_parameter< Rcpp::List >::type control(controlSEXP);
     Rcpp::traits::input_parameter< Rcpp::List >::type state(stateSEXP);
     Rcpp::traits::input_parameter< Eigen::Map<Eigen::MatrixXd> >::type Xnew(XnewSEXP);
     Rcpp::traits::input_parameter< Eigen::Map<Eigen::VectorXd> >::type offset(offsetSEXP);
     Rcpp::traits::input_parameter< bool >::type terms(termsSEXP);
+    Rcpp::traits::input_parameter< double >::type jitter(jitterSEXP);
     Rcpp::traits::input_parameter< int >::type threads(threadsSEXP);
-    rcpp_result_gen = Rcpp::wrap(svgp_predict(specs, family, log_noise, control, state, Xnew, offset, terms, threads));
+    rcpp_result_gen = Rcpp::wrap(gp_predict(specs, state, Xnew, offset, terms, jitter, threads));
     return rcpp_result_gen;
 END_RCPP
 }
@@ -151,16 +119,49 @@ BEGIN_RCPP
     return rcpp_result_gen;
 END_RCPP
 }
+// group_bounds_r
+std::vector<double> group_bounds_r(double n);
+RcppExport SEXP _scalegp_group_bounds_r(SEXP nSEXP) {
+BEGIN_RCPP
+    Rcpp::RObject rcpp_result_gen;
+    Rcpp::RNGScope rcpp_rngScope_gen;
+    Rcpp::traits::input_parameter< double >::type n(nSEXP);
+    rcpp_result_gen = Rcpp::wrap(group_bounds_r(n));
+    return rcpp_result_gen;
+END_RCPP
+}
+// svgp_fit
+Rcpp::List svgp_fit(Eigen::Map<Eigen::MatrixXd> X, Eigen::Map<Eigen::VectorXd> y, Eigen::Map<Eigen::VectorXd> w, Eigen::Map<Eigen::VectorXd> offset, Rcpp::List specs, std::string family, double log_noise, Rcpp::List control, Rcpp::List options, int threads, double seed, Rcpp::Function monitor);
+RcppExport SEXP _scalegp_svgp_fit(SEXP XSEXP, SEXP ySEXP, SEXP wSEXP, SEXP offsetSEXP, SEXP specsSEXP, SEXP familySEXP, SEXP log_noiseSEXP, SEXP controlSEXP, SEXP optionsSEXP, SEXP threadsSEXP, SEXP seedSEXP, SEXP monitorSEXP) {
+BEGIN_RCPP
+    Rcpp::RObject rcpp_result_gen;
+    Rcpp::RNGScope rcpp_rngScope_gen;
+    Rcpp::traits::input_parameter< Eigen::Map<Eigen::MatrixXd> >::type X(XSEXP);
+    Rcpp::traits::input_parameter< Eigen::Map<Eigen::VectorXd> >::type y(ySEXP);
+    Rcpp::traits::input_parameter< Eigen::Map<Eigen::VectorXd> >::type w(wSEXP);
+    Rcpp::traits::input_parameter< Eigen::Map<Eigen::VectorXd> >::type offset(offsetSEXP);
+    Rcpp::traits::input_parameter< Rcpp::List >::type specs(specsSEXP);
+    Rcpp::traits::input_parameter< std::string >::type family(familySEXP);
+    Rcpp::traits::input_parameter< double >::type log_noise(log_noiseSEXP);
+    Rcpp::traits::input_parameter< Rcpp::List >::type control(controlSEXP);
+    Rcpp::traits::input_parameter< Rcpp::List >::type options(optionsSEXP);
+    Rcpp::traits::input_parameter< int >::type threads(threadsSEXP);
+    Rcpp::traits::input_parameter< double >::type seed(seedSEXP);
+    Rcpp::traits::input_parameter< Rcpp::Function >::type monitor(monitorSEXP);
+    rcpp_result_gen = Rcpp::wrap(svgp_fit(X, y, w, offset, specs, family, log_noise, control, options, threads, seed, monitor));
+    return rcpp_result_gen;
+END_RCPP
+}
 
 static const R_CallMethodDef CallEntries[] = {
-    {"_scalegp_ep_fit", (DL_FUNC) &_scalegp_ep_fit, 11},
-    {"_scalegp_ep_shard_pass", (DL_FUNC) &_scalegp_ep_shard_pass, 12},
-    {"_scalegp_group_bounds_r", (DL_FUNC) &_scalegp_group_bounds_r, 1},
-    {"_scalegp_svgp_fit", (DL_FUNC) &_scalegp_svgp_fit, 11},
-    {"_scalegp_svgp_predict", (DL_FUNC) &_scalegp_svgp_predict, 9},
+    {"_scalegp_ep_fit", (DL_FUNC) &_scalegp_ep_fit, 12},
+    {"_scalegp_ep_shard_pass", (DL_FUNC) &_scalegp_ep_shard_pass, 13},
+    {"_scalegp_gp_predict", (DL_FUNC) &_scalegp_gp_predict, 7},
     {"_scalegp_lik_expect", (DL_FUNC) &_scalegp_lik_expect, 7},
     {"_scalegp_lik_predictive", (DL_FUNC) &_scalegp_lik_predictive, 6},
     {"_scalegp_kmeans_centres", (DL_FUNC) &_scalegp_kmeans_centres, 3},
+    {"_scalegp_group_bounds_r", (DL_FUNC) &_scalegp_group_bounds_r, 1},
+    {"_scalegp_svgp_fit", (DL_FUNC) &_scalegp_svgp_fit, 12},
     {NULL, NULL, 0}
 };
 

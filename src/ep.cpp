@@ -1,6 +1,7 @@
-// Rcpp glue for the EP engine (inst/include/scalegp/ep.hpp): the fit in one
-// process, the master loop of a distributed fit (passes run by an R callback
-// on the workers of a cluster) and the workers' pass over their shard.
+// Rcpp glue of the EP engine (inst/include/scalegp/ep.hpp): reads the
+// engine's options; the fit in one process, the master loop of a distributed
+// fit (passes run by an R callback on the workers of a cluster) and the
+// workers' pass over their shard.
 #include "glue.h"
 
 // [[Rcpp::depends(RcppEigen, RcppParallel)]]
@@ -64,16 +65,12 @@ EpAccum accum_from_list(const Rcpp::List& l) {
   return a;
 }
 
-Rcpp::List fit_result(const Ep& model, const FitInfo& info, const Rcpp::List& specs) {
-  return Rcpp::List::create(
-      Rcpp::Named("specs") = components_to(model.comps, specs),
-      Rcpp::Named("state") = Rcpp::List::create(Rcpp::Named("P") = model.P, Rcpp::Named("h") = model.h),
-      Rcpp::Named("m") = model.m, Rcpp::Named("S") = model.S, Rcpp::Named("trace") = info.trace,
-      Rcpp::Named("iterations") = info.iterations, Rcpp::Named("converged") = info.converged,
-      Rcpp::Named("evidence") = info.objective, Rcpp::Named("failures") = info.failures,
-      Rcpp::Named("seconds") = Rcpp::NumericVector::create(Rcpp::Named("init") = info.seconds_init,
-                                                           Rcpp::Named("iterations") = info.seconds_iter,
-                                                           Rcpp::Named("final") = info.seconds_final));
+// The options of inference = "ep" (R: ep_options()).
+EpSettings ep_settings_from(const Rcpp::List& o) {
+  EpSettings s;
+  s.damping = Rcpp::as<double>(o["damping"]);
+  s.tied = Rcpp::as<bool>(o["tied"]);
+  return s;
 }
 
 }  // namespace
@@ -84,19 +81,17 @@ Rcpp::List fit_result(const Ep& model, const FitInfo& info, const Rcpp::List& sp
 // has no rows and n_total gives N.
 // [[Rcpp::export(.ep_fit)]]
 Rcpp::List ep_fit(Eigen::Map<Eigen::MatrixXd> X, Eigen::Map<Eigen::VectorXd> y, Eigen::Map<Eigen::VectorXd> w,
-                  Eigen::Map<Eigen::VectorXd> offset, Rcpp::List specs, Rcpp::List control, int threads,
-                  double seed, Rcpp::Function monitor, Rcpp::Nullable<Rcpp::Function> remote, double n_total) {
+                  Eigen::Map<Eigen::VectorXd> offset, Rcpp::List specs, Rcpp::List control, Rcpp::List options,
+                  int threads, double seed, Rcpp::Function monitor, Rcpp::Nullable<Rcpp::Function> remote,
+                  double n_total) {
   try {
-    Ep model(components_from(specs), settings_from(control), X.data(), X.rows(), X.cols(), y.data(), w.data(),
+    Ep model(components_from(specs), settings_from(control), ep_settings_from(options), X.data(),
+             static_cast<std::size_t>(X.rows()), static_cast<std::size_t>(X.cols()), y.data(), w.data(),
              offset.data());
-    auto mon = [&](int it, double obj) {
-      Rcpp::checkUserInterrupt();
-      return Rcpp::as<bool>(monitor(it, obj));
-    };
+    Rng rng(static_cast<std::uint64_t>(seed));
     FitInfo info;
     if (remote.isNull()) {
-      Rng rng(static_cast<std::uint64_t>(seed));
-      info = model.fit(make_pfor(threads), rng, mon);
+      info = fit_ep(model, make_pfor(threads), rng, monitor_from(monitor));
     } else {
       Rcpp::Function call(remote.get());
       auto reduce = [&](Ep::Pass kind, double rho, Ep::Sites sites) {
@@ -107,7 +102,8 @@ Rcpp::List ep_fit(Eigen::Map<Eigen::MatrixXd> X, Eigen::Map<Eigen::VectorXd> y, 
         for (R_xlen_t g = 0; g < groups.size(); ++g) parts.push_back(accum_from_list(groups[g]));
         return sum_groups(parts, [&] { return model.make_accum(kind); });
       };
-      info = model.fit_batch(static_cast<std::size_t>(n_total), reduce, mon);
+      auto driver = ep_batch(model, reduce);
+      info = driver.fit(static_cast<std::size_t>(n_total), rng, monitor_from(monitor));
     }
     return fit_result(model, info, specs);
   } catch (const std::exception& e) {
@@ -121,11 +117,12 @@ Rcpp::List ep_fit(Eigen::Map<Eigen::MatrixXd> X, Eigen::Map<Eigen::VectorXd> y, 
 // [[Rcpp::export(.ep_shard_pass)]]
 Rcpp::List ep_shard_pass(Eigen::Map<Eigen::MatrixXd> X, Eigen::Map<Eigen::VectorXd> y,
                          Eigen::Map<Eigen::VectorXd> w, Eigen::Map<Eigen::VectorXd> offset, Rcpp::List control,
-                         Rcpp::List sites, std::vector<double> bounds, std::string kind, double rho,
+                         Rcpp::List options, Rcpp::List sites, std::vector<double> bounds, std::string kind, double rho,
                          std::string action, Rcpp::List state, int threads) {
   try {
-    Ep model(components_from(state["specs"]), settings_from(control), X.data(), X.rows(), X.cols(), y.data(),
-             w.data(), offset.data());
+    Ep model(components_from(state["specs"]), settings_from(control), ep_settings_from(options), X.data(),
+             static_cast<std::size_t>(X.rows()), static_cast<std::size_t>(X.cols()), y.data(), w.data(),
+             offset.data());
     model.m = Rcpp::as<Eigen::VectorXd>(state["m"]);
     model.S = Rcpp::as<Eigen::MatrixXd>(state["S"]);
     Eigen::VectorXd* v[] = {&model.nu, &model.mu, &model.nu_new, &model.mu_new, &model.nu_old, &model.mu_old};
@@ -142,12 +139,4 @@ Rcpp::List ep_shard_pass(Eigen::Map<Eigen::MatrixXd> X, Eigen::Map<Eigen::Vector
   } catch (const std::exception& e) {
     Rcpp::stop(e.what());
   }
-}
-
-// 0-based boundaries of the fixed row groups of a pass over n rows.
-// [[Rcpp::export(.group_bounds)]]
-std::vector<double> group_bounds_r(double n) {
-  std::vector<double> out;
-  for (std::size_t b : group_bounds(static_cast<std::size_t>(n))) out.push_back(static_cast<double>(b));
-  return out;
 }

@@ -1,5 +1,6 @@
-// Shared by the Rcpp entry points: R lists <-> the C++ core's structures, and
-// the RcppParallel executor.  Included by svgp.cpp and ep.cpp only.
+// Shared by the Rcpp entry points: R lists <-> the C++ core's structures, the
+// RcppParallel executor, the monitor and the common part of a fit's result.
+// An engine's own options are read by its glue file only.
 #pragma once
 #include <RcppEigen.h>
 #include <RcppParallel/TBB.h>  // the TBB back end only (RcppParallel.h adds R-vector wrappers we do not use)
@@ -91,6 +92,7 @@ inline Rcpp::List components_to(const std::vector<Component>& comps, const Rcpp:
   return out;
 }
 
+// The settings every engine reads (R: common_settings()).
 inline Settings settings_from(const Rcpp::List& c) {
   Settings s;
   s.rel_jitter = Rcpp::as<double>(c["jitter"]);
@@ -99,14 +101,35 @@ inline Settings settings_from(const Rcpp::List& c) {
   s.learning_rate = Rcpp::as<double>(c["learning_rate"]);
   s.tol = Rcpp::as<double>(c["tol"]);
   s.patience = Rcpp::as<int>(c["patience"]);
-  s.natgrad_step = Rcpp::as<double>(c["natgrad_step"]);
   s.learn_inducing = Rcpp::as<bool>(c["learn_inducing"]);
   s.learn_noise = Rcpp::as<bool>(c["learn_noise"]);
-  s.meanfield = Rcpp::as<bool>(c["meanfield"]);
-  s.rank = Rcpp::as<int>(c["rank"]);
-  s.damping = Rcpp::as<double>(c["damping"]);
-  s.tied = Rcpp::as<bool>(c["tied"]);
   return s;
+}
+
+// The monitor of a fit: interrupts and the R progress callback, on the main thread.
+inline auto monitor_from(Rcpp::Function& monitor) {
+  return [&monitor](int it, double obj) {
+    Rcpp::checkUserInterrupt();
+    return Rcpp::as<bool>(monitor(it, obj));
+  };
+}
+
+inline Rcpp::NumericVector seconds_of(const FitInfo& info) {
+  return Rcpp::NumericVector::create(Rcpp::Named("init") = info.seconds_init,
+                                     Rcpp::Named("iterations") = info.seconds_iter,
+                                     Rcpp::Named("final") = info.seconds_final);
+}
+
+// What every fit of a whitened-Gaussian engine returns (R: collect_fit());
+// an engine adds its own entries.
+inline Rcpp::List fit_result(const WhitenedGaussianModel& model, const FitInfo& info, const Rcpp::List& specs) {
+  return Rcpp::List::create(
+      Rcpp::Named("specs") = components_to(model.comps, specs),
+      Rcpp::Named("state") = Rcpp::List::create(Rcpp::Named("P") = model.P, Rcpp::Named("h") = model.h),
+      Rcpp::Named("m") = model.m, Rcpp::Named("S") = model.S, Rcpp::Named("trace") = info.trace,
+      Rcpp::Named("iterations") = info.iterations, Rcpp::Named("converged") = info.converged,
+      Rcpp::Named("objective") = info.objective, Rcpp::Named("failures") = info.failures,
+      Rcpp::Named("seconds") = seconds_of(info));
 }
 
 }  // namespace glue

@@ -2,7 +2,7 @@
 // differences, the exact-GP and Bayesian-linear-regression limits, the
 // natural-gradient fixed point, and bit-reproducible fits.
 #include <catch2/catch.hpp>
-#include <scalegp/scalegp.hpp>
+#include "fixtures.hpp"
 
 #include <cmath>
 #include <cstdint>
@@ -11,94 +11,24 @@
 #include <vector>
 
 using namespace scalegp;
+using namespace fixtures;
 
 namespace {
 
-struct Data {
-  MatrixXd X;  // n x 3: x1, x2, 1
-  VectorXd y, w, o;
-  std::size_t n() const { return static_cast<std::size_t>(X.rows()); }
-};
-
-// x1, x2 ~ U(-2, 2) and a column of ones; y from a smooth latent function.
-Data make_data(std::size_t n, Family fam, unsigned seed, bool unit_weights = false, bool zero_offset = false) {
-  Rng rng(seed);
-  std::normal_distribution<double> nd(0.0, 1.0);
-  Data d;
-  d.X.resize(static_cast<Index>(n), 3);
-  d.y.resize(static_cast<Index>(n));
-  d.w.resize(static_cast<Index>(n));
-  d.o.resize(static_cast<Index>(n));
-  for (Index i = 0; i < static_cast<Index>(n); ++i) {
-    const double x1 = 4 * uniform01(rng) - 2, x2 = 4 * uniform01(rng) - 2;
-    d.X(i, 0) = x1;
-    d.X(i, 1) = x2;
-    d.X(i, 2) = 1.0;
-    d.o(i) = zero_offset ? 0.0 : 0.2 * std::sin(3.0 * x2);
-    d.w(i) = unit_weights ? 1.0 : 0.5 + uniform01(rng);
-    const double f = std::sin(1.5 * x1) + 0.5 * x2 - 0.3 * x1 * x2 + d.o(i);
-    switch (fam) {
-      case Family::gaussian: d.y(i) = f + 0.3 * nd(rng); break;
-      case Family::poisson: {
-        std::poisson_distribution<int> pd(std::exp(0.3 + 0.6 * f));
-        d.y(i) = pd(rng);
-        break;
-      }
-      case Family::probit:
-      case Family::logit:
-        d.y(i) = (f + nd(rng) > 0) ? 1.0 : 0.0;
-        if (i % 7 == 3) d.y(i) = 0.4;  // a proportion (binomial with w trials)
-        break;
-    }
-  }
-  return d;
-}
-
-MatrixXd random_matrix(Index r, Index c, unsigned seed, double lo, double hi) {
-  Rng rng(seed);
-  MatrixXd A(r, c);
-  for (Index j = 0; j < c; ++j)
-    for (Index i = 0; i < r; ++i) A(i, j) = lo + (hi - lo) * uniform01(rng);
-  return A;
-}
-
-Component gp_component(KernelType t, bool ard, const MatrixXd& Z, std::vector<Index> cols = {0, 1}) {
-  Component c;
-  c.kind = Kind::stationary;
-  c.cols = std::move(cols);
-  c.kernel.type = t;
-  c.kernel.log_var = std::log(0.8);
-  if (ard) {
-    c.kernel.log_ls.resize(2);
-    c.kernel.log_ls << std::log(0.9), std::log(1.4);
-  } else {
-    c.kernel.log_ls = VectorXd::Constant(1, std::log(1.1));
-  }
-  c.Z = Z;
-  return c;
-}
-
-Component linear_component(std::vector<Index> cols, const VectorXd& prior_sd) {
-  Component c;
-  c.kind = Kind::linear;
-  c.cols = std::move(cols);
-  c.prior_sd = prior_sd;
-  return c;
-}
-
-Svgp make_svgp(const Data& d, std::vector<Component> comps, Family fam, Settings set = Settings()) {
+Svgp make_svgp(const Data& d, std::vector<Component> comps, Family fam, Settings set = Settings(),
+               SvgpSettings opt = SvgpSettings()) {
   Likelihood lik(fam);
   lik.log_noise = std::log(0.2);
-  return Svgp(std::move(comps), lik, set, d.X.data(), d.n(), static_cast<std::size_t>(d.X.cols()), d.y.data(),
+  return Svgp(std::move(comps), lik, set, opt, d.X.data(), d.n(), static_cast<std::size_t>(d.X.cols()), d.y.data(),
               d.w.data(), d.o.data());
 }
 
 // Random q: P = I + 2 B B' / M (SPD), h ~ U(-1, 1).
 void randomise_q(Svgp& s, unsigned seed) {
   const Index Mt = s.total_size();
-  const MatrixXd B = random_matrix(Mt, Mt, seed, -1.0, 1.0);
+  const MatrixXd B = uniform_matrix(Mt, Mt, seed, -1.0, 1.0);
   s.P = MatrixXd::Identity(Mt, Mt) + 2.0 * B * B.transpose() / static_cast<double>(Mt);
-  s.h = random_matrix(Mt, 1, seed + 1, -1.0, 1.0);
+  s.h = uniform_matrix(Mt, 1, seed + 1, -1.0, 1.0);
   s.refresh();
 }
 
@@ -106,7 +36,7 @@ std::string kname(KernelType t) {
   return t == KernelType::se ? "se" : t == KernelType::matern32 ? "matern32" : "matern52";
 }
 
-// Checks gradient() against 4th-order central differences of the data term
+// Checks gradient() against central differences of the data term
 // scale * sum_v over the rows idx, holding the whitened q(v) = N(m, S) fixed.
 void check_gradient(Svgp& s, const std::vector<std::size_t>* idx, double scale, double tol) {
   randomise_q(s, 77);
@@ -126,12 +56,10 @@ void check_gradient(Svgp& s, const std::vector<std::size_t>* idx, double scale, 
   REQUIRE(g.size() == th0.size());
   const double gmax = g.cwiseAbs().maxCoeff();
   REQUIRE(gmax > 0.0);
-  const double h = 1e-4;
+  const VectorXd fdg = fd_gradient(F, th0, 1e-4);
   double worst = 0.0;
   for (Index j = 0; j < th0.size(); ++j) {
-    VectorXd e = VectorXd::Zero(th0.size());
-    e(j) = h;
-    const double fd = (8.0 * (F(th0 + e) - F(th0 - e)) - (F(th0 + 2 * e) - F(th0 - 2 * e))) / (12.0 * h);
+    const double fd = fdg(j);
     const double err = std::abs(g(j) - fd) / std::max(std::abs(fd), 1e-3 * gmax);
     worst = std::max(worst, err);
     CAPTURE(j, g(j), fd);
@@ -156,7 +84,7 @@ double exact_gp_logml(const MatrixXd& K, const VectorXd& noise, const VectorXd& 
 
 TEST_CASE("Svgp layout, prior state and KL", "[svgp]") {
   const Data d = make_data(60, Family::poisson, 1);
-  const MatrixXd Z = random_matrix(8, 2, 2, -2, 2);
+  const MatrixXd Z = uniform_matrix(8, 2, 2, -2, 2);
   Svgp s = make_svgp(d, {gp_component(KernelType::se, true, Z), linear_component({2}, VectorXd::Constant(1, 2.0))},
                      Family::poisson);
   CHECK(s.total_size() == 9);
@@ -189,7 +117,7 @@ TEST_CASE("Svgp layout, prior state and KL", "[svgp]") {
 TEST_CASE("evaluate() statistics match a dense computation", "[svgp]") {
   for (Family fam : {Family::gaussian, Family::poisson, Family::logit}) {
     const Data d = make_data(60, fam, 3);
-    const MatrixXd Z = random_matrix(7, 2, 4, -2, 2);
+    const MatrixXd Z = uniform_matrix(7, 2, 4, -2, 2);
     const VectorXd tau = VectorXd::Constant(1, 2.0);
     Svgp s = make_svgp(d, {gp_component(KernelType::matern52, true, Z), linear_component({2}, tau)}, fam);
     randomise_q(s, 6);
@@ -243,7 +171,7 @@ TEST_CASE("evaluate() statistics match a dense computation", "[svgp]") {
 
 TEST_CASE("the ELBO, natural and gradient passes agree on sum_v", "[svgp]") {
   const Data d = make_data(600, Family::logit, 8);
-  const MatrixXd Z = random_matrix(8, 2, 9, -2, 2);
+  const MatrixXd Z = uniform_matrix(8, 2, 9, -2, 2);
   Svgp s = make_svgp(d, {gp_component(KernelType::matern32, true, Z), linear_component({2}, VectorXd::Constant(1, 2.0))},
                      Family::logit);
   randomise_q(s, 10);
@@ -256,7 +184,7 @@ TEST_CASE("the ELBO, natural and gradient passes agree on sum_v", "[svgp]") {
 }
 
 TEST_CASE("gradient() matches finite differences of the data term", "[svgp][gradient]") {
-  const MatrixXd Z = random_matrix(8, 2, 10, -2, 2);
+  const MatrixXd Z = uniform_matrix(8, 2, 10, -2, 2);
   const VectorXd tau = VectorXd::Constant(1, 2.0);
   struct Case {
     Family fam;
@@ -288,8 +216,8 @@ TEST_CASE("gradient() matches finite differences of the data term", "[svgp][grad
   }
   SECTION("two GP components with coupled q") {
     const Data d = make_data(60, Family::gaussian, 13);
-    Component a = gp_component(KernelType::se, false, random_matrix(5, 1, 14, -2, 2), {0});
-    Component b = gp_component(KernelType::matern32, false, random_matrix(4, 1, 15, -2, 2), {1});
+    Component a = gp_component(KernelType::se, false, uniform_matrix(5, 1, 14, -2, 2), {0});
+    Component b = gp_component(KernelType::matern32, false, uniform_matrix(4, 1, 15, -2, 2), {1});
     Svgp s = make_svgp(d, {a, linear_component({2}, tau), b}, Family::gaussian);
     check_gradient(s, nullptr, 1.0, 1e-6);
   }
@@ -323,7 +251,7 @@ TEST_CASE("gradient() with centred, factor and linear components", "[svgp][gradi
         cen.centred.products = {{3u, 1.0}, {1u, -1.0}, {2u, -1.0}, {0u, 1.0}};
       else
         cen.centred.products = {{3u, 1.0}, {0u, -1.0}};
-      cen.Z = random_matrix(7, 2, 18, -2, 2);
+      cen.Z = uniform_matrix(7, 2, 18, -2, 2);
       Component fac;
       fac.kind = Kind::factor;
       fac.cols = {3};
@@ -339,7 +267,7 @@ TEST_CASE("gradient() with centred, factor and linear components", "[svgp][gradi
 
 TEST_CASE("gradient() layout follows learn_kernel / learn_inducing / learn_noise", "[svgp][gradient]") {
   const Data d = make_data(60, Family::gaussian, 21);
-  const MatrixXd Z = random_matrix(6, 2, 22, -2, 2);
+  const MatrixXd Z = uniform_matrix(6, 2, 22, -2, 2);
   const VectorXd tau = VectorXd::Constant(1, 2.0);
   Svgp full = make_svgp(d, {gp_component(KernelType::se, true, Z), linear_component({2}, tau)}, Family::gaussian);
   randomise_q(full, 3);
@@ -368,13 +296,13 @@ TEST_CASE("gradient() layout follows learn_kernel / learn_inducing / learn_noise
 
 TEST_CASE("mean-field and low-rank natural steps", "[svgp][natgrad]") {
   const Data d = make_data(60, Family::poisson, 81);
-  const MatrixXd Z = random_matrix(6, 2, 82, -2, 2);
+  const MatrixXd Z = uniform_matrix(6, 2, 82, -2, 2);
   const VectorXd tau = VectorXd::Constant(1, 2.0);
   auto comps = [&] { return std::vector<Component>{gp_component(KernelType::se, true, Z), linear_component({2}, tau)}; };
   SECTION("mean-field: block-diagonal target") {
-    Settings set;
-    set.meanfield = true;
-    Svgp s = make_svgp(d, comps(), Family::poisson, set);
+    SvgpSettings opt;
+    opt.meanfield = true;
+    Svgp s = make_svgp(d, comps(), Family::poisson, Settings(), opt);
     Svgp full = make_svgp(d, comps(), Family::poisson);
     // start both from the same block-diagonal q
     randomise_q(s, 83);
@@ -401,9 +329,9 @@ TEST_CASE("mean-field and low-rank natural steps", "[svgp][natgrad]") {
     CHECK((full.P - s.P).cwiseAbs().maxCoeff() > 1e-3);
   }
   SECTION("rank-R precision: best rank-R approximation of P - I") {
-    Settings set;
-    set.rank = 3;
-    Svgp s = make_svgp(d, comps(), Family::poisson, set);
+    SvgpSettings opt;
+    opt.rank = 3;
+    Svgp s = make_svgp(d, comps(), Family::poisson, Settings(), opt);
     Svgp full = make_svgp(d, comps(), Family::poisson);
     full.natural_step(full.evaluate(nullptr, false, serial_for), 1.0, 1.0);
     s.natural_step(s.evaluate(nullptr, false, serial_for), 1.0, 1.0);
@@ -448,7 +376,7 @@ TEST_CASE("exact GP limit: Z = X, one natural step of size 1", "[svgp][exact]") 
     d.o(i) = 0.1 * d.X(i, 0);
     d.y(i) = std::sin(d.X(i, 0)) + std::cos(0.7 * d.X(i, 1)) + 0.2 * (uniform01(rng) - 0.5) + d.o(i);
   }
-  MatrixXd Xnew = random_matrix(10, 2, 6, -0.5, 5.5);
+  MatrixXd Xnew = uniform_matrix(10, 2, 6, -0.5, 5.5);
   Xnew.conservativeResize(14, 2);
   Xnew.bottomRows(4) = d.X.topRows(4);  // also at training inputs
   const VectorXd onew = 0.1 * Xnew.col(0);
@@ -462,7 +390,8 @@ TEST_CASE("exact GP limit: Z = X, one natural step of size 1", "[svgp][exact]") 
     set.rel_jitter = 1e-10;
     Likelihood lik(Family::gaussian);
     lik.log_noise = std::log(0.05);
-    Svgp s({c}, lik, set, d.X.data(), static_cast<std::size_t>(n), 2, d.y.data(), d.w.data(), d.o.data());
+    Svgp s({c}, lik, set, SvgpSettings(), d.X.data(), static_cast<std::size_t>(n), 2, d.y.data(), d.w.data(),
+           d.o.data());
     s.natural_step(s.evaluate(nullptr, false, serial_for), 1.0, 1.0);
     s.refresh();
 
@@ -547,11 +476,11 @@ TEST_CASE("linear component only: Bayesian linear regression", "[svgp][linear]")
 
 TEST_CASE("predict: per-component terms", "[svgp]") {
   const Data d = make_data(60, Family::gaussian, 41);
-  const MatrixXd Z = random_matrix(6, 2, 42, -2, 2);
+  const MatrixXd Z = uniform_matrix(6, 2, 42, -2, 2);
   Svgp s = make_svgp(d, {gp_component(KernelType::matern32, true, Z), linear_component({2}, VectorXd::Constant(1, 2.0))},
                      Family::gaussian);
   randomise_q(s, 43);
-  const MatrixXd Xn = random_matrix(300, 3, 44, -2, 2);  // > kChunkRows: two blocks
+  const MatrixXd Xn = uniform_matrix(300, 3, 44, -2, 2);  // > kChunkRows: two blocks
   const VectorXd on = VectorXd::Constant(300, 0.25);
   VectorXd mean, var;
   MatrixXd tm, tv;
@@ -577,7 +506,7 @@ TEST_CASE("predict: per-component terms", "[svgp]") {
 
 TEST_CASE("natural-gradient iteration converges to a stationary q (Poisson)", "[svgp][natgrad]") {
   const Data d = make_data(60, Family::poisson, 51);
-  const MatrixXd Z = random_matrix(8, 2, 52, -2, 2);
+  const MatrixXd Z = uniform_matrix(8, 2, 52, -2, 2);
   Svgp s = make_svgp(d, {gp_component(KernelType::matern52, true, Z), linear_component({2}, VectorXd::Constant(1, 2.0))},
                      Family::poisson);
   std::vector<double> elbos;
@@ -618,10 +547,11 @@ TEST_CASE("natural-gradient iteration converges to a stationary q (Poisson)", "[
 
 TEST_CASE("fit() is deterministic and thread-count invariant", "[svgp][fit]") {
   const Data d = make_data(3000, Family::poisson, 61);
-  const MatrixXd Z = random_matrix(10, 2, 62, -2, 2);
+  const MatrixXd Z = uniform_matrix(10, 2, 62, -2, 2);
   Settings set;
   set.batch_size = 1000;  // 4 groups of rows per batch, 3 batches per epoch
-  set.natgrad_step = 0.5;  // warm-up of ceil(5 / 0.5) = 10 iterations, then Adam
+  SvgpSettings opt;
+  opt.natgrad_step = 0.5;  // warm-up of ceil(5 / 0.5) = 10 iterations, then Adam
   set.max_iter = 16;
   set.learning_rate = 0.02;
   struct Result {
@@ -631,7 +561,7 @@ TEST_CASE("fit() is deterministic and thread-count invariant", "[svgp][fit]") {
   };
   auto run = [&](const ParallelFor& pfor, std::uint64_t seed) {
     Svgp s = make_svgp(d, {gp_component(KernelType::se, true, Z), linear_component({2}, VectorXd::Constant(1, 2.0))},
-                       Family::poisson, set);
+                       Family::poisson, set, opt);
     Rng rng(seed);
     Result r;
     r.info = s.fit(pfor, rng, [](int, double) { return true; });
@@ -646,7 +576,7 @@ TEST_CASE("fit() is deterministic and thread-count invariant", "[svgp][fit]") {
   {
     // Adam moved the hyperparameters and inducing inputs (not vacuous)
     const Svgp s0 = make_svgp(d, {gp_component(KernelType::se, true, Z), linear_component({2}, VectorXd::Constant(1, 2.0))},
-                              Family::poisson, set);
+                              Family::poisson, set, opt);
     CHECK((a.th - s0.pack()).cwiseAbs().maxCoeff() > 1e-3);
   }
   CHECK(std::isfinite(a.info.objective));
@@ -672,7 +602,7 @@ TEST_CASE("fit() is deterministic and thread-count invariant", "[svgp][fit]") {
 
 TEST_CASE("fit() honours the monitor and improves the ELBO", "[svgp][fit]") {
   const Data d = make_data(60, Family::gaussian, 71);
-  const MatrixXd Z = random_matrix(8, 2, 72, -2, 2);
+  const MatrixXd Z = uniform_matrix(8, 2, 72, -2, 2);
   const VectorXd tau = VectorXd::Constant(1, 2.0);
   SECTION("monitor returning false stops the fit") {
     Settings set;

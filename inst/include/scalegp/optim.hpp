@@ -1,6 +1,7 @@
 // Optimisers: Adam (gradient ascent on the objective) and the stopping rule.
 #pragma once
 #include "linalg.hpp"
+#include <limits>
 
 namespace scalegp {
 
@@ -8,8 +9,15 @@ class Adam {
  public:
   explicit Adam(double lr = 0.01, double b1 = 0.9, double b2 = 0.999, double eps = 1e-8)
       : lr_(lr), b1_(b1), b2_(b2), eps_(eps) {}
-  // One ascent step x += lr * mhat / (sqrt(vhat) + eps) for gradient g.
   void scale_rate(double f) { lr_ *= f; }
+  double rate() const { return lr_; }
+  // Forgets the moment estimates (after a step was undone: they hold its gradient).
+  void reset() {
+    m_.resize(0);
+    v_.resize(0);
+    t_ = 0;
+  }
+  // One ascent step x += lr * mhat / (sqrt(vhat) + eps) for gradient g.
   void step(Eigen::Ref<VectorXd> x, const VectorXd& g) {
     if (m_.size() != g.size()) {
       m_ = VectorXd::Zero(g.size());

@@ -1,4 +1,11 @@
 // scalegp: header-only C++ core (no R headers).  Include this file.
+//   linalg, kernels, anova, components   the pieces of the additive model
+//   likelihoods, optim, parallel, inducing
+//   settings, model                      the model every engine shares
+//   gaussian_q                           the whitened Gaussian q of the VI and EP engines
+//   fit_loop                             the fit loop every engine runs
+//   svgp                                 engine: sparse variational GP
+//   ep (ep_site, ep_model, ep_minibatch) engine: expectation propagation
 #pragma once
 #include "anova.hpp"
 #include "components.hpp"
@@ -8,6 +15,9 @@
 #include "linalg.hpp"
 #include "optim.hpp"
 #include "parallel.hpp"
-#include "sparse.hpp"
+#include "settings.hpp"
+#include "model.hpp"
+#include "gaussian_q.hpp"
+#include "fit_loop.hpp"
 #include "svgp.hpp"
 #include "ep.hpp"

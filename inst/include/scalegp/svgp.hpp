@@ -1,39 +1,48 @@
-// Sparse variational GP (SVGP; Hensman et al. 2013, 2015) for an additive
-// predictor  f(x) = sum_c f_c(x_[c]) + offset  whose components (GPs with
-// their own inputs and inducing points, factor random effects, parametric
-// blocks; components.hpp) share one likelihood.  All inducing variables are
-// whitened, u = L v with L = blockdiag(L_c), and q(v) = N(m, S) is one coupled
-// Gaussian over all components (seed 004's coupled posterior, full rank), or
-// block-diagonal (`meanfield`), held in natural parameters (precision
-// P = S^{-1}, shift h = P m).  q is updated by natural-gradient
-// steps (step 1 on the full data of a Gaussian model gives the optimal q);
-// kernel hyperparameters, inducing inputs and the noise variance by Adam.
-// Notation and gradient formulas: shared/notes/seeds/004_gam_svgp.md, 3.5-3.10.
+// Sparse variational GP (SVGP; Hensman et al. 2013, 2015) for the additive
+// predictor of model.hpp, with one coupled Gaussian q(v) over the whitened
+// inducing variables of all components (the coupled posterior of Adam et
+// al.'s additive GPs, full rank), or block-diagonal (`meanfield`, Saul et
+// al. 2016), or with a low-rank precision (`rank`).  q is updated by
+// natural-gradient steps (a step of 1 on the full data of a Gaussian model
+// gives the optimal q); kernel hyperparameters, inducing inputs and the noise
+// variance by Adam in the shared fit loop (fit_loop.hpp).
+//
+// In whitened coordinates, with Q = Phi' diag(gamma) Phi, r = Phi' g and the
+// per-row derivatives g = dE/dmu, gamma = dE/ds2 of the expected
+// log-likelihood, the natural-gradient target is
+//   P* = I - 2 s Q,  h* = s (r - 2 Q m),
+// and the gradient of the ELBO w.r.t. the features is
+//   Phibar = g m' + 2 diag(gamma) (Phi S - Phi)   (Hensman et al. 2015, eqs. 8-9, whitened).
 #pragma once
+#include "fit_loop.hpp"
+#include "gaussian_q.hpp"
 #include "likelihoods.hpp"
-#include "sparse.hpp"
 
 namespace scalegp {
 
-class Svgp : public SparseModel {
+struct SvgpSettings {
+  double natgrad_step = -1;  // <= 0: 1 (Gaussian, full batch), 0.5 (other families, full batch), 0.1 (minibatches)
+  bool meanfield = false;    // block-diagonal q over components
+  int rank = 0;              // > 0: P = I + W W' with W of this many columns
+};
+
+class Svgp : public WhitenedGaussianModel {
  public:
   Likelihood lik;
+  SvgpSettings opt;
 
-  Svgp(std::vector<Component> components, Likelihood likelihood, Settings settings,
-       const double* X, std::size_t n, std::size_t p, const double* y, const double* w,
-       const double* offset)
-      : SparseModel(std::move(components), settings, X, n, p, y, w, offset), lik(std::move(likelihood)) {}
-
-  double kl() const {
-    return 0.5 * (S.trace() + m.squaredNorm() - static_cast<double>(total_size()) + logdet_P_);
-  }
+  Svgp(std::vector<Component> components, Likelihood likelihood, Settings settings, SvgpSettings options,
+       const double* X, std::size_t n, std::size_t p, const double* y, const double* w, const double* offset)
+      : WhitenedGaussianModel(std::move(components), settings, X, n, p, y, w, offset),
+        lik(std::move(likelihood)),
+        opt(options) {}
 
   // ---- one pass over a set of rows --------------------------------------------
   struct Accum {
     double sum_v = 0, dlognoise = 0;
-    VectorXd r;                      // Phi' g
-    MatrixXd Q;                      // Phi' diag(gamma) Phi (lower triangle)
-    GradAccum grad;                  // data part of the hyperparameter gradient
+    VectorXd r;      // Phi' g
+    MatrixXd Q;      // Phi' diag(gamma) Phi (lower triangle)
+    GradAccum grad;  // data part of the hyperparameter gradient
     Accum& operator+=(const Accum& a) {
       sum_v += a.sum_v;
       dlognoise += a.dlognoise;
@@ -80,7 +89,7 @@ class Svgp : public SparseModel {
     const VectorXd mu = b.Phi * m + b.o;
     MatrixXd T;
     if (grad) T.noalias() = b.Phi * S;
-    // plug_in_: variances set to zero (used once, to initialise q by a Newton step)
+    // plug_in_: variances set to zero (the initial Newton steps for q)
     VectorXd s2 = VectorXd::Zero(nb);
     if (!plug_in_)
       s2 = (b.resid + (grad ? VectorXd((T.array() * b.Phi.array()).rowwise().sum()) : q_variance(b.Phi)))
@@ -98,14 +107,12 @@ class Svgp : public SparseModel {
     const MatrixXd U = b.Phi.transpose() * (-gam.array()).max(0.0).sqrt().matrix().asDiagonal();
     acc.Q.selfadjointView<Eigen::Lower>().rankUpdate(U, -1.0);
     if (!grad) return;
-    // adjoint of Phi:  g m' + 2 diag(gamma) (Phi S - Phi)
     MatrixXd Phibar = g * m.transpose();
     Phibar.noalias() += 2.0 * gam.asDiagonal() * (T - b.Phi);
     row_gradient(b, Phibar, gam, acc.grad);
   }
 
-  // ---- gradients and updates -------------------------------------------------
-  // Number of free parameters moved by Adam: the hyperparameters, then the noise.
+  // ---- parameters moved by Adam: the hyperparameters, then the noise ----------------
   Index n_theta() const { return n_hyper() + (lik.has_noise() && set.learn_noise ? 1 : 0); }
 
   VectorXd pack() const {
@@ -140,7 +147,7 @@ class Svgp : public SparseModel {
   void natural_step(const Accum& acc, double s, double rho) {
     const Index Mt = total_size();
     MatrixXd Q = acc.Q.selfadjointView<Eigen::Lower>();
-    if (set.meanfield) {
+    if (opt.meanfield) {
       MatrixXd Qb = MatrixXd::Zero(Mt, Mt);
       for (std::size_t c = 0; c < comps.size(); ++c) {
         const Index o = offsets_[c], M = comps[c].size();
@@ -152,22 +159,24 @@ class Svgp : public SparseModel {
     Pt.diagonal().array() += 1.0;
     P = (1.0 - rho) * P + rho * Pt;
     h = (1.0 - rho) * h + rho * s * (acc.r - 2.0 * Q * m);
-    if (set.rank > 0 && set.rank < Mt) truncate_rank();
+    if (opt.rank > 0 && opt.rank < Mt) truncate_rank();
   }
 
   // Projects P onto {I + W W' : W with `rank` columns} (the low-rank precision
-  // of seed 004, eq. 7, whitened) by keeping the largest eigenvalues of P - I,
-  // and keeps the mean of the full-rank step (h = P_R m);  rank_loss() is the
-  // share of the effective degrees of freedom (sum of l / (1 + l) over the
-  // eigenvalues l of P - I) that the truncation drops.
+  // of Adam et al.'s additive GPs, eq. 7, whitened) by keeping the largest
+  // eigenvalues of P - I, and keeps the mean of the full-rank step
+  // (h = P_R m); rank_loss() is the share of the effective degrees of freedom
+  // (sum of l / (1 + l) over the eigenvalues l of P - I) the truncation drops.
   void truncate_rank() {
     const Index Mt = total_size();
-    const VectorXd mean = P.llt().solve(h);
+    const Eigen::LLT<MatrixXd> llt(P);
+    if (llt.info() != Eigen::Success) throw numerical_error("the posterior precision is not positive definite");
+    const VectorXd mean = llt.solve(h);
     MatrixXd D = P;
     D.diagonal().array() -= 1.0;
     Eigen::SelfAdjointEigenSolver<MatrixXd> es(D);
     const VectorXd ev = es.eigenvalues().cwiseMax(0.0);  // ascending
-    const Index R = set.rank;
+    const Index R = opt.rank;
     const VectorXd edf = ev.array() / (1.0 + ev.array());
     const double total = edf.sum();
     rank_loss_ = total > 0 ? edf.head(Mt - R).sum() / total : 0.0;
@@ -181,107 +190,96 @@ class Svgp : public SparseModel {
   // ELBO on all rows at the current state.
   double elbo(const ParallelFor& pfor) const { return evaluate(nullptr, Pass::elbo, pfor).sum_v - kl(); }
 
-  // ---- the fit loop -----------------------------------------------------------
+  // ---- the fit (fit_loop.hpp) ---------------------------------------------------
   // `monitor(iteration, objective)` is called on the calling thread after every
   // iteration (interrupts, progress); returning false stops the fit.
   template <class Monitor>
   FitInfo fit(const ParallelFor& pfor, Rng& rng, Monitor monitor) {
-    FitInfo info;
-    auto clock = std::chrono::steady_clock::now();
-    const std::size_t N = n();
-    const std::size_t batch = (set.batch_size == 0 || set.batch_size >= N) ? N : set.batch_size;
-    const bool full = batch == N;
-    const double s = static_cast<double>(N) / static_cast<double>(batch);
-    const double rho = set.natgrad_step > 0 ? set.natgrad_step
-                       : full ? (lik.family == Family::gaussian ? 1.0 : 0.5) : 0.1;
-    const std::size_t per_epoch = (N + batch - 1) / batch;
+    pfor_ = &pfor;
+    Sampler sampler(Sampler::Mode::shuffled, n(), set.batch_size, rng);
+    full_ = sampler.full();
+    rho_ = opt.natgrad_step > 0 ? opt.natgrad_step
+           : sampler.full() ? (lik.family == Family::gaussian ? 1.0 : 0.5)
+                            : 0.1;
     // Warm-up: with damped natural steps q needs a few iterations to approach
     // its optimum; hyperparameter gradients at a poor q are misleading (and
     // would dominate Adam's moment estimates), so Adam starts after them.
-    const int warmup = rho >= 1.0 ? 0 : static_cast<int>(std::ceil(5.0 / rho));
-    const bool learn = n_theta() > 0;
-    std::vector<std::size_t> perm(N), idx;
-    for (std::size_t i = 0; i < N; ++i) perm[i] = i;
-    std::size_t pos = N;  // forces a shuffle at the start
-    auto next_batch = [&]() {
-      if (full) return;
-      idx.clear();
-      while (idx.size() < batch) {
-        if (pos == N) { shuffle(perm, rng); pos = 0; }
-        idx.push_back(perm[pos++]);
-      }
-    };
-    // Initial q: one full natural step (a Newton step from the prior mean) on
-    // the first batch with the likelihood evaluated at the mean.  Far better
-    // than the prior for vague parametric priors and non-Gaussian likelihoods.
-    next_batch();
+    warmup_ = rho_ >= 1.0 ? 0 : static_cast<int>(std::ceil(5.0 / rho_));
+    return fit_loop(*this, sampler, set, monitor);
+  }
+
+  // The engine interface of fit_loop().
+  struct Snapshot {
+    VectorXd theta, h;
+    MatrixXd P;
+  };
+  int warmup() const { return warmup_; }
+  int stop_warmup() const { return warmup_; }
+  bool own_stop() const { return false; }
+  Snapshot snapshot() const { return {pack(), h, P}; }
+  void restore(const Snapshot& s) {
+    unpack(s.theta);
+    P = s.P;
+    h = s.h;
+    refresh();
+  }
+  void back_off() { rho_ *= 0.5; }
+
+  // Initial q: one full natural step (a Newton step from the prior mean) on
+  // the first batch with the likelihood evaluated at the mean.  Far better
+  // than the prior for vague parametric priors and non-Gaussian likelihoods.
+  void initialise(const Sampler& sampler) {
     plug_in_ = true;
-    natural_step(evaluate(full ? nullptr : &idx, false, pfor), s, 1.0);
+    natural_step(evaluate(sampler.rows(), false, *pfor_), sampler.scale(), 1.0);
     plug_in_ = false;
     refresh();
-    info.seconds_init = seconds_since(clock);
-    clock = std::chrono::steady_clock::now();
-    Adam adam(set.learning_rate);
-    Stopper stop(set.tol, set.patience, static_cast<double>(N));
-    double epoch_sum = 0;
-    for (int it = 0; it < set.max_iter; ++it) {
-      if (it > 0) next_batch();
-      const Accum acc = evaluate(full ? nullptr : &idx, learn && it >= warmup, pfor);
-      const double obj = s * acc.sum_v - kl();
-      if (!std::isfinite(obj))
-        throw numerical_error("the objective became non-finite at iteration " + std::to_string(it + 1) +
-                              "; try a smaller learning_rate");
-      if (learn && it >= warmup) {
-        const VectorXd g = gradient(acc, s);
-        if (!g.allFinite())
-          throw numerical_error("non-finite gradient at iteration " + std::to_string(it + 1) +
-                                "; try a smaller learning_rate");
-        VectorXd th = pack();
-        adam.step(th, g);
-        unpack(th);
-      }
-      natural_step(acc, s, rho);
-      refresh();
-      info.trace.push_back(obj);
-      info.iterations = it + 1;
-      bool done = false;
-      const int k = it + 1 - warmup;  // iterations after the warm-up
-      if (k > 0) epoch_sum += obj;
-      if (k > 0 && k % per_epoch == 0) {
-        done = stop.add_epoch(epoch_sum / static_cast<double>(per_epoch));
-        epoch_sum = 0;
-      }
-      if (!monitor(it + 1, obj)) break;
-      if (done) { info.converged = true; break; }
-    }
-    info.seconds_iter = seconds_since(clock);
-    clock = std::chrono::steady_clock::now();
-    // Gaussian: one full-data natural step of size 1 gives the optimal q for
-    // the final hyperparameters.  Other likelihoods after minibatches: damped
-    // full-data natural steps remove the minibatch noise from q (until the
-    // ELBO gains less than tol per observation; at most 10).
+  }
+
+  Step step(const Sampler& sampler, bool grad) {
+    acc_ = evaluate(sampler.rows(), grad, *pfor_);
+    Step st;
+    st.objective = sampler.scale() * acc_.sum_v - kl();
+    if (grad) st.gradient = gradient(acc_, sampler.scale());
+    scale_ = sampler.scale();
+    return st;
+  }
+
+  void update(const Step&) {
+    natural_step(acc_, scale_, rho_);
+    refresh();
+  }
+
+  // Gaussian: one full-data natural step of size 1 gives the optimal q for
+  // the final hyperparameters.  Other likelihoods after minibatches: damped
+  // full-data natural steps remove the minibatch noise from q (until the
+  // ELBO gains less than tol per observation; at most 10).
+  void finish(FitInfo& info) {
     if (lik.family == Family::gaussian) {
-      natural_step(evaluate(nullptr, false, pfor), 1.0, 1.0);
+      natural_step(evaluate(nullptr, false, *pfor_), 1.0, 1.0);
       refresh();
-    } else if (!full) {
+    } else if (!full_) {
       double last = -std::numeric_limits<double>::infinity();
       for (int k = 0; k < 10; ++k) {
-        const Accum acc = evaluate(nullptr, false, pfor);
+        const Accum acc = evaluate(nullptr, false, *pfor_);
         const double value = acc.sum_v - kl();
-        if (value - last < set.tol * static_cast<double>(N)) break;
+        if (value - last < set.tol * static_cast<double>(n())) break;
         last = value;
         natural_step(acc, 1.0, 0.5);
         refresh();
       }
     }
-    info.objective = elbo(pfor);
-    info.seconds_final = seconds_since(clock);
-    return info;
+    info.objective = elbo(*pfor_);
   }
 
  private:
   bool plug_in_ = false;
   double rank_loss_ = 0;
+  // state of a fit
+  const ParallelFor* pfor_ = nullptr;
+  double rho_ = 1, scale_ = 1;
+  bool full_ = true;
+  int warmup_ = 0;
+  Accum acc_;
 };
 
 }  // namespace scalegp

@@ -1,53 +1,22 @@
-// What the engines share: an additive latent predictor
+// The model every engine shares: an additive latent predictor
 //   f(x) = sum_c f_c(x_[c]) + offset
 // whose components (GPs with their own inputs and inducing points, factor
 // random effects, parametric blocks; components.hpp) have whitened inducing
-// variables u = L v, v ~ N(0, I), and one Gaussian q(v) = N(m, S) held in
-// natural parameters (precision P = S^{-1}, shift h = P m).  A row's
-// predictor is phi' v + offset with whitened features phi and a prior
-// variance resid = k(x, x) - |phi|^2 that the inducing points do not explain.
-// The engines differ only in how they set q and the hyperparameters:
-// variational (svgp.hpp) or expectation propagation (ep.hpp).
+// variables u_c = L_c v_c, v_c ~ N(0, I).  A row's predictor is phi' v +
+// offset with whitened features phi and a prior variance
+// resid = k(x, x) - |phi|^2 that the inducing points do not explain.
+// This class holds the data, the components and their hyperparameters, the
+// features of a block of rows, and the gradient of an objective through the
+// features and the whitening.  What the engines put on v lives elsewhere
+// (the Gaussian q of gaussian_q.hpp for the variational and EP engines).
 #pragma once
 #include "components.hpp"
 #include "inducing.hpp"
-#include "optim.hpp"
 #include "parallel.hpp"
-#include <chrono>
+#include "settings.hpp"
 #include <vector>
 
 namespace scalegp {
-
-inline double seconds_since(std::chrono::steady_clock::time_point t0) {
-  return std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
-}
-
-struct Settings {
-  double rel_jitter = 1e-6;
-  std::size_t batch_size = 0;  // 0: full batch
-  int max_iter = 1000;
-  double learning_rate = 0.01;
-  double tol = 1e-5;           // per observation and epoch
-  int patience = 10;
-  bool learn_inducing = true;
-  bool learn_noise = true;
-  // variational engine
-  double natgrad_step = -1;    // <= 0: automatic
-  bool meanfield = false;      // block-diagonal q over components
-  int rank = 0;                // > 0: P = I + W W' with W of this many columns (seed 004's B)
-  // expectation propagation
-  double damping = -1;         // <= 0: automatic (0.5 batch, 0.99 minibatches)
-  bool tied = false;           // minibatch EP with one tied site (O(M^2) memory)
-};
-
-struct FitInfo {
-  std::vector<double> trace;  // objective estimate per iteration
-  int iterations = 0;
-  bool converged = false;
-  double objective = 0;       // final objective on all data (ELBO or EP log evidence)
-  double seconds_init = 0, seconds_iter = 0, seconds_final = 0;  // wall time by phase
-  int failures = 0;           // EP: updates undone (damping and learning rate halved)
-};
 
 // Per-block work space and derived quantities (rows of one chunk).
 struct Block {
@@ -69,29 +38,23 @@ struct GradAccum {
   }
 };
 
-class SparseModel {
+class AdditiveModel {
  public:
   std::vector<Component> comps;
   Settings set;
-  VectorXd h, m;  // natural shift and mean of q(v)
-  MatrixXd P, S;  // precision and covariance of q(v)
 
-  SparseModel(std::vector<Component> components, Settings settings, const double* X, std::size_t n,
-              std::size_t p, const double* y, const double* w, const double* offset)
+  AdditiveModel(std::vector<Component> components, Settings settings, const double* X, std::size_t n,
+                std::size_t p, const double* y, const double* w, const double* offset)
       : comps(std::move(components)), set(settings), X_(X, n, p), y_(y, n), w_(w, n), o_(offset, n) {
     offsets_.push_back(0);
     for (const auto& c : comps) offsets_.push_back(offsets_.back() + c.size());
-    const Index Mt = offsets_.back();
-    P = MatrixXd::Identity(Mt, Mt);
-    h = VectorXd::Zero(Mt);
-    refresh();
+    refresh_prior();
   }
 
   Index total_size() const { return offsets_.back(); }
   std::size_t n() const { return static_cast<std::size_t>(X_.rows()); }
   Index offset_of(std::size_t c) const { return offsets_[c]; }
 
-  // ---- derived state -------------------------------------------------------
   // Cholesky factors of the prior blocks (after a hyperparameter change).
   void refresh_prior() {
     prior_.clear();
@@ -100,21 +63,8 @@ class SparseModel {
   }
   // Changes whenever the features of a row may have changed.
   long prior_version() const { return prior_version_; }
-  // Moments of q from its natural parameters (after a change of P, h).
-  void refresh_q() {
-    LP_ = jitter_cholesky(P, 0.0, "the posterior precision", 3);
-    S = chol_inverse(LP_);
-    m = S * h;
-    logdet_P_ = logdet_chol(LP_);
-  }
-  void refresh() {
-    refresh_prior();
-    refresh_q();
-  }
 
-  // Whitened features Phi = [phi_1 | ... | phi_C] of the rows in `b.X`, and
-  // resid = the prior variance the inducing points do not explain; at other
-  // hyperparameters when `other` (made by at()) is given.
+  // Components and priors at other hyperparameters (see features()).
   struct Hyper {
     std::vector<Component> comps;
     std::vector<ComponentPrior> prior;
@@ -125,6 +75,10 @@ class SparseModel {
     for (const Component& k : o.comps) o.prior.push_back(component_prior(k, set.rel_jitter));
     return o;
   }
+
+  // Whitened features Phi = [phi_1 | ... | phi_C] of the rows in `b.X`, and
+  // resid = the prior variance the inducing points do not explain; at other
+  // hyperparameters when `other` (made by at()) is given.
   void features(Block& b, const Hyper* other = nullptr) const {
     const std::vector<Component>& cs = other ? other->comps : comps;
     const std::vector<ComponentPrior>& pr = other ? other->prior : prior_;
@@ -159,15 +113,7 @@ class SparseModel {
     }
   }
 
-  // Variance of the predictor beyond the Nystrom residual: rows of Phi S Phi'.
-  // Computed as |L_P^{-1} phi|^2 (a triangular solve, half the flops of Phi S).
-  VectorXd q_variance(const MatrixXd& Phi) const {
-    MatrixXd W = Phi;
-    solve_right_LT(LP_, W);
-    return W.rowwise().squaredNorm();
-  }
-
-  // ---- hyperparameter gradients -------------------------------------------------
+  // ---- hyperparameters ----------------------------------------------------------
   GradAccum make_grad() const {
     GradAccum a;
     for (const auto& k : comps) {
@@ -209,6 +155,8 @@ class SparseModel {
     }
   }
 
+  // Sets the hyperparameters (log variances and lengthscales clamped to
+  // [-14, 14] and [-7, 7]); the prior is refreshed separately.
   void unpack_hyper(const Eigen::Ref<const VectorXd>& th) { unpack_into(comps, th); }
 
   void unpack_into(std::vector<Component>& cs, const Eigen::Ref<const VectorXd>& th) const {
@@ -245,42 +193,11 @@ class SparseModel {
     return gr;
   }
 
-  // ---- prediction ---------------------------------------------------------------
-  // Latent mean and variance of the predictor at new rows Xnew (n x p), and
-  // per component (columns of term_mean / term_var) when those are non-null.
-  void predict(const Eigen::Ref<const MatrixXd>& Xnew, const Eigen::Ref<const VectorXd>& offset,
-               VectorXd& mean, VectorXd& var, MatrixXd* term_mean, MatrixXd* term_var,
-               const ParallelFor& pfor) const {
-    const Index nn = Xnew.rows();
-    mean.resize(nn);
-    var.resize(nn);
-    if (term_mean && !term_var) throw std::invalid_argument("predict(): term_var is needed with term_mean");
-    if (term_mean) term_mean->resize(nn, comps.size());
-    if (term_var) term_var->resize(nn, comps.size());
-    blocked_for(static_cast<std::size_t>(nn), pfor, [&](std::size_t begin, std::size_t end) {
-      Block b;
-      b.X = Xnew.middleRows(begin, end - begin);
-      features(b);
-      mean.segment(begin, end - begin) = b.Phi * m + offset.segment(begin, end - begin);
-      var.segment(begin, end - begin) = (b.resid + q_variance(b.Phi)).cwiseMax(0.0);
-      if (!term_mean) return;
-      for (std::size_t c = 0; c < comps.size(); ++c) {
-        const Index o = offsets_[c], M = comps[c].size();
-        const auto Phic = b.Phi.middleCols(o, M);
-        term_mean->col(c).segment(begin, end - begin) = Phic * m.segment(o, M);
-        const VectorXd v = ((Phic * S.block(o, o, M, M)).array() * Phic.array()).rowwise().sum();
-        term_var->col(c).segment(begin, end - begin) = (v + b.rows[c].resid).cwiseMax(0.0);
-      }
-    });
-  }
-
  protected:
   Eigen::Map<const MatrixXd> X_;
   Eigen::Map<const VectorXd> y_, w_, o_;
   std::vector<Index> offsets_;
   std::vector<ComponentPrior> prior_;
-  MatrixXd LP_;  // Cholesky factor of P
-  double logdet_P_ = 0;
   long prior_version_ = 0;
 };
 

@@ -1,0 +1,141 @@
+# The engine-neutral fit layer: the settings every engine's core reads, the
+# progress monitor, the fit object built from an engine's raw result, and
+# the quantities derived from the posterior of the inducing variables
+# (hyperparameters on the data scale, effective degrees of freedom,
+# coefficients, latent and response predictions).
+
+# The settings every engine's C++ core reads (src/glue.h: settings_from()).
+common_settings <- function(control) {
+  list(jitter = control$jitter, batch_size = control$batch_size, iterations = control$iterations,
+       learning_rate = control$learning_rate, tol = control$tol, patience = control$patience,
+       learn_inducing = !("inducing" %in% control$fixed), learn_noise = !("sigma" %in% control$fixed),
+       gh_points = control$gh_points)
+}
+
+# Progress bar (with verbose = TRUE) showing the iteration, the objective
+# (named `label`, shifted by `shift`) and the time.  Returns the monitor the
+# C++ fit loop calls on the main thread after every iteration; the bar is
+# closed when the frame `envir` (the caller's, by default) exits, so a fit
+# that ends early, fails or is interrupted leaves no bar behind.
+progress_monitor <- function(control, label, shift = 0, envir = parent.frame()) {
+  if (!isTRUE(control$verbose)) return(function(it, obj) TRUE)
+  value <- NA_real_
+  bar <- cli::cli_progress_bar(
+    "Fitting", total = control$iterations, .auto_close = FALSE,
+    format = paste0("{cli::pb_spin} iteration {cli::pb_current}/{cli::pb_total} | ", label,
+                    " {format(value, digits = 6)} | {cli::pb_elapsed}"))
+  do.call(on.exit, list(substitute(cli::cli_progress_done(id = bar), list(bar = bar)), add = TRUE), envir = envir)
+  env <- environment()
+  function(it, obj) {
+    if (it %% 10 == 0 || it == 1) {
+      value <<- obj - shift
+      cli::cli_progress_update(id = bar, set = it, .envir = env)
+    }
+    TRUE
+  }
+}
+
+# Log-Jacobian of the response standardisation: ELBO(y) = ELBO(y_std) - this.
+jacobian <- function(setup) setup$n * log(setup$yscaling$scale)
+
+# The fit object of every engine from the model setup and the engine's raw result.
+collect_fit <- function(setup, res, control, engine) {
+  jac <- jacobian(setup)
+  state <- list(specs = res$specs, log_noise = res$log_noise %||% 0, P = res$state$P, h = res$state$h,
+                m = res$m, S = res$S)
+  fit <- list(
+    terms = setup$terms, scaling = list(y = setup$yscaling), family = setup$family,
+    likelihood = setup$lik, engine = engine, state = state,
+    objective = res$objective - jac, trace = res$trace - jac, iterations = res$iterations,
+    converged = res$converged, failures = res$failures %||% 0L,
+    control = control, n = setup$n,
+    intercept = setup$intercept, y = setup$y_raw, ylevels = setup$ylevels, prior.weights = setup$w_raw,
+    offset = setup$offset_raw)
+  fit$control$cluster <- NULL  # connections; not part of the result
+  class(fit) <- c(paste0("gpgam_", engine$name), "gpgam", "scalegp")
+  fit <- engine_collect(engine, fit, res)
+  fit$title <- "Gaussian-process additive model"
+  fit$params <- natural_params(fit)
+  # estimated quantities: kernel variances and lengthscales, coefficients, noise sd
+  fit$df <- sum(vapply(fit$params$gp, function(g) 1 + length(g$lengthscale), 1)) + length(coef(fit)) +
+    !is.na(fit$params$sigma)
+  lp <- latent_predict(fit, setup$X, setup$offset)
+  fit$linear.predictors <- lp$fit
+  fit$fitted.values <- response_moments(fit, lp$fit, lp$se)$mean
+  fit
+}
+
+# Hyperparameters on the scale of the data.
+natural_params <- function(fit) {
+  ysc <- fit$scaling$y$scale
+  edf <- component_edf(fit)
+  gp <- lapply(seq_along(fit$terms$gp), function(i) {
+    s <- fit$state$specs[[i]]
+    g <- fit$terms$gp[[i]]
+    out <- list(label = g$spec$label, type = g$type, variance = exp(s$log_var) * ysc^2, edf = edf[i])
+    if (g$type == "factor") {
+      return(c(out, list(kernel = "iid", lengthscale = numeric(), inducing = NULL, n_inducing = s$levels)))
+    }
+    ls <- exp(s$log_ls) * if (length(s$log_ls) == 1) g$scaling$scale[1] else g$scaling$scale
+    names(ls) <- if (length(ls) == length(g$spec$vars)) g$spec$vars else "(all)"
+    Z <- sweep(sweep(s$Z, 2, g$scaling$scale, "*"), 2, g$scaling$center, "+")
+    colnames(Z) <- g$spec$vars
+    c(out, list(kernel = s$kernel, lengthscale = ls, inducing = Z, n_inducing = nrow(Z)))
+  })
+  names(gp) <- vapply(gp, `[[`, "", "label")
+  sigma <- if (fit$likelihood == "gaussian") sqrt(exp(fit$state$log_noise) + 1e-6) * ysc else NA_real_
+  list(gp = gp, sigma = sigma)
+}
+
+# Indices of the components' blocks in q (engine order: gp() terms, then the
+# parametric block), one vector per component.
+component_blocks <- function(fit) {
+  sz <- vapply(fit$state$specs, function(s) switch(s$kind, factor = as.integer(s$levels), linear = length(s$cols),
+                                                   nrow(s$Z)), 1L)
+  Map(function(start, size) start + seq_len(size), cumsum(sz) - sz, sz)
+}
+
+# Effective degrees of freedom per component: tr(I - S_cc) in whitened
+# coordinates (Adam et al.'s tr(B_c' K_c B_c A^{-1}); their sum is tr(I - S)).
+component_edf <- function(fit) {
+  vapply(component_blocks(fit), function(idx) length(idx) - sum(diag(fit$state$S)[idx]), 0)
+}
+
+# Posterior mean and covariance of the parametric coefficients (data scale).
+param_posterior <- function(fit) {
+  if (is.null(fit$terms$param)) return(list(coef = numeric(), vcov = matrix(0, 0, 0)))
+  k <- length(fit$state$specs)
+  sp <- fit$state$specs[[k]]
+  idx <- component_blocks(fit)[[k]]
+  D <- diag(sp$prior_sd, length(idx))
+  A <- fit$terms$param_scaling$A * fit$scaling$y$scale
+  b <- drop(A %*% (D %*% fit$state$m[idx]))
+  V <- A %*% D %*% fit$state$S[idx, idx, drop = FALSE] %*% D %*% t(A)
+  if (fit$intercept) b[1] <- b[1] + fit$scaling$y$center
+  names(b) <- rownames(A)
+  dimnames(V) <- list(names(b), names(b))
+  list(coef = b, vcov = V)
+}
+
+# Latent predictor (link scale, data scale) for an internal design, from a
+# whitened Gaussian posterior (the default; engines with another posterior
+# have their own method).
+latent_predict.gpgam <- function(fit, X, offset, terms = FALSE) {
+  st <- fit$state
+  r <- .gp_predict(st$specs, list(P = st$P, h = st$h), X, offset / fit$scaling$y$scale, terms,
+                   fit$control$jitter, fit$control$threads)
+  ysc <- fit$scaling$y
+  out <- list(fit = ysc$center + ysc$scale * r$mean, se = ysc$scale * sqrt(r$var))
+  if (terms) {
+    out$term_fit <- ysc$scale * r$term_mean
+    out$term_se <- ysc$scale * sqrt(r$term_var)
+  }
+  out
+}
+
+# Posterior mean and sd of the mean response for latent N(eta, se^2).
+response_moments <- function(fit, eta, se, y = NULL) {
+  r <- .lik_predictive(fit$likelihood, if (is.null(y)) numeric() else y, eta, se^2,
+                       if (fit$likelihood == "gaussian") fit$params$sigma^2 else 1, fit$control$gh_points)
+  list(mean = r[, 2], sd = r[, 3], logpred = r[, 1])
+}

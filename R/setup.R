@@ -1,0 +1,78 @@
+# Model setup shared by the front functions (gpgam(), and dgp() to come), as
+# mgcv's gam.setup serves gam() and bam(): formula -> model frame ->
+# response, weights, offset, standardisation, term specs and the internal
+# design.  Pipeline: parse_gpgam_formula() (terms.R), gp_model_frame(),
+# resolve_control() (control.R), gp_setup(); an engine then fits the setup.
+
+# The model frame of a front function's call `call` (its match.call()),
+# evaluated in `envir`, with the usual data / subset / weights / na.action
+# semantics, for the variables of `formula`.
+gp_model_frame <- function(call, envir, formula) {
+  if (is.null(call$data)) stop_arg("data", "is missing; a data frame is needed")
+  data <- eval(call$data, envir)
+  if (!is.data.frame(data)) stop_arg("data", "must be a data frame")
+  mf <- call[c(1L, match(c("data", "subset", "weights", "na.action"), names(call), 0L))]
+  mf$formula <- formula
+  mf$drop.unused.levels <- TRUE
+  mf[[1L]] <- quote(stats::model.frame)
+  mf <- eval(mf, envir)
+  if (nrow(mf) < 2) stop_arg("data", "has ", nrow(mf), " usable row(s); at least 2 are needed")
+  mf
+}
+
+# Everything an engine needs, from the parsed formula, the model frame, the
+# family (likelihood_name()) and a resolved control object: the internal
+# design (standardised gp() inputs, then the standardised parametric
+# design), the standardised response, weights and offset, the component
+# specs the C++ core reads, and the term records predictions reuse.
+gp_setup <- function(parsed, mf, fam, control) {
+  n <- nrow(mf)
+  y <- prepare_response(stats::model.response(mf), fam$lik)
+  ylevels <- attr(y, "levels")
+  attr(y, "levels") <- NULL
+  w <- stats::model.weights(mf) %||% rep(1, n)
+  if (!is.numeric(w) || any(!is.finite(w) | w < 0)) stop_arg("weights", "must be finite and non-negative")
+  w <- as.numeric(w)
+  off <- as.numeric(stats::model.offset(mf) %||% rep(0, n))
+  if (any(!is.finite(off))) stop_arg("offset", "has non-finite values")
+  check_finite_columns(mf, names(mf), "data")
+  gaussian <- fam$lik == "gaussian"
+  # response scaling (Gaussian only; no centring without an intercept)
+  ysc <- if (gaussian) {
+    list(center = if (parsed$intercept) sum(w * y) / sum(w) else 0,
+         scale = if (stats::sd(y) > 0) stats::sd(y) else 1)
+  } else list(center = 0, scale = 1)
+  terms <- list(gp = list(), param = NULL)
+  comps <- list()
+  col <- 0L
+  for (i in seq_along(parsed$specs)) {
+    built <- gp_component(parsed$specs[[i]], mf, parsed$specs[-i], length(parsed$specs), ysc, control, col)
+    comps[[length(comps) + 1]] <- built$comp
+    terms$gp[[length(terms$gp) + 1]] <- built$term
+    col <- col + length(built$comp$cols)
+  }
+  has_param <- parsed$intercept || length(attr(terms(parsed$param), "term.labels")) > 0
+  if (has_param) {
+    pt <- stats::delete.response(terms(parsed$param))
+    Xp <- stats::model.matrix(pt, mf)
+    psc <- param_scaling(Xp)
+    if (qr(Xp)$rank < ncol(Xp))
+      warning("the parametric design is rank deficient; its coefficients are identified only by the prior",
+              call. = FALSE)
+    terms$param <- pt
+    terms$param_scaling <- psc
+    terms$contrasts <- attr(Xp, "contrasts")
+    terms$param_assign <- attr(Xp, "assign")
+    terms$xlevels <- stats::.getXlevels(pt, mf)
+    comps[[length(comps) + 1]] <- list(kind = "linear", cols = col + seq_len(ncol(Xp)) - 1L,
+                                       prior_sd = rep(100, ncol(Xp)))
+  }
+  if (length(comps) == 0) stop_arg("formula", "has no terms (no gp(), no parametric terms, no intercept)")
+  terms$full <- stats::delete.response(terms(parsed$full))
+  terms$full_xlevels <- stats::.getXlevels(terms$full, mf)
+  X <- internal_design(mf, terms)
+  noise0 <- if (gaussian) (control$sigma %||% (stats::sd(y) / 3)) / ysc$scale else 1
+  list(X = X, y = (y - ysc$center) / ysc$scale, w = w, offset = off / ysc$scale, comps = comps, terms = terms,
+       yscaling = ysc, family = fam$family, lik = fam$lik, log_noise = log(max(noise0^2 - 1e-6, 1e-12)),
+       intercept = parsed$intercept, n = n, y_raw = y, w_raw = w, offset_raw = off, ylevels = ylevels)
+}

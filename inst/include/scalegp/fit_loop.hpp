@@ -1,0 +1,173 @@
+// The fit loop every engine runs: which rows an iteration sees (Sampler),
+// the warm-up before the first parameter step, Adam on the packed
+// parameters, the stopping rule, timers, the monitor (progress and
+// interrupts, on the calling thread), and the recovery from a failed
+// iteration (back to the last state whose objective was finite, the Adam
+// step and the engine's own rate halved, Adam's moments forgotten).
+//
+// An engine (svgp.hpp, ep.hpp, ep_minibatch.hpp) provides
+//   int warmup() const          iterations before the first parameter step
+//   int stop_warmup() const     iterations before the stopping rule counts
+//   bool own_stop() const       convergence is Step::done, not the stopping rule
+//   Index n_theta() const; VectorXd pack() const; void unpack(const VectorXd&)
+//   void initialise(const Sampler&)       before the first iteration
+//   Step step(const Sampler&, bool grad)  the objective at the current state
+//                                         (and its gradient when grad)
+//   void update(const Step&)              after the parameters moved
+//   Snapshot snapshot() const; void restore(const Snapshot&)
+//   void back_off()                       halve the engine's own step sizes
+//   void finish(FitInfo&)                 final passes; sets info.objective
+// step(), update() and restore() signal an invalid state by throwing
+// numerical_error or returning a non-finite objective.
+#pragma once
+#include "inducing.hpp"
+#include "optim.hpp"
+#include "settings.hpp"
+#include <cmath>
+#include <string>
+#include <vector>
+
+namespace scalegp {
+
+// The rows of each iteration:
+//   full      all rows every iteration;
+//   shuffled  minibatches of `batch` rows drawn without replacement within
+//             an epoch (a new permutation each epoch; a batch may straddle two);
+//   blocks    fixed blocks of a permutation made once, visited in a random
+//             order each epoch (block() says which).
+class Sampler {
+ public:
+  enum class Mode { full, shuffled, blocks };
+
+  Sampler(Mode mode, std::size_t n, std::size_t batch, Rng& rng)
+      : mode_(batch == 0 || batch >= n ? Mode::full : mode), n_(n), batch_(batch == 0 || batch >= n ? n : batch),
+        rng_(rng) {
+    if (mode_ == Mode::full) return;
+    perm_.resize(n_);
+    for (std::size_t i = 0; i < n_; ++i) perm_[i] = i;
+    pos_ = n_;
+    if (mode_ == Mode::blocks) {
+      shuffle(perm_, rng_);
+      order_.resize(per_epoch());
+      for (std::size_t k = 0; k < order_.size(); ++k) order_[k] = k;
+      pos_ = order_.size();
+    }
+  }
+
+  void next() {
+    if (mode_ == Mode::shuffled) {
+      idx_.clear();
+      while (idx_.size() < batch_) {
+        if (pos_ == n_) {
+          shuffle(perm_, rng_);
+          pos_ = 0;
+        }
+        idx_.push_back(perm_[pos_++]);
+      }
+    } else if (mode_ == Mode::blocks) {
+      if (pos_ == order_.size()) {
+        shuffle(order_, rng_);
+        pos_ = 0;
+      }
+      block_ = order_[pos_++];
+      idx_.assign(perm_.begin() + static_cast<std::ptrdiff_t>(block_ * batch_),
+                  perm_.begin() + static_cast<std::ptrdiff_t>(std::min(n_, (block_ + 1) * batch_)));
+    }
+  }
+
+  bool full() const { return mode_ == Mode::full; }
+  // The rows of the current iteration (null: all rows).
+  const std::vector<std::size_t>* rows() const { return full() ? nullptr : &idx_; }
+  std::size_t block() const { return block_; }
+  std::size_t n() const { return n_; }
+  std::size_t batch() const { return batch_; }
+  // Iterations per pass through the data, and the scale N / batch of a batch's sums.
+  std::size_t per_epoch() const { return (n_ + batch_ - 1) / batch_; }
+  double scale() const { return static_cast<double>(n_) / static_cast<double>(batch_); }
+
+ private:
+  Mode mode_;
+  std::size_t n_, batch_, pos_ = 0, block_ = 0;
+  Rng& rng_;
+  std::vector<std::size_t> perm_, order_, idx_;
+};
+
+// What one iteration of an engine reports.
+struct Step {
+  double objective = 0;  // the objective (estimate) at the state evaluated
+  VectorXd gradient;     // its gradient w.r.t. the packed parameters, when asked
+  bool done = false;     // the engine's own convergence (with own_stop())
+};
+
+template <class Engine, class Monitor>
+FitInfo fit_loop(Engine& e, Sampler& sampler, const Settings& set, Monitor monitor) {
+  FitInfo info;
+  auto clock = Clock::now();
+  sampler.next();
+  e.initialise(sampler);
+  info.seconds_init = seconds_since(clock);
+  clock = Clock::now();
+  const bool learn = e.n_theta() > 0;
+  const int warmup = e.warmup(), stop_warmup = e.stop_warmup();
+  const std::size_t per_epoch = sampler.per_epoch();
+  Adam adam(set.learning_rate);
+  Stopper stop(set.tol, set.patience, static_cast<double>(sampler.n()));
+  auto good = e.snapshot();  // the last state whose objective was finite
+  double epoch_sum = 0;
+  for (int it = 0; it < set.max_iter; ++it) {
+    if (it > 0) sampler.next();
+    const bool grad = learn && it >= warmup;
+    Step st;
+    bool ok = true;
+    try {
+      st = e.step(sampler, grad);
+      ok = std::isfinite(st.objective) && (!grad || st.gradient.allFinite());
+      if (ok) {
+        good = e.snapshot();
+        if (grad) {
+          VectorXd th = e.pack();
+          adam.step(th, st.gradient);
+          e.unpack(th);
+        }
+        e.update(st);
+      }
+    } catch (const numerical_error&) {
+      ok = false;
+    }
+    if (!ok) {
+      if (++info.failures > set.max_failures)
+        throw numerical_error("the fit failed to make a finite step " + std::to_string(set.max_failures) +
+                              " times (each undone, with the step sizes halved); try a smaller learning_rate");
+      e.restore(good);
+      e.back_off();
+      adam.scale_rate(0.5);
+      adam.reset();
+      continue;
+    }
+    info.trace.push_back(st.objective);
+    info.iterations = it + 1;
+    bool done = false;
+    if (e.own_stop()) {
+      done = st.done;
+    } else {
+      const int k = it + 1 - stop_warmup;  // iterations since the stopping rule started
+      if (k > 0) epoch_sum += st.objective;
+      if (k > 0 && static_cast<std::size_t>(k) % per_epoch == 0) {
+        done = stop.add_epoch(epoch_sum / static_cast<double>(per_epoch));
+        epoch_sum = 0;
+      }
+    }
+    if (!monitor(it + 1, st.objective)) break;
+    if (done) {
+      info.converged = true;
+      break;
+    }
+  }
+  info.seconds_iter = seconds_since(clock);
+  clock = Clock::now();
+  e.finish(info);
+  info.seconds_final = seconds_since(clock);
+  return info;
+}
+
+}  // namespace scalegp

@@ -1,0 +1,91 @@
+// The whitened Gaussian posterior that the variational and EP engines put on
+// the inducing variables of the additive model (model.hpp): one coupled
+// q(v) = N(m, S) over all components, held in natural parameters
+// (precision P = S^{-1}, shift h = P m), and the predictions it implies.
+// The engines differ only in how they set P, h and the hyperparameters:
+// natural-gradient steps (svgp.hpp) or EP sites (ep.hpp).
+#pragma once
+#include "model.hpp"
+
+namespace scalegp {
+
+class WhitenedGaussianModel : public AdditiveModel {
+ public:
+  VectorXd h, m;  // natural shift and mean of q(v)
+  MatrixXd P, S;  // precision and covariance of q(v)
+
+  WhitenedGaussianModel(std::vector<Component> components, Settings settings, const double* X, std::size_t n,
+                        std::size_t p, const double* y, const double* w, const double* offset)
+      : AdditiveModel(std::move(components), settings, X, n, p, y, w, offset) {
+    const Index Mt = total_size();
+    P = MatrixXd::Identity(Mt, Mt);
+    h = VectorXd::Zero(Mt);
+    refresh_q();
+  }
+
+  // Moments of q from its natural parameters (after a change of P, h).  A
+  // precision that is not positive definite is an invalid state (a diverged
+  // step or an invalid EP site), never patched with jitter: it throws, and
+  // the fit loop undoes the step that made it.
+  void refresh_q() {
+    Eigen::LLT<MatrixXd> llt(P);
+    if (llt.info() != Eigen::Success || !P.allFinite())
+      throw numerical_error("the posterior precision is not positive definite");
+    LP_ = llt.matrixL();
+    S = chol_inverse(LP_);
+    m = S * h;
+    logdet_P_ = logdet_chol(LP_);
+  }
+  void refresh() {
+    refresh_prior();
+    refresh_q();
+  }
+
+  // KL(q || N(0, I)).
+  double kl() const {
+    return 0.5 * (S.trace() + m.squaredNorm() - static_cast<double>(total_size()) + logdet_P_);
+  }
+  double logdet_P() const { return logdet_P_; }
+
+  // Variance of the predictor beyond the Nystrom residual: rows of Phi S Phi'.
+  // Computed as |L_P^{-1} phi|^2 (a triangular solve, half the flops of Phi S).
+  VectorXd q_variance(const MatrixXd& Phi) const {
+    MatrixXd W = Phi;
+    solve_right_LT(LP_, W);
+    return W.rowwise().squaredNorm();
+  }
+
+  // Latent mean and variance of the predictor at new rows Xnew (n x p), and
+  // per component (columns of term_mean / term_var) when those are non-null.
+  void predict(const Eigen::Ref<const MatrixXd>& Xnew, const Eigen::Ref<const VectorXd>& offset,
+               VectorXd& mean, VectorXd& var, MatrixXd* term_mean, MatrixXd* term_var,
+               const ParallelFor& pfor) const {
+    const Index nn = Xnew.rows();
+    mean.resize(nn);
+    var.resize(nn);
+    if (term_mean && !term_var) throw std::invalid_argument("predict(): term_var is needed with term_mean");
+    if (term_mean) term_mean->resize(nn, comps.size());
+    if (term_var) term_var->resize(nn, comps.size());
+    blocked_for(static_cast<std::size_t>(nn), pfor, [&](std::size_t begin, std::size_t end) {
+      Block b;
+      b.X = Xnew.middleRows(begin, end - begin);
+      features(b);
+      mean.segment(begin, end - begin) = b.Phi * m + offset.segment(begin, end - begin);
+      var.segment(begin, end - begin) = (b.resid + q_variance(b.Phi)).cwiseMax(0.0);
+      if (!term_mean) return;
+      for (std::size_t c = 0; c < comps.size(); ++c) {
+        const Index o = offsets_[c], M = comps[c].size();
+        const auto Phic = b.Phi.middleCols(o, M);
+        term_mean->col(c).segment(begin, end - begin) = Phic * m.segment(o, M);
+        const VectorXd v = ((Phic * S.block(o, o, M, M)).array() * Phic.array()).rowwise().sum();
+        term_var->col(c).segment(begin, end - begin) = (v + b.rows[c].resid).cwiseMax(0.0);
+      }
+    });
+  }
+
+ protected:
+  MatrixXd LP_;  // Cholesky factor of P
+  double logdet_P_ = 0;
+};
+
+}  // namespace scalegp

@@ -1,0 +1,38 @@
+// Settings every engine reads, and what every fit reports.  An engine's own
+// options live in a struct of its own header (SvgpSettings in svgp.hpp,
+// EpSettings in ep.hpp), read by that engine's glue only.
+#pragma once
+#include <chrono>
+#include <cstddef>
+#include <vector>
+
+namespace scalegp {
+
+struct Settings {
+  double rel_jitter = 1e-6;    // jitter of K_uu relative to the kernel variance
+  std::size_t batch_size = 0;  // rows per iteration; 0: all rows
+  int max_iter = 1000;
+  double learning_rate = 0.01;  // Adam step for the hyperparameters
+  double tol = 1e-5;            // stopping rule: gain per observation and epoch
+  int patience = 10;            // ... on this many consecutive epochs
+  bool learn_inducing = true;
+  bool learn_noise = true;
+  int max_failures = 20;  // failed iterations undone before the fit gives up
+};
+
+struct FitInfo {
+  std::vector<double> trace;  // objective (estimate) per iteration
+  int iterations = 0;
+  bool converged = false;
+  double objective = 0;  // final objective on all data (ELBO, EP log evidence)
+  double seconds_init = 0, seconds_iter = 0, seconds_final = 0;  // wall time by phase
+  int failures = 0;  // iterations undone (rates halved each time)
+};
+
+using Clock = std::chrono::steady_clock;
+
+inline double seconds_since(Clock::time_point t0) {
+  return std::chrono::duration<double>(Clock::now() - t0).count();
+}
+
+}  // namespace scalegp

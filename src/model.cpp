@@ -1,0 +1,86 @@
+// Rcpp glue shared by the engines: latent prediction from a whitened
+// Gaussian posterior (the VI and EP engines), likelihood helpers used by the
+// R methods and tests, k-means for initial inducing inputs, and the fixed row
+// groups of a deterministic pass.
+#include "glue.h"
+
+// [[Rcpp::depends(RcppEigen, RcppParallel)]]
+
+using namespace scalegp;
+using namespace glue;
+
+// Latent mean and variance at new rows (and per component with `terms`) of a
+// model with components `specs` and posterior state list(P, h).
+// [[Rcpp::export(.gp_predict)]]
+Rcpp::List gp_predict(Rcpp::List specs, Rcpp::List state, Eigen::Map<Eigen::MatrixXd> Xnew,
+                      Eigen::Map<Eigen::VectorXd> offset, bool terms, double jitter, int threads) {
+  try {
+    Settings set;
+    set.rel_jitter = jitter;
+    Eigen::VectorXd none(0);
+    WhitenedGaussianModel model(components_from(specs), set, none.data(), 0, static_cast<std::size_t>(Xnew.cols()),
+                                none.data(), none.data(), none.data());
+    model.P = Rcpp::as<Eigen::MatrixXd>(state["P"]);
+    model.h = Rcpp::as<Eigen::VectorXd>(state["h"]);
+    model.refresh_q();
+    Eigen::VectorXd mean, var;
+    Eigen::MatrixXd tm, tv;
+    model.predict(Xnew, offset, mean, var, terms ? &tm : nullptr, terms ? &tv : nullptr, make_pfor(threads));
+    Rcpp::List out = Rcpp::List::create(Rcpp::Named("mean") = mean, Rcpp::Named("var") = var);
+    if (terms) {
+      out["term_mean"] = tm;
+      out["term_var"] = tv;
+    }
+    return out;
+  } catch (const std::exception& e) {
+    Rcpp::stop(e.what());
+  }
+}
+
+// Expected log-likelihood E[log p(y | f)], f ~ N(m, s2), and its derivatives
+// (columns v, dm, ds2), for tests against numerical integration.
+// [[Rcpp::export(.lik_expect)]]
+Rcpp::NumericMatrix lik_expect(std::string family, Rcpp::NumericVector y, Rcpp::NumericVector w,
+                               Rcpp::NumericVector m, Rcpp::NumericVector s2, double noise_var, int gh_points) {
+  Likelihood lik(family_from_string(family), gh_points);
+  lik.log_noise = std::log(noise_var - Likelihood::kNoiseFloor);
+  Rcpp::NumericMatrix out(y.size(), 3);
+  for (R_xlen_t i = 0; i < y.size(); ++i) {
+    const Expectation e = lik.expect(y[i], w[i], m[i], s2[i]);
+    out(i, 0) = e.v;
+    out(i, 1) = e.dm;
+    out(i, 2) = e.dv;
+  }
+  return out;
+}
+
+// Predictive log density and response moments for latent N(m, s2).
+// [[Rcpp::export(.lik_predictive)]]
+Rcpp::NumericMatrix lik_predictive(std::string family, Rcpp::NumericVector y, Rcpp::NumericVector m,
+                                   Rcpp::NumericVector s2, double noise_var, int gh_points) {
+  Likelihood lik(family_from_string(family), gh_points);
+  lik.log_noise = std::log(std::max(noise_var - Likelihood::kNoiseFloor, 1e-300));
+  Rcpp::NumericMatrix out(m.size(), 3);
+  for (R_xlen_t i = 0; i < m.size(); ++i) {
+    double mean, sd;
+    lik.response_moments(m[i], s2[i], mean, sd);
+    out(i, 0) = y.size() ? lik.log_predictive(y[i], m[i], s2[i]) : NA_REAL;
+    out(i, 1) = mean;
+    out(i, 2) = sd;
+  }
+  return out;
+}
+
+// [[Rcpp::export(.kmeans)]]
+Eigen::MatrixXd kmeans_centres(Eigen::Map<Eigen::MatrixXd> X, int k, double seed) {
+  Rng rng(static_cast<std::uint64_t>(seed));
+  return kmeans(X, k, rng);
+}
+
+// 0-based boundaries of the fixed row groups of a pass over n rows.
+// [[Rcpp::export(.group_bounds)]]
+std::vector<double> group_bounds_r(double n) {
+  std::vector<double> out;
+  for (std::size_t b : group_bounds(static_cast<std::size_t>(n))) out.push_back(static_cast<double>(b));
+  return out;
+}
