@@ -59,7 +59,7 @@ collect_fit <- function(setup, res, control, engine) {
   # estimated quantities: kernel variances and lengthscales, coefficients, noise sd
   fit$df <- sum(vapply(fit$params$gp, function(g) 1 + length(g$lengthscale), 1)) + length(coef(fit)) +
     !is.na(fit$params$sigma)
-  lp <- latent_predict(fit, setup$X, setup$offset)
+  lp <- latent_predict(fit, setup$X, setup$offset_raw)
   fit$linear.predictors <- lp$fit
   fit$fitted.values <- response_moments(fit, lp$fit, lp$se)$mean
   fit

@@ -37,10 +37,15 @@ gp_setup <- function(parsed, mf, fam, control) {
   if (any(!is.finite(off))) stop_arg("offset", "has non-finite values")
   check_finite_columns(mf, names(mf), "data")
   gaussian <- fam$lik == "gaussian"
-  # response scaling (Gaussian only; no centring without an intercept)
+  # The link-scale centre and scale of the internal model (no centring
+  # without an intercept): Gaussian, the response is centred and scaled;
+  # Poisson, the predictor is centred at log(mean(y)) through the internal
+  # offset, so that counts of any size start near their rate.
   ysc <- if (gaussian) {
     list(center = if (parsed$intercept) sum(w * y) / sum(w) else 0,
          scale = if (stats::sd(y) > 0) stats::sd(y) else 1)
+  } else if (fam$lik == "poisson" && parsed$intercept && sum(w * y) > 0) {
+    list(center = log(sum(w * y) / sum(w)), scale = 1)
   } else list(center = 0, scale = 1)
   terms <- list(gp = list(), param = NULL)
   comps <- list()
@@ -72,7 +77,8 @@ gp_setup <- function(parsed, mf, fam, control) {
   terms$full_xlevels <- stats::.getXlevels(terms$full, mf)
   X <- internal_design(mf, terms)
   noise0 <- if (gaussian) (control$sigma %||% (stats::sd(y) / 3)) / ysc$scale else 1
-  list(X = X, y = (y - ysc$center) / ysc$scale, w = w, offset = off / ysc$scale, comps = comps, terms = terms,
+  list(X = X, y = if (gaussian) (y - ysc$center) / ysc$scale else y, w = w,
+       offset = if (gaussian) off / ysc$scale else off + ysc$center, comps = comps, terms = terms,
        yscaling = ysc, family = fam$family, lik = fam$lik, log_noise = log(max(noise0^2 - 1e-6, 1e-12)),
        intercept = parsed$intercept, n = n, y_raw = y, w_raw = w, offset_raw = off, ylevels = ylevels)
 }

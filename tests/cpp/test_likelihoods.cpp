@@ -2,7 +2,7 @@
 // their derivatives against independent numerical integration, tail-accurate
 // log Phi / Mills ratio, predictive densities and response moments.
 #include <catch2/catch.hpp>
-#include <scalegp/likelihoods.hpp>
+#include "fixtures.hpp"
 
 #include <algorithm>
 #include <cmath>
@@ -74,7 +74,11 @@ double ref_loglik(Family fam, double y, double w, double f, double noise_var) {
   switch (fam) {
     case Family::gaussian: return -0.5 * std::log(2.0 * kPi * noise_var / w) - 0.5 * w * (y - f) * (y - f) / noise_var;
     case Family::poisson: return w * (y * f - std::exp(f) - std::lgamma(y + 1.0));
-    case Family::probit: return w * (y * ref_log_Phi(f) + (1 - y) * ref_log_Phi(-f));
+    case Family::probit: {
+      // below -30 long double erfc loses its digits: the asymptotic series
+      auto lPhi = [](double z) { return z > -30 ? ref_log_Phi(z) : ref_log_Phi_series(z); };
+      return w * (y * lPhi(f) + (1 - y) * lPhi(-f));
+    }
     case Family::logit: {
       // log sigma(f) = -log(1 + e^{-f}), log(1 - sigma(f)) = -log(1 + e^{f})
       const double lp = f > 0 ? -std::log1p(std::exp(-f)) : f - std::log1p(std::exp(f));
@@ -447,4 +451,93 @@ TEST_CASE("Poisson log_predictive for large counts far from the prior mean", "[l
     CHECK(p.log_predictive(y, 0.0, 1.0) == Approx(ref_log_predictive_poisson(y, 0.0, 1.0)).epsilon(1e-6));
     CHECK(p.log_predictive(y, -2.0, 1.0) == Approx(ref_log_predictive_poisson(y, -2.0, 1.0)).epsilon(1e-6));
   }
+}
+
+namespace {
+
+// E[h(f)], f ~ N(m, s2), by Simpson on pieces split at -15 and 15 (where
+// the binomial log-likelihoods bend), 60000 intervals each: a reference for
+// any variance, also where the bend is narrow compared with sd.
+template <class F>
+double normal_expect_split(double m, double s2, F&& h) {
+  const double sd = std::sqrt(s2), lo = m - 12 * sd, hi = m + 12 * sd;
+  const double cuts[4] = {lo, std::min(hi, std::max(lo, -15.0)), std::max(lo, std::min(hi, 15.0)), hi};
+  double acc = 0;
+  for (int p = 0; p < 3; ++p)
+    if (cuts[p + 1] > cuts[p])
+      acc += simpson([&](double f) { return h(f) * normal_pdf(f, m, s2); }, cuts[p], cuts[p + 1], 60000);
+  return acc;
+}
+
+}  // namespace
+
+TEST_CASE("binomial expectations are accurate at every latent variance", "[likelihoods][expect][accuracy]") {
+  // Gauss-Hermite up to s2 = 1, the composite rule above; the derivatives
+  // against the reference through the Gaussian density (as in reference())
+  const double vars[] = {0.05, 0.7, 1.0, 1.0001, 3.0, 30.0, 1e3, 1e4};
+  const double means[] = {-3.0, 0.0, 2.5};
+  struct Yw {
+    double y, w;
+  };
+  const Yw yws[] = {{1.0, 1.0}, {0.0, 1.0}, {0.3, 5.0}};
+  for (Family fam : {Family::probit, Family::logit}) {
+    Likelihood lik(fam);
+    for (double s2 : vars)
+      for (double m : means)
+        for (const Yw& yw : yws) {
+          CAPTURE(static_cast<int>(fam), s2, m, yw.y);
+          auto l = [&](double f) { return ref_loglik(fam, yw.y, yw.w, f, 0.0); };
+          const double v = normal_expect_split(m, s2, l);
+          const double dm = normal_expect_split(m, s2, [&](double f) { return l(f) * (f - m) / s2; });
+          const double dv =
+              normal_expect_split(m, s2, [&](double f) { return l(f) * ((f - m) * (f - m) - s2) / (2 * s2 * s2); });
+          const Expectation e = lik.expect(yw.y, yw.w, m, s2);
+          // absolute 1e-8 plus a relative part for the large values at large s2
+          CHECK(std::abs(e.v - v) < 1e-8 * (1 + std::abs(v) * 1e-2));
+          CHECK(std::abs(e.dm - dm) < 1e-8 * (1 + std::abs(dm)));
+          CHECK(std::abs(e.dv - dv) < 1e-8 * (1 + std::abs(dv)));
+        }
+  }
+}
+
+TEST_CASE("binomial expectation derivatives are those of the rule computed", "[likelihoods][expect][gradient]") {
+  // central differences of v itself, on both sides of the switch at s2 = 1
+  for (Family fam : {Family::probit, Family::logit}) {
+    Likelihood lik(fam);
+    for (double s2 : {1e-6, 0.01, 0.4, 0.98, 1.05, 7.0, 300.0})
+      for (double m : {-2.0, 0.3, 4.0}) {
+        CAPTURE(static_cast<int>(fam), s2, m);
+        const Expectation e = lik.expect(1.0, 2.0, m, s2);
+        const double h = std::min(1e-3, 0.01 * s2);
+        const double dm = fixtures::central_difference([&](double t) { return lik.expect(1.0, 2.0, m + t, s2).v; }, 1e-3);
+        const double dv = fixtures::central_difference([&](double t) { return lik.expect(1.0, 2.0, m, s2 + t).v; }, h);
+        CHECK(e.dm == Approx(dm).epsilon(1e-7).margin(1e-9));
+        CHECK(e.dv == Approx(dv).epsilon(1e-6).margin(1e-9));
+        CHECK(e.dv <= 0.0);
+      }
+  }
+}
+
+TEST_CASE("Poisson at large rates stays finite", "[likelihoods][poisson]") {
+  Likelihood lik(Family::poisson);
+  // a count near e^10 at its own rate, and a latent mean far beyond exp()'s range
+  const Expectation e = lik.expect(22026.0, 1.0, 10.0, 0.01);
+  CHECK(std::isfinite(e.v));
+  CHECK(e.dm == Approx(22026.0 - std::exp(10.005)).epsilon(1e-12));
+  const Expectation big = lik.expect(3.0, 1.0, 900.0, 1.0);
+  CHECK(std::isfinite(big.v));
+  CHECK(std::isfinite(big.dm));
+  CHECK(big.v < -1e300);
+  double l, d1, d2;
+  lik.loglik(3.0, 1.0, 1000.0, l, d1, d2);
+  CHECK(std::isfinite(l));
+  CHECK(std::isfinite(d1));
+  CHECK(std::isfinite(d2));
+  // predictive quantities: finite, and the density of a huge count at its rate
+  CHECK(std::isfinite(lik.log_predictive(3.0, 900.0, 1.0)));
+  const double lp = lik.log_predictive(22026.0, 10.0, 1e-4);
+  CHECK(lp == Approx(ref_log_predictive_poisson(22026.0, 10.0, 1e-4)).epsilon(1e-6));
+  double mean, sd;
+  lik.response_moments(900.0, 1.0, mean, sd);
+  CHECK(std::isfinite(mean));
 }

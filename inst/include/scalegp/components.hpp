@@ -103,7 +103,10 @@ inline void component_features(const Component& k, const ComponentPrior& p, cons
       Phic.setZero();
       r.code.resize(Xc.rows());
       for (Index i = 0; i < Xc.rows(); ++i) {
-        r.code[i] = static_cast<Index>(Xc(i, 0));
+        const double x = Xc(i, 0);  // 0-based level code
+        if (!(x >= 0 && x < static_cast<double>(k.levels)) || x != std::floor(x))
+          throw std::invalid_argument("a factor level code is not an integer in [0, levels)");
+        r.code[i] = static_cast<Index>(x);
         Phic(i, r.code[i]) = sd;
       }
       return;

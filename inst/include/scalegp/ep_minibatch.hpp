@@ -24,6 +24,12 @@ class EpMinibatch {
   template <class Monitor>
   FitInfo fit(Rng& rng, Monitor monitor) {
     Sampler sampler(Sampler::Mode::blocks, ep_.n(), ep_.set.batch_size, rng);
+    prepare(sampler);
+    return fit_loop(*this, sampler, ep_.set, monitor);
+  }
+
+  // The driver's state for the blocks of `sampler` (done by fit()).
+  void prepare(const Sampler& sampler) {
     nblocks_ = sampler.per_epoch();
     scale_ = sampler.scale();
     // blocks refined before the first hyperparameter step (the paper steps
@@ -36,7 +42,6 @@ class EpMinibatch {
     const Index Mt = ep_.total_size();
     Lbar_ = MatrixXd::Zero(Mt, Mt);
     hbar_ = VectorXd::Zero(Mt);
-    return fit_loop(*this, sampler, ep_.set, monitor);
   }
 
   // ---- the engine interface of fit_loop() ---------------------------------------

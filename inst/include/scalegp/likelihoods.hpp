@@ -2,8 +2,17 @@
 // Bernoulli (probit, logit; y may be a proportion in [0, 1]) and Poisson (log).
 // For q(f) = N(m, s2) they give the expected log-likelihood
 //   v = E[log p(y | f)],  dv/dm,  dv/ds2 (= E[l''] / 2, Price's theorem)
-// in closed form where one exists and by Gauss-Hermite quadrature otherwise,
-// plus predictive densities and response moments.
+// in closed form where one exists and by quadrature otherwise, plus
+// predictive densities and response moments.
+//
+// Quadrature (binomial): for s2 <= 1 Gauss-Hermite with nodes
+// m + sqrt(2 s2) t_i, whose derivatives in m and s2 are those of the rule
+// itself, so a gradient of the ELBO is the derivative of the ELBO computed;
+// for larger variances, where the likelihood's transition near f = 0 is
+// narrow compared with sd and no Gauss-Hermite rule of modest size resolves
+// it, a composite Gauss-Legendre rule over t = (f - m) / sd in [-10, 10]
+// with panels of width 1 in t and at most 2 in f where |f| < 12.  Both are
+// accurate to about 1e-10 (tests/cpp/test_likelihoods.cpp).
 #pragma once
 #include "linalg.hpp"
 #include <Eigen/Eigenvalues>
@@ -13,6 +22,47 @@ namespace scalegp {
 
 constexpr double kLog2Pi = 1.8378770664093454836;
 constexpr double kPi = 3.14159265358979323846;
+
+// Gauss-Legendre rule on [-1, 1], by the Golub-Welsch algorithm.
+struct GaussLegendre {
+  VectorXd t, w;
+  explicit GaussLegendre(int n = 10) {
+    MatrixXd J = MatrixXd::Zero(n, n);
+    for (int i = 1; i < n; ++i) J(i, i - 1) = J(i - 1, i) = i / std::sqrt(4.0 * i * i - 1.0);
+    Eigen::SelfAdjointEigenSolver<MatrixXd> es(J);
+    t = es.eigenvalues();
+    w = 2.0 * es.eigenvectors().row(0).transpose().array().square();
+  }
+};
+
+// Calls add(f, weight) for the nodes of a composite Gauss-Legendre rule for
+// E[h(f)], f ~ N(m, s2): over t = (f - m) / sd in [-10, 10], panels of width
+// 1 in t, split to width at most 2 in f where |f| < 12.
+template <class Add>
+void composite_normal_rule(const GaussLegendre& gl, double m, double s2, Add&& add) {
+  const double sd = std::sqrt(s2);
+  const double z0 = (-12.0 - m) / sd, z1 = (12.0 - m) / sd;  // the zone |f| < 12, in t
+  const double cst = 1.0 / std::sqrt(2.0 * kPi);
+  for (int k = -10; k < 10; ++k) {
+    double a = k, b = k + 1.0;
+    // up to three pieces: below, inside and above the zone
+    const double cuts[4] = {a, std::min(b, std::max(a, z0)), std::max(a, std::min(b, z1)), b};
+    for (int p = 0; p < 3; ++p) {
+      const double lo = cuts[p], hi = cuts[p + 1];
+      if (!(hi > lo)) continue;
+      const double width = p == 1 ? std::min(1.0, 2.0 / sd) : 1.0;
+      const int pieces = std::max(1, static_cast<int>(std::ceil((hi - lo) / width - 1e-12)));
+      const double step = (hi - lo) / pieces;
+      for (int q = 0; q < pieces; ++q) {
+        const double c = lo + (q + 0.5) * step, half = 0.5 * step;
+        for (Index i = 0; i < gl.t.size(); ++i) {
+          const double t = c + half * gl.t(i);
+          add(m + sd * t, half * gl.w(i) * cst * std::exp(-0.5 * t * t));
+        }
+      }
+    }
+  }
+}
 
 // Gauss-Hermite rule for the weight exp(-t^2), by the Golub-Welsch algorithm.
 struct GaussHermite {
@@ -70,9 +120,12 @@ class Likelihood {
   Family family;
   double log_noise = 0.0;                  // Gaussian: log(noise variance - floor)
   static constexpr double kNoiseFloor = 1e-6;
+  static constexpr double kMaxGhVar = 1.0;   // Gauss-Hermite up to this latent variance
+  static constexpr double kMaxLogRate = 700.0;  // Poisson: exp() arguments are capped here (finite, huge)
   GaussHermite gh;
+  GaussLegendre gl;
 
-  explicit Likelihood(Family f = Family::gaussian, int gh_points = 20) : family(f), gh(gh_points) {}
+  explicit Likelihood(Family f = Family::gaussian, int gh_points = 20) : family(f), gh(gh_points), gl(10) {}
 
   double noise_var() const { return kNoiseFloor + std::exp(log_noise); }
   bool has_noise() const { return family == Family::gaussian; }
@@ -102,7 +155,7 @@ class Likelihood {
         return;
       }
       case Family::poisson: {
-        const double mu = std::exp(f);
+        const double mu = std::exp(std::min(f, kMaxLogRate));
         l = w * (y * f - mu - std::lgamma(y + 1.0));
         d1 = w * (y - mu);
         d2 = -w * mu;
@@ -124,28 +177,61 @@ class Likelihood {
         return e;
       }
       case Family::poisson: {
-        const double mu = std::exp(m + 0.5 * s2);
+        const double mu = std::exp(std::min(m + 0.5 * s2, kMaxLogRate));
         e.v = w * (y * m - mu - std::lgamma(y + 1.0));
         e.dm = w * (y - mu);
         e.dv = -0.5 * w * mu;
         return e;
       }
-      default: {
-        const double sd = std::sqrt(2.0 * std::max(s2, 0.0));
-        for (Index i = 0; i < gh.t.size(); ++i) {
-          double l, d1, d2;
-          loglik(y, w, m + sd * gh.t(i), l, d1, d2);
-          e.v += gh.w(i) * l;
-          e.dm += gh.w(i) * d1;
-          e.dv += gh.w(i) * d2;
-        }
-        const double c = 1.0 / std::sqrt(kPi);
-        e.v *= c;
-        e.dm *= c;
-        e.dv *= 0.5 * c;
-        return e;
-      }
+      default:
+        return s2 <= kMaxGhVar ? expect_gh(y, w, m, s2) : expect_composite(y, w, m, s2);
     }
+  }
+
+  // Gauss-Hermite: v = c sum_i w_i l(x_i), x_i = m + sd t_i, sd = sqrt(2 s2),
+  // c = 1 / sqrt(pi); its derivatives dv/dm = c sum w_i l'(x_i) and
+  // dv/ds2 = c sum w_i l'(x_i) t_i / sd (below s2 = 1e-10, where that ratio
+  // loses digits, Price's c sum w_i l''(x_i) / 2, equal to it there).
+  Expectation expect_gh(double y, double w, double m, double s2) const {
+    Expectation e;
+    s2 = std::max(s2, 0.0);
+    const double sd = std::sqrt(2.0 * s2);
+    double dt = 0, d2sum = 0;
+    for (Index i = 0; i < gh.t.size(); ++i) {
+      double l, d1, d2;
+      loglik(y, w, m + sd * gh.t(i), l, d1, d2);
+      e.v += gh.w(i) * l;
+      e.dm += gh.w(i) * d1;
+      dt += gh.w(i) * d1 * gh.t(i);
+      d2sum += gh.w(i) * d2;
+    }
+    const double c = 1.0 / std::sqrt(kPi);
+    e.v *= c;
+    e.dm *= c;
+    e.dv = s2 > 1e-10 ? c * dt / sd : 0.5 * c * d2sum;
+    return e;
+  }
+
+  // The composite rule of composite_normal_rule() for v, E[l'] and E[l''] / 2.
+  Expectation expect_composite(double y, double w, double m, double s2) const {
+    Expectation e;
+    composite_normal_rule(gl, m, s2, [&](double f, double a) {
+      double l, d1, d2;
+      loglik(y, w, f, l, d1, d2);
+      e.v += a * l;
+      e.dm += a * d1;
+      e.dv += 0.5 * a * d2;
+    });
+    return e;
+  }
+
+  // E[h(f)], f ~ N(m, s2), by the rule expect() uses for that variance.
+  template <class F>
+  double normal_expect(double m, double s2, F&& h) const {
+    if (s2 <= kMaxGhVar) return gh.expect(m, s2, h);
+    double acc = 0;
+    composite_normal_rule(gl, m, s2, [&](double f, double a) { acc += a * h(f); });
+    return acc;
   }
 
   // log of the predictive density p(y*) = int p(y* | f) N(f; m, s2) df (w = 1).
@@ -181,11 +267,13 @@ class Likelihood {
     double hf = h(f, d1, d2);
     for (int it = 0; it < 200; ++it) {
       const double step = -d1 / d2;
+      if (!std::isfinite(step)) break;
       double t = 1.0, e1, e2, hn = h(f + step, e1, e2);
       while (!(hn >= hf) && t > 1e-12) {
         t *= 0.5;
         hn = h(f + t * step, e1, e2);
       }
+      if (!(hn >= hf)) break;  // no ascent along the Newton direction: at the mode to rounding
       f += t * step;
       hf = hn;
       d1 = e1;
@@ -212,7 +300,7 @@ class Likelihood {
       case Family::gaussian: return f;
       case Family::probit: return 0.5 * std::erfc(-f / std::sqrt(2.0));
       case Family::logit: return logistic(f);
-      case Family::poisson: return std::exp(f);
+      case Family::poisson: return std::exp(std::min(f, kMaxLogRate));
     }
     return f;
   }
@@ -225,12 +313,12 @@ class Likelihood {
         sd = std::sqrt(s2);
         return;
       case Family::poisson:
-        mean = std::exp(m + 0.5 * s2);
-        sd = mean * std::sqrt(std::max(std::expm1(s2), 0.0));
+        mean = std::exp(std::min(m + 0.5 * s2, kMaxLogRate));
+        sd = mean * std::sqrt(std::max(std::expm1(std::min(s2, kMaxLogRate)), 0.0));
         return;
       default: {
-        mean = gh.expect(m, s2, [this](double f) { return inv_link(f); });
-        const double m2 = gh.expect(m, s2, [this](double f) { const double p = inv_link(f); return p * p; });
+        mean = normal_expect(m, s2, [this](double f) { return inv_link(f); });
+        const double m2 = normal_expect(m, s2, [this](double f) { const double p = inv_link(f); return p * p; });
         if (family == Family::probit) mean = 0.5 * std::erfc(-m / std::sqrt(2.0 * (1.0 + s2)));
         sd = std::sqrt(std::max(m2 - mean * mean, 0.0));
         return;
