@@ -29,7 +29,7 @@ progress_monitor <- function(control, label, shift = 0, envir = parent.frame()) 
   function(it, obj) {
     if (it %% 10 == 0 || it == 1) {
       value <<- obj - shift
-      cli::cli_progress_update(id = bar, set = it, .envir = env)
+      cli::cli_progress_update(id = bar, set = it, force = it == 1, .envir = env)
     }
     TRUE
   }
@@ -47,13 +47,14 @@ collect_fit <- function(setup, res, control, engine) {
     terms = setup$terms, scaling = list(y = setup$yscaling), family = setup$family,
     likelihood = setup$lik, engine = engine, state = state,
     objective = res$objective - jac, trace = res$trace - jac, iterations = res$iterations,
-    converged = res$converged, failures = res$failures %||% 0L,
+    converged = res$converged, failures = res$failures %||% 0L, gradient = res$gradient,
     control = control, n = setup$n,
     intercept = setup$intercept, y = setup$y_raw, ylevels = setup$ylevels, prior.weights = setup$w_raw,
     offset = setup$offset_raw)
   fit$control$cluster <- NULL  # connections; not part of the result
   class(fit) <- c(paste0("gpgam_", engine$name), "gpgam", "scalegp")
   fit <- engine_collect(engine, fit, res)
+  names(fit$gradient) <- parameter_names(fit, length(fit$gradient))
   fit$title <- "Gaussian-process additive model"
   fit$params <- natural_params(fit)
   # estimated quantities: kernel variances and lengthscales, coefficients, noise sd
@@ -138,4 +139,30 @@ response_moments <- function(fit, eta, se, y = NULL) {
   r <- .lik_predictive(fit$likelihood, if (is.null(y)) numeric() else y, eta, se^2,
                        if (fit$likelihood == "gaussian") fit$params$sigma^2 else 1, fit$control$gh_points)
   list(mean = r[, 2], sd = r[, 3], logpred = r[, 1])
+}
+
+# Names of the packed parameters the engines move (the layout of
+# AdditiveModel::pack_hyper() and the Gaussian noise last): per component its
+# log variance and log lengthscales (when learned), then its inducing
+# coordinates (when learned).
+parameter_names <- function(fit, n) {
+  learn_z <- !("inducing" %in% fit$control$fixed)
+  out <- character()
+  for (i in seq_along(fit$state$specs)) {
+    s <- fit$state$specs[[i]]
+    if (s$kind == "linear") next
+    lab <- fit$terms$gp[[i]]$spec$label
+    if (isTRUE(s$learn_kernel)) {
+      out <- c(out, paste0(lab, ": log variance"))
+      if (s$kind != "factor")
+        out <- c(out, paste0(lab, ": log lengthscale",
+                             if (length(s$log_ls) > 1) paste0(" ", fit$terms$gp[[i]]$spec$vars) else ""))
+    }
+    if (s$kind != "factor" && learn_z)
+      out <- c(out, paste0(lab, ": inducing input ", rep(seq_len(nrow(s$Z)), ncol(s$Z)), ",",
+                           rep(seq_len(ncol(s$Z)), each = nrow(s$Z))))
+  }
+  if (length(out) < n) out <- c(out, "log noise variance")
+  if (length(out) != n) out <- paste0("parameter ", seq_len(n))
+  out
 }

@@ -129,7 +129,7 @@ inline Rcpp::List fit_result(const WhitenedGaussianModel& model, const FitInfo& 
       Rcpp::Named("m") = model.m, Rcpp::Named("S") = model.S, Rcpp::Named("trace") = info.trace,
       Rcpp::Named("iterations") = info.iterations, Rcpp::Named("converged") = info.converged,
       Rcpp::Named("objective") = info.objective, Rcpp::Named("failures") = info.failures,
-      Rcpp::Named("seconds") = seconds_of(info));
+      Rcpp::Named("gradient") = info.gradient, Rcpp::Named("seconds") = seconds_of(info));
 }
 
 }  // namespace glue

@@ -22,6 +22,11 @@ sqdist_scaled <- function(A, B, ls) {
 
 k_se <- function(A, B, ls, v) v * exp(-0.5 * sqdist_scaled(A, B, ls))
 
+k_matern32 <- function(A, B, ls, v) {
+  r <- sqrt(sqdist_scaled(A, B, ls))
+  v * (1 + sqrt(3) * r) * exp(-sqrt(3) * r)
+}
+
 k_matern52 <- function(A, B, ls, v) {
   r <- sqrt(sqdist_scaled(A, B, ls))
   v * (1 + sqrt(5) * r + 5 / 3 * r^2) * exp(-sqrt(5) * r)

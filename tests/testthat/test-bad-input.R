@@ -214,3 +214,38 @@ test_that("gpgam() leaves the user's data unchanged", {
   p <- predict(fit, d[1:10, ], type = "terms")
   expect_identical(d, d0)
 })
+
+test_that("engine options: invalid values, options of another engine, unknown names", {
+  d <- bad_data()
+  for (v in list(0, -1, 2.5, NA, "a")) expect_error(gp_control(rank = v), "'rank'", info = deparse1(v))
+  expect_error(gp_control(posterior = "full"), "'posterior'")
+  expect_error(gp_control(damping = 1.5), "'damping'")
+  expect_error(gp_control(foo = 1), "'foo' is not an argument of gp_control\\(\\).*damping")
+  # an option of the other engine names both
+  expect_error(gpgam(y ~ gp(x), data = d, control = bad_ctl(damping = 0.5)),
+               "'damping' is an option of inference = \"ep\", not of inference = \"vi\"")
+  # a control object changed by hand is validated again when it is used
+  ctl <- bad_ctl()
+  ctl$rank <- -2
+  expect_error(gpgam(y ~ gp(x), data = d, control = ctl), "'rank'")
+  expect_type(vi_options(), "list")
+  expect_equal(vi_options()$posterior, "coupled")
+  expect_equal(ep_options()$sites, "separate")
+})
+
+test_that("a family that is not one is refused naming 'family'", {
+  d <- bad_data()
+  expect_error(gpgam(y ~ gp(x), data = d, family = "not a family", control = bad_ctl()), "'family'.*not a family")
+  expect_error(gpgam(y ~ gp(x), data = d, family = "mean", control = bad_ctl()), "'family'")
+  expect_error(gpgam(y ~ gp(x), data = d, family = 3, control = bad_ctl()), "'family'.*supported")
+})
+
+test_that("rows with NA weights are dropped, as lm() drops them", {
+  d <- bad_data()
+  d$w <- runif(nrow(d), 0.5, 2)
+  d$w[c(2, 9)] <- NA
+  fit <- gpgam(y ~ gp(x), data = d, weights = w, control = bad_ctl())
+  expect_equal(nobs(fit), nrow(d) - 2L)
+  expect_equal(nobs(lm(y ~ x, data = d, weights = w)), nrow(d) - 2L)
+  expect_error(gpgam(y ~ gp(x), data = d, weights = w, na.action = na.fail, control = bad_ctl()), "missing values")
+})

@@ -139,3 +139,65 @@ test_that("s() in a formula is read as gp(), and epochs sets the iterations", {
   fb <- gpgam(y ~ gp(x1), data = d, control = qctl(inducing = 5, iterations = 3, batch_size = 1000, seed = 1))
   expect_equal(fb$control$batch_size, 150L)
 })
+
+test_that("verbose = TRUE drives a progress bar that is created, updated and closed", {
+  d <- meth_data()
+  withr_opts <- options(cli.progress_show_after = 0, cli.progress_handlers_only = "logger")
+  on.exit(options(withr_opts), add = TRUE)
+  for (inference in c("vi", "ep")) {
+    dd <- d
+    dd$y <- if (inference == "ep") as.numeric(d$y > 0.5) else d$y
+    fam <- if (inference == "ep") binomial("probit") else gaussian()
+    out <- capture.output(fit <- gpgam(y ~ gp(x1), data = dd, family = fam, inference = inference,
+                                       control = gp_control(inducing = 5, iterations = 30, patience = 30,
+                                                            verbose = TRUE, seed = 1)))
+    expect_s3_class(fit, paste0("gpgam_", inference))
+    expect_true(any(grepl("created", out)), info = inference)
+    expect_true(any(grepl("updated", out)), info = inference)
+    expect_true(any(grepl("terminated", out)), info = inference)
+  }
+  # a fit that fails still closes its bar and leaves R usable
+  out <- capture.output(expect_error(gpgam(y ~ gp(x1), data = d, family = poisson(),
+                                           control = gp_control(verbose = TRUE)), "'y'"))
+  expect_false(any(grepl("created", out)))
+})
+
+test_that("family() and the printed link for every supported family", {
+  d <- meth_data()
+  d$yb <- as.numeric(d$y > 0.5)
+  d$yc <- rpois(nrow(d), exp(d$x1))
+  fp <- gpgam(yb ~ gp(x1), data = d, family = binomial("probit"), control = meth_ctl())
+  fc <- gpgam(yc ~ gp(x1), data = d, family = poisson(), control = meth_ctl())
+  expect_equal(family(fp)$family, "binomial")
+  expect_equal(family(fp)$link, "probit")
+  expect_equal(family(fc)$family, "poisson")
+  expect_equal(family(fc)$link, "log")
+  expect_output(print(fc), "poisson \\(log\\)")
+  expect_output(print(fp), "binomial \\(probit\\)")
+  # the family may also be given by name or as a function
+  fn <- gpgam(yc ~ gp(x1), data = d, family = "poisson", control = meth_ctl())
+  expect_identical(predict(fn, d[1:4, ]), predict(fc, d[1:4, ]))
+  ff <- gpgam(yc ~ gp(x1), data = d, family = poisson, control = meth_ctl())
+  expect_identical(predict(ff, d[1:4, ]), predict(fc, d[1:4, ]))
+})
+
+test_that("every fit has the engine-neutral class and methods", {
+  d <- meth_data()
+  fit <- gpgam(y ~ gp(x1) + z, data = d, control = meth_ctl())
+  expect_s3_class(fit, c("gpgam_vi", "gpgam", "scalegp"), exact = TRUE)
+  expect_equal(fit$engine$name, "vi")
+  expect_equal(fit$engine$objective, "ELBO")
+  expect_equal(fit$objective, fit$elbo)
+  expect_equal(length(fit$gradient), length(fit$trace) * 0 + sum(nchar(names(fit$gradient)) > 0))
+  expect_true(any(grepl("gp\\(x1\\): log lengthscale", names(fit$gradient))))
+  expect_equal(names(fit$gradient)[length(fit$gradient)], "log noise variance")
+  # the "scalegp" methods serve a fit whose class is only "scalegp"
+  bare <- fit
+  class(bare) <- "scalegp"
+  expect_equal(as.numeric(logLik(bare)), fit$objective)
+  expect_equal(nobs(bare), nobs(fit))
+  expect_output(print(bare), "ELBO")
+  pdf(NULL)
+  on.exit(dev.off(), add = TRUE)
+  expect_identical(plot(bare), bare)
+})

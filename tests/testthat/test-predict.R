@@ -203,3 +203,19 @@ test_that("integer weights are accepted and equal double weights", {
   f_int <- gpgam(y ~ gp(x), data = d, weights = m, family = binomial(), control = ctl)
   expect_identical(predict(f_int, d[1:5, ]), predict(f_dbl, d[1:5, ]))
 })
+
+test_that("predict(na.action = ) follows model.frame: na.pass pads, na.omit drops", {
+  d <- pred_data()
+  fit <- gpgam(y ~ gp(x) + z + f, data = d, control = pred_ctl())
+  nd <- d[1:6, ]
+  nd$x[2] <- NA
+  nd$z[5] <- NA
+  ref <- predict(fit, d[1:6, ])
+  pp <- predict(fit, nd)
+  po <- predict(fit, nd, na.action = na.omit)
+  expect_length(pp, 6)
+  expect_length(po, 4)
+  expect_identical(names(po), rownames(nd)[-c(2, 5)])
+  expect_identical(po, ref[-c(2, 5)])
+  expect_error(predict(fit, nd, na.action = na.fail), "missing values")
+})

@@ -79,7 +79,10 @@ class EpBatch {
   }
 
   void finish(FitInfo& info) {
-    info.objective = ep_.log_evidence(reduce_(Ep::Pass::sweep, 0.0, Ep::Sites::keep));
+    const bool grad = ep_.n_hyper() > 0;
+    const EpAccum a = reduce_(grad ? Ep::Pass::sweep_grad : Ep::Pass::sweep, 0.0, Ep::Sites::keep);
+    info.objective = ep_.log_evidence(a);
+    if (grad) info.gradient = ep_.hyper_gradient(a.PtPb, a.grad, 1.0);
   }
 
  private:

@@ -158,7 +158,10 @@ class EpMinibatch {
       ep_.set_q(ep_.reduce_local(Pass::q, 0.0, Sites::commit, pfor_));
       if (a.change < 1e-3) break;
     }
-    info.objective = ep_.log_evidence(ep_.reduce_local(Pass::sweep, 0.0, Sites::keep, pfor_));
+    const bool grad = ep_.n_hyper() > 0;
+    const EpAccum a = ep_.reduce_local(grad ? Pass::sweep_grad : Pass::sweep, 0.0, Sites::keep, pfor_);
+    info.objective = ep_.log_evidence(a);
+    if (grad) info.gradient = ep_.hyper_gradient(a.PtPb, a.grad, 1.0);
   }
 
  private:

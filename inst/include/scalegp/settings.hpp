@@ -2,6 +2,7 @@
 // options live in a struct of its own header (SvgpSettings in svgp.hpp,
 // EpSettings in ep.hpp), read by that engine's glue only.
 #pragma once
+#include <Eigen/Dense>
 #include <chrono>
 #include <cstddef>
 #include <vector>
@@ -27,6 +28,7 @@ struct FitInfo {
   double objective = 0;  // final objective on all data (ELBO, EP log evidence)
   double seconds_init = 0, seconds_iter = 0, seconds_final = 0;  // wall time by phase
   int failures = 0;  // iterations undone (rates halved each time)
+  Eigen::VectorXd gradient;  // of the final objective on all data w.r.t. the packed parameters
 };
 
 using Clock = std::chrono::steady_clock;

@@ -269,6 +269,7 @@ class Svgp : public WhitenedGaussianModel {
       }
     }
     info.objective = elbo(*pfor_);
+    if (n_theta() > 0) info.gradient = gradient(evaluate(nullptr, Pass::gradient, *pfor_), 1.0);
   }
 
  private:
