@@ -4,7 +4,7 @@
 #'
 #' Options of `gpgam(inference = "vi")`, the sparse variational GP (SVGP;
 #' Hensman et al. 2013, 2015) with the coupled posterior of additive models
-#' (Adam et al. 2016).  Pass them to [gp_control()] by name, e.g.
+#' (Adam, Durrande and John 2018).  Pass them to [gp_control()] by name, e.g.
 #' `gp_control(posterior = "meanfield")`; `vi_options()` validates them and
 #' shows the defaults.
 #'
@@ -21,23 +21,23 @@
 #'   that had to be undone.
 #' @param posterior `"coupled"` (default): one Gaussian posterior over the
 #'   inducing variables of all components, which captures their posterior
-#'   dependence (Adam et al. 2016); `"meanfield"`: independent blocks per
+#'   dependence (Adam, Durrande and John 2018); `"meanfield"`: independent blocks per
 #'   component (Saul et al. 2016), for comparison only: its bands are too
 #'   narrow when components are correlated.
 #' @param rank `NULL` (default): full rank.  An integer R restricts the
-#'   coupled posterior precision to the low-rank form of Adam et al. (2016,
-#'   eq. 7), in whitened coordinates \eqn{S^{-1} = I + W W^\top}{S^-1 = I + W W'}
+#'   coupled posterior precision to the low-rank form of Adam, Durrande and
+#'   John (2018, eq. 7), in whitened coordinates \eqn{S^{-1} = I + W W^\top}{S^-1 = I + W W'}
 #'   with R columns in W, obtained by keeping the R leading directions after
 #'   every natural-gradient step (the parametric coefficients count towards
 #'   R); `summary()` warns when this discards more than 1 percent of the
-#'   effective degrees of freedom.  Adam et al. used R = M, which is too
+#'   effective degrees of freedom.  Adam, Durrande and John used R = M, which is too
 #'   small when the model needs more effective degrees of freedom than R.
 #' @return A list of the options.
 #' @references Hensman, Fusi and Lawrence (2013) Gaussian processes for big
 #'   data. UAI.  Hensman, Matthews and Ghahramani (2015) Scalable variational
-#'   Gaussian process classification. AISTATS.  Adam, Hensman and Sahani
-#'   (2016) Scalable transformed additive signal decomposition by
-#'   non-conjugate Gaussian process inference. IEEE MLSP.  Saul, Hensman,
+#'   Gaussian process classification. AISTATS.  Adam, Durrande and John
+#'   (2018) Scalable GAM using sparse variational Gaussian processes. 1st
+#'   Symposium on Advances in Approximate Bayesian Inference.  Saul, Hensman,
 #'   Vehtari and Lawrence (2016) Chained Gaussian processes. AISTATS.
 #' @seealso [gp_control()], [ep_options()]
 #' @examples

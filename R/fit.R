@@ -97,7 +97,7 @@ component_blocks <- function(fit) {
 }
 
 # Effective degrees of freedom per component: tr(I - S_cc) in whitened
-# coordinates (Adam et al.'s tr(B_c' K_c B_c A^{-1}); their sum is tr(I - S)).
+# coordinates (Adam, Durrande and John 2018: tr(B_c' K_c B_c A^{-1}); their sum is tr(I - S)).
 component_edf <- function(fit) {
   vapply(component_blocks(fit), function(idx) length(idx) - sum(diag(fit$state$S)[idx]), 0)
 }

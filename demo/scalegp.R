@@ -32,7 +32,7 @@ png(file.path(out, "classification.png"), width = 700, height = 500)
 plot(fitb)
 dev.off()
 
-## The same classifier by expectation propagation (seed 001)
+## The same classifier by expectation propagation (Hernandez-Lobato and Hernandez-Lobato 2016)
 fite <- gpgam(yb ~ gp(x1), data = d, family = binomial(link = "probit"), inference = "ep",
               control = gp_control(inducing = 30, iterations = 300, verbose = FALSE))
 print(fite)

@@ -1,7 +1,8 @@
 // Sparse variational GP (SVGP; Hensman et al. 2013, 2015) for the additive
 // predictor of model.hpp, with one coupled Gaussian q(v) over the whitened
-// inducing variables of all components (the coupled posterior of Adam et
-// al.'s additive GPs, full rank), or block-diagonal (`meanfield`, Saul et
+// inducing variables of all components (the coupled posterior of Adam,
+// Durrande and John 2018, "Scalable GAM using sparse variational Gaussian
+// processes", full rank), or block-diagonal (`meanfield`, Saul et
 // al. 2016), or with a low-rank precision (`rank`).  q is updated by
 // natural-gradient steps (a step of 1 on the full data of a Gaussian model
 // gives the optimal q); kernel hyperparameters, inducing inputs and the noise
@@ -163,7 +164,7 @@ class Svgp : public WhitenedGaussianModel {
   }
 
   // Projects P onto {I + W W' : W with `rank` columns} (the low-rank precision
-  // of Adam et al.'s additive GPs, eq. 7, whitened) by keeping the largest
+  // of Adam, Durrande and John 2018, eq. 7, whitened) by keeping the largest
   // eigenvalues of P - I, and keeps the mean of the full-rank step
   // (h = P_R m); rank_loss() is the share of the effective degrees of freedom
   // (sum of l / (1 + l) over the eigenvalues l of P - I) the truncation drops.
