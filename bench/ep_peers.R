@@ -68,7 +68,7 @@ saveRDS(res, file.path("bench", "results", "ep_peers.rds"))
 agg <- stats::aggregate(cbind(nll, error, time) ~ dataset + method, data = res, FUN = mean, na.action = stats::na.pass)
 tab <- stats::reshape(agg, idvar = "dataset", timevar = "method", direction = "wide")
 fmt <- function(x) formatC(x, digits = 3, format = "f")
-md <- c(sprintf("# GP classification peers on seed 001's data sets (m = %g%%, %d splits, mean)", 100 * m, splits), "",
+md <- c(sprintf("# GP classification peers on the data sets of Table 1 of Hernandez-Lobato and Hernandez-Lobato (2016) (m = %g%%, %d splits, mean)", 100 * m, splits), "",
         sprintf("Command: `Rscript bench/ep_peers.R %d %g %g`; %s; gplite fits over %g s count as NA.", splits, m, limit,
                 format(Sys.time(), "%Y-%m-%d"), limit), "",
         paste("|", paste(names(tab), collapse = " | "), "|"), paste0(paste(rep("|---", ncol(tab)), collapse = ""), "|"),

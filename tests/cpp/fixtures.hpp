@@ -1,6 +1,7 @@
 // Shared fixtures of the Catch2 tests: random matrices, simulated data sets,
 // components, and the one finite-difference rule every gradient test uses.
 #pragma once
+#include <catch2/catch.hpp>
 #include <scalegp/scalegp.hpp>
 
 #include <cmath>
@@ -50,6 +51,26 @@ VectorXd fd_gradient(F&& f, const VectorXd& x, double h) {
         },
         h);
   return g;
+}
+
+// Gradient of f at matrix A (entry by entry), by central_difference.
+template <class F>
+MatrixXd fd_matrix_gradient(F&& f, const MatrixXd& A, double h) {
+  const VectorXd a = Eigen::Map<const VectorXd>(A.data(), A.size());
+  const VectorXd g = fd_gradient(
+      [&](const VectorXd& v) { return f(MatrixXd(Eigen::Map<const MatrixXd>(v.data(), A.rows(), A.cols()))); }, a, h);
+  return Eigen::Map<const MatrixXd>(g.data(), A.rows(), A.cols());
+}
+
+// Checks every entry of `analytic` against `fd`: |a - f| <= rel |f| + abs.
+inline void check_all_close(const MatrixXd& analytic, const MatrixXd& fd, double rel, double abs) {
+  REQUIRE(analytic.rows() == fd.rows());
+  REQUIRE(analytic.cols() == fd.cols());
+  for (Index j = 0; j < fd.cols(); ++j)
+    for (Index i = 0; i < fd.rows(); ++i) {
+      CAPTURE(i, j, analytic(i, j), fd(i, j));
+      CHECK(std::abs(analytic(i, j) - fd(i, j)) <= rel * std::abs(fd(i, j)) + abs);
+    }
 }
 
 // x1, x2 ~ U(-2, 2), a column of ones, weights, offsets and a response.

@@ -2,7 +2,7 @@
 // evaluation, their defining zero-mean property, PSD-ness, the diagonal, and
 // the gradient contraction `centred_gradient` against finite differences.
 #include <catch2/catch.hpp>
-#include <scalegp/anova.hpp>
+#include "fixtures.hpp"
 
 #include <Eigen/Eigenvalues>
 #include <cmath>
@@ -10,17 +10,9 @@
 #include <vector>
 
 using namespace scalegp;
+using namespace fixtures;
 
 namespace {
-
-MatrixXd random_matrix(Index r, Index c, unsigned seed, double lo, double hi) {
-  std::mt19937_64 gen(seed);
-  std::uniform_real_distribution<double> u(lo, hi);
-  MatrixXd A(r, c);
-  for (Index j = 0; j < c; ++j)
-    for (Index i = 0; i < r; ++i) A(i, j) = u(gen);
-  return A;
-}
 
 // Centred kernel over d = 2 inputs, nodes on [-2, 2] with unequal weights.
 CentredKernel make_centred(KernelType t, bool ard, std::vector<Product> products) {
@@ -95,7 +87,7 @@ const std::vector<Product> kMain1 = {{1u, 1.0}, {0u, -1.0}};                    
 }  // namespace
 
 TEST_CASE("centred kernel matches a brute-force evaluation", "[anova]") {
-  const MatrixXd X = random_matrix(5, 2, 1, -2.5, 2.5), Z = random_matrix(4, 2, 2, -2, 2);
+  const MatrixXd X = uniform_matrix(5, 2, 1, -2.5, 2.5), Z = uniform_matrix(4, 2, 2, -2, 2);
   for (KernelType t : {KernelType::se, KernelType::matern32, KernelType::matern52})
     for (bool ard : {true, false})
       for (const auto& prods : {kAll, kInter, kMain1}) {
@@ -113,7 +105,7 @@ TEST_CASE("centred kernel matches a brute-force evaluation", "[anova]") {
 }
 
 TEST_CASE("centred kernel: zero mean over the measure and PSD", "[anova]") {
-  const MatrixXd Y = random_matrix(6, 2, 3, -2, 2);
+  const MatrixXd Y = uniform_matrix(6, 2, 3, -2, 2);
   for (KernelType t : {KernelType::se, KernelType::matern32, KernelType::matern52}) {
     // s1 alone: sum_q w_q k((s_q, .), y) = 0 for every y
     const CentredKernel k = make_centred(t, true, kMain1);
@@ -131,7 +123,7 @@ TEST_CASE("centred kernel: zero mean over the measure and PSD", "[anova]") {
     S2.col(1) = ki.nodes[1];
     CHECK((eval(ki, S2, Y).transpose() * ki.weights[1]).cwiseAbs().maxCoeff() < 1e-13);
     // PSD
-    const MatrixXd Z = random_matrix(20, 2, 4, -2, 2);
+    const MatrixXd Z = uniform_matrix(20, 2, 4, -2, 2);
     for (const auto& prods : {kAll, kInter, kMain1}) {
       const MatrixXd Kz = eval(make_centred(t, false, prods), Z, Z);
       CHECK((Kz - Kz.transpose()).cwiseAbs().maxCoeff() < 1e-14);
@@ -142,9 +134,9 @@ TEST_CASE("centred kernel: zero mean over the measure and PSD", "[anova]") {
 }
 
 TEST_CASE("centred_gradient matches finite differences", "[anova]") {
-  const MatrixXd X = random_matrix(6, 2, 5, -2.5, 2.5), Z = random_matrix(4, 2, 6, -2, 2);
-  const MatrixXd Kbar = random_matrix(6, 4, 7, -1, 1);
-  const VectorXd gdiag = random_matrix(6, 1, 8, -1, 1);
+  const MatrixXd X = uniform_matrix(6, 2, 5, -2.5, 2.5), Z = uniform_matrix(4, 2, 6, -2, 2);
+  const MatrixXd Kbar = uniform_matrix(6, 4, 7, -1, 1);
+  const VectorXd gdiag = uniform_matrix(6, 1, 8, -1, 1);
   for (KernelType t : {KernelType::se, KernelType::matern32, KernelType::matern52})
     for (bool ard : {true, false})
       for (const auto& prods : {kAll, kInter}) {
@@ -168,32 +160,20 @@ TEST_CASE("centred_gradient matches finite differences", "[anova]") {
         MatrixXd gX = MatrixXd::Zero(6, 2), gZ = MatrixXd::Zero(4, 2);
         centred_gradient(k, M, sx, sz, Fm, Dx, Kbar, &gdiag, &Fd, g, &gX, &gZ);
 
-        const double h = 1e-5;
-        auto fd_kernel = [&](int which) {
-          CentredKernel kp = k, km = k;
-          if (which == 0) {
-            kp.base.log_var += h;
-            km.base.log_var -= h;
-          } else {
-            kp.base.log_ls(which - 1) += h;
-            km.base.log_ls(which - 1) -= h;
-          }
-          return (F(kp, X, Z) - F(km, X, Z)) / (2 * h);
-        };
-        for (Index j = 0; j < g.size(); ++j) CHECK(g(j) == Approx(fd_kernel(static_cast<int>(j))).epsilon(1e-6).margin(1e-8));
-        for (Index i = 0; i < 6; ++i)
-          for (Index e = 0; e < 2; ++e) {
-            MatrixXd Xp = X, Xm = X;
-            Xp(i, e) += h;
-            Xm(i, e) -= h;
-            CHECK(gX(i, e) == Approx((F(k, Xp, Z) - F(k, Xm, Z)) / (2 * h)).epsilon(1e-6).margin(1e-8));
-          }
-        for (Index i = 0; i < 4; ++i)
-          for (Index e = 0; e < 2; ++e) {
-            MatrixXd Zp = Z, Zm = Z;
-            Zp(i, e) += h;
-            Zm(i, e) -= h;
-            CHECK(gZ(i, e) == Approx((F(k, X, Zp) - F(k, X, Zm)) / (2 * h)).epsilon(1e-6).margin(1e-8));
-          }
+        const double h = 1e-4;
+        VectorXd th(g.size());
+        th(0) = k.base.log_var;
+        th.tail(k.base.log_ls.size()) = k.base.log_ls;
+        const VectorXd fd = fd_gradient(
+            [&](const VectorXd& t) {
+              CentredKernel kk = k;
+              kk.base.log_var = t(0);
+              kk.base.log_ls = t.tail(k.base.log_ls.size());
+              return F(kk, X, Z);
+            },
+            th, h);
+        check_all_close(g, fd, 1e-7, 1e-9);
+        check_all_close(gX, fd_matrix_gradient([&](const MatrixXd& XX) { return F(k, XX, Z); }, X, h), 1e-7, 1e-9);
+        check_all_close(gZ, fd_matrix_gradient([&](const MatrixXd& ZZ) { return F(k, X, ZZ); }, Z, h), 1e-7, 1e-9);
       }
 }

@@ -42,6 +42,14 @@ Ep make_ep(const Data& d, std::vector<Component> comps, Settings set = Settings(
             d.o.data());
 }
 
+// EP with every hyperparameter fixed (only the sites move).
+Ep fixed_hyper_ep(const Data& d, Settings set, EpSettings opt) {
+  set.learn_inducing = false;
+  std::vector<Component> comps = ep_components(8, 4);
+  for (auto& c : comps) c.learn_kernel = false;
+  return make_ep(d, comps, set, opt);
+}
+
 template <class Monitor>
 FitInfo run_fit(Ep& ep, const ParallelFor& pfor, Rng& rng, Monitor monitor) {
   return fit_ep(ep, pfor, rng, monitor);
@@ -166,14 +174,11 @@ TEST_CASE("EP: minibatch EP at fixed hyperparameters reaches the batch fixed poi
   Settings set;
   set.batch_size = 40;
   set.max_iter = 8 * 60;  // 60 epochs
-  set.learn_inducing = false;
   set.tol = 1e-14;
   set.patience = 1000;
   EpSettings opt;
   opt.damping = 1.0;
-  std::vector<Component> comps = ep_components(8, 4);
-  for (auto& c : comps) c.learn_kernel = false;
-  Ep mb = make_ep(d, comps, set, opt);
+  Ep mb = fixed_hyper_ep(d, set, opt);
   Rng rng(1);
   const FitInfo info = run_fit(mb, serial_for, rng, [](int, double) { return true; });
   CHECK(info.iterations == 480);
@@ -183,7 +188,7 @@ TEST_CASE("EP: minibatch EP at fixed hyperparameters reaches the batch fixed poi
   // tied sites: a different (but nearby) fixed point, same evidence after the final sweeps
   opt.tied = true;
   opt.damping = 0.5;
-  Ep tied = make_ep(d, comps, set, opt);
+  Ep tied = fixed_hyper_ep(d, set, opt);
   Rng rng2(1);
   const FitInfo it = run_fit(tied, serial_for, rng2, [](int, double) { return true; });
   CHECK(it.objective == Approx(lz).epsilon(1e-6));
@@ -261,13 +266,10 @@ TEST_CASE("EP: a failed minibatch update is undone; 20 failures end the fit with
   Settings set;
   set.batch_size = 60;  // 5 blocks
   set.max_iter = 5 * 40;
-  set.learn_inducing = false;
   set.patience = 1000;
   EpSettings opt;
   opt.damping = 1.0;
-  std::vector<Component> comps = ep_components(8, 4);
-  for (auto& c : comps) c.learn_kernel = false;
-  Ep mb = make_ep(d, comps, set, opt);
+  Ep mb = fixed_hyper_ep(d, set, opt);
   Rng rng(3);
   int good = 0;
   VectorXd nu_last, mu_last, m_last;
@@ -288,7 +290,7 @@ TEST_CASE("EP: a failed minibatch update is undone; 20 failures end the fit with
   CHECK((nu_last.array() == 0).count() == 60);
   CHECK((mu_last.array() == 0).count() == 60);
   CHECK(nu_last(0) == 0);
-  Ep check = make_ep(d, comps);
+  Ep check = fixed_hyper_ep(d, Settings(), EpSettings());
   check.nu = nu_last;
   check.mu = mu_last;
   check.set_q(check.reduce_local(Ep::Pass::q, 0, Ep::Sites::keep, serial_for));

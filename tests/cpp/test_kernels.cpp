@@ -1,7 +1,7 @@
 // Tests of kernels.hpp: kernel values against closed forms, dk/dr2, the
 // gradient contraction `cross_gradient`, and positive semi-definiteness.
 #include <catch2/catch.hpp>
-#include <scalegp/kernels.hpp>
+#include "fixtures.hpp"
 
 #include <Eigen/Eigenvalues>
 #include <cmath>
@@ -9,17 +9,9 @@
 #include <vector>
 
 using namespace scalegp;
+using namespace fixtures;
 
 namespace {
-
-MatrixXd random_matrix(Index r, Index c, unsigned seed, double sd = 1.0) {
-  std::mt19937_64 gen(seed);
-  std::normal_distribution<double> nd(0.0, sd);
-  MatrixXd A(r, c);
-  for (Index j = 0; j < c; ++j)
-    for (Index i = 0; i < r; ++i) A(i, j) = nd(gen);
-  return A;
-}
 
 // Closed-form k as a function of the Euclidean scaled distance r.
 double closed_form(KernelType t, double s2, double r) {
@@ -73,7 +65,7 @@ TEST_CASE("kernel_from_string", "[kernels]") {
 
 TEST_CASE("kernel values match closed forms (ARD and isotropic)", "[kernels]") {
   const Index d = 3;
-  const MatrixXd X = random_matrix(5, d, 1), Z = random_matrix(4, d, 2);
+  const MatrixXd X = normal_matrix(5, d, 1), Z = normal_matrix(4, d, 2);
   for (const Case& c : kCases) {
     const Kernel k = case_kernel(c, d);
     CHECK(k.n_params() == 1 + (c.ard ? d : 1));
@@ -123,18 +115,19 @@ TEST_CASE("D = dk/dr2 from Kernel::cross matches central differences", "[kernels
       MatrixXd Xs(1, 1), Zs = MatrixXd::Zero(1, 1), K, D;
       Xs(0, 0) = std::sqrt(r2);
       k.cross(Xs, Zs, K, D);
-      const double h = 1e-5 * r2;
-      // FD of the independent closed form in r2
-      const double fd = (closed_form(c.type, s2, std::sqrt(r2 + h)) - closed_form(c.type, s2, std::sqrt(r2 - h))) / (2 * h);
+      const double h = 1e-3 * r2;
+      // central differences in r2 of the independent closed form, and of the kernel's own values
+      const double fd = central_difference([&](double t) { return closed_form(c.type, s2, std::sqrt(r2 + t)); }, h);
       CHECK(D(0, 0) == Approx(fd).epsilon(1e-8));
-      // FD of the kernel's own values in r2
-      MatrixXd Kp, Km, Dd;
-      MatrixXd Xp(1, 1), Xm(1, 1);
-      Xp(0, 0) = std::sqrt(r2 + h);
-      Xm(0, 0) = std::sqrt(r2 - h);
-      k.cross(Xp, Zs, Kp, Dd);
-      k.cross(Xm, Zs, Km, Dd);
-      CHECK(D(0, 0) == Approx((Kp(0, 0) - Km(0, 0)) / (2 * h)).epsilon(1e-8));
+      const double fk = central_difference(
+          [&](double t) {
+            MatrixXd X1(1, 1), K1, D1;
+            X1(0, 0) = std::sqrt(r2 + t);
+            k.cross(X1, Zs, K1, D1);
+            return K1(0, 0);
+          },
+          h);
+      CHECK(D(0, 0) == Approx(fk).epsilon(1e-8));
       CHECK(D(0, 0) < 0.0);
     }
     // value and slope at r2 = 0
@@ -148,7 +141,7 @@ TEST_CASE("D = dk/dr2 from Kernel::cross matches central differences", "[kernels
 
 TEST_CASE("cross_gradient matches finite differences of <Kbar, k(X, Z)>", "[kernels]") {
   const Index d = 2, n = 6, M = 4;
-  const MatrixXd X = random_matrix(n, d, 7), Z = random_matrix(M, d, 8), Kbar = random_matrix(n, M, 9);
+  const MatrixXd X = normal_matrix(n, d, 7), Z = normal_matrix(M, d, 8), Kbar = normal_matrix(n, M, 9);
   for (const Case& c : kCases) {
     const Kernel k = case_kernel(c, d);
     auto F = [&](const Kernel& kk, const MatrixXd& XX, const MatrixXd& ZZ) { return inner(Kbar, kk.cross(XX, ZZ)); };
@@ -161,40 +154,27 @@ TEST_CASE("cross_gradient matches finite differences of <Kbar, k(X, Z)>", "[kern
     MatrixXd gX = MatrixXd::Zero(n, d), gZ = MatrixXd::Zero(M, d);
     cross_gradient(k, Xs, Zs, E, g_ls, &gX, &gZ);
 
-    const double h = 1e-6;
-    // lengthscales
-    for (Index j = 0; j < k.log_ls.size(); ++j) {
-      Kernel kp = k, km = k;
-      kp.log_ls(j) += h;
-      km.log_ls(j) -= h;
-      const double fd = (F(kp, X, Z) - F(km, X, Z)) / (2 * h);
-      CHECK(g_ls(j) == Approx(fd).epsilon(1e-7).margin(1e-9));
-    }
+    const double h = 1e-4;
+    const VectorXd fd_ls = fd_gradient(
+        [&](const VectorXd& l) {
+          Kernel kk = k;
+          kk.log_ls = l;
+          return F(kk, X, Z);
+        },
+        k.log_ls, h);
+    check_all_close(g_ls, fd_ls, 1e-8, 1e-10);
     // log variance: <Kbar, K> (left to the caller)
-    {
-      Kernel kp = k, km = k;
-      kp.log_var += h;
-      km.log_var -= h;
-      CHECK(inner(Kbar, K) == Approx((F(kp, X, Z) - F(km, X, Z)) / (2 * h)).epsilon(1e-7));
-    }
-    // inputs X
-    for (Index i = 0; i < n; ++i)
-      for (Index a = 0; a < d; ++a) {
-        MatrixXd Xp = X, Xm = X;
-        Xp(i, a) += h;
-        Xm(i, a) -= h;
-        const double fd = (F(k, Xp, Z) - F(k, Xm, Z)) / (2 * h);
-        CHECK(gX(i, a) == Approx(fd).epsilon(1e-6).margin(1e-8));
-      }
-    // inducing inputs Z
-    for (Index i = 0; i < M; ++i)
-      for (Index a = 0; a < d; ++a) {
-        MatrixXd Zp = Z, Zm = Z;
-        Zp(i, a) += h;
-        Zm(i, a) -= h;
-        const double fd = (F(k, X, Zp) - F(k, X, Zm)) / (2 * h);
-        CHECK(gZ(i, a) == Approx(fd).epsilon(1e-6).margin(1e-8));
-      }
+    const double fd_var = central_difference(
+        [&](double t) {
+          Kernel kk = k;
+          kk.log_var += t;
+          return F(kk, X, Z);
+        },
+        h);
+    CHECK(inner(Kbar, K) == Approx(fd_var).epsilon(1e-8));
+    // inputs X and inducing inputs Z
+    check_all_close(gX, fd_matrix_gradient([&](const MatrixXd& XX) { return F(k, XX, Z); }, X, h), 1e-7, 1e-9);
+    check_all_close(gZ, fd_matrix_gradient([&](const MatrixXd& ZZ) { return F(k, X, ZZ); }, Z, h), 1e-7, 1e-9);
     // the gradients are accumulated (added), not overwritten
     VectorXd g2 = VectorXd::Constant(k.log_ls.size(), 1.0);
     MatrixXd gX2 = MatrixXd::Constant(n, d, 1.0);
@@ -207,8 +187,8 @@ TEST_CASE("cross_gradient matches finite differences of <Kbar, k(X, Z)>", "[kern
 TEST_CASE("cross_gradient on k(Z, Z) with both adjoints (symmetric use)", "[kernels]") {
   // the SVGP engine passes the same Zs twice and the same gZ for X and Z
   const Index d = 2, M = 5;
-  const MatrixXd Z = random_matrix(M, d, 31);
-  MatrixXd Kbar = random_matrix(M, M, 32);
+  const MatrixXd Z = normal_matrix(M, d, 31);
+  MatrixXd Kbar = normal_matrix(M, M, 32);
   Kbar = 0.5 * (Kbar + Kbar.transpose()).eval();
   for (const Case& c : kCases) {
     const Kernel k = case_kernel(c, d);
@@ -218,28 +198,23 @@ TEST_CASE("cross_gradient on k(Z, Z) with both adjoints (symmetric use)", "[kern
     VectorXd g_ls = VectorXd::Zero(k.log_ls.size());
     MatrixXd gZ = MatrixXd::Zero(M, d);
     cross_gradient(k, Zs, Zs, Kbar.cwiseProduct(D), g_ls, &gZ, &gZ);
-    const double h = 1e-6;
-    for (Index i = 0; i < M; ++i)
-      for (Index a = 0; a < d; ++a) {
-        MatrixXd Zp = Z, Zm = Z;
-        Zp(i, a) += h;
-        Zm(i, a) -= h;
-        const double fd = (inner(Kbar, k.cross(Zp, Zp)) - inner(Kbar, k.cross(Zm, Zm))) / (2 * h);
-        CHECK(gZ(i, a) == Approx(fd).epsilon(1e-6).margin(1e-8));
-      }
-    for (Index j = 0; j < k.log_ls.size(); ++j) {
-      Kernel kp = k, km = k;
-      kp.log_ls(j) += h;
-      km.log_ls(j) -= h;
-      const double fd = (inner(Kbar, kp.cross(Z, Z)) - inner(Kbar, km.cross(Z, Z))) / (2 * h);
-      CHECK(g_ls(j) == Approx(fd).epsilon(1e-7).margin(1e-9));
-    }
+    const double h = 1e-4;
+    check_all_close(gZ, fd_matrix_gradient([&](const MatrixXd& ZZ) { return inner(Kbar, k.cross(ZZ, ZZ)); }, Z, h),
+                    1e-7, 1e-9);
+    const VectorXd fd_ls = fd_gradient(
+        [&](const VectorXd& l) {
+          Kernel kk = k;
+          kk.log_ls = l;
+          return inner(Kbar, kk.cross(Z, Z));
+        },
+        k.log_ls, h);
+    check_all_close(g_ls, fd_ls, 1e-8, 1e-10);
   }
 }
 
 TEST_CASE("k(Z, Z) is symmetric positive semi-definite", "[kernels]") {
   const Index d = 2, M = 25;
-  const MatrixXd Z = random_matrix(M, d, 41);
+  const MatrixXd Z = normal_matrix(M, d, 41);
   for (const Case& c : kCases) {
     const Kernel k = case_kernel(c, d);
     const MatrixXd K = k.cross(Z, Z);

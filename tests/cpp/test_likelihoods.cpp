@@ -10,6 +10,7 @@
 #include <vector>
 
 using namespace scalegp;
+using fixtures::central_difference;
 
 namespace {
 
@@ -209,13 +210,19 @@ TEST_CASE("loglik derivatives match finite differences", "[likelihoods]") {
     lik.log_noise = -0.7;
     for (double f : {-3.0, -0.4, 0.0, 1.1, 2.5}) {
       const double y = fam == Family::poisson ? 2.0 : (fam == Family::gaussian ? 0.3 : 0.7);
-      const double w = 1.5, h = 1e-5;
-      double l, d1, d2, lp, lm, d1p, d1m, dummy;
+      const double w = 1.5, h = 1e-3;
+      double l, d1, d2;
       lik.loglik(y, w, f, l, d1, d2);
-      lik.loglik(y, w, f + h, lp, d1p, dummy);
-      lik.loglik(y, w, f - h, lm, d1m, dummy);
-      CHECK(d1 == Approx((lp - lm) / (2 * h)).epsilon(1e-7).margin(1e-9));
-      CHECK(d2 == Approx((d1p - d1m) / (2 * h)).epsilon(1e-7).margin(1e-9));
+      // derivative k (0: l, 1: d1) of the log-likelihood at f + t
+      auto at = [&](int k) {
+        return [&, k](double t) {
+          double a, b, c;
+          lik.loglik(y, w, f + t, a, b, c);
+          return k == 0 ? a : b;
+        };
+      };
+      CHECK(d1 == Approx(central_difference(at(0), h)).epsilon(1e-9).margin(1e-11));
+      CHECK(d2 == Approx(central_difference(at(1), h)).epsilon(1e-9).margin(1e-11));
       if (fam != Family::gaussian) CHECK(l == Approx(ref_loglik(fam, y, w, f, 0.0)).epsilon(1e-12));
     }
   }
@@ -250,30 +257,36 @@ TEST_CASE("Gaussian expectation derivatives (incl. dlognoise) match finite diffe
   for (double w : {1.0, 2.5}) {  // self-consistency of v and its derivatives for any weight
     Likelihood lik(Family::gaussian);
     lik.log_noise = -1.1;
-    const double y = 0.4, m = -0.2, s2 = 0.3, h = 1e-5;
+    const double y = 0.4, m = -0.2, s2 = 0.3, h = 1e-3;
     const Expectation e = lik.expect(y, w, m, s2);
-    CHECK(e.dm == Approx((lik.expect(y, w, m + h, s2).v - lik.expect(y, w, m - h, s2).v) / (2 * h)).epsilon(1e-8));
-    CHECK(e.dv == Approx((lik.expect(y, w, m, s2 + h).v - lik.expect(y, w, m, s2 - h).v) / (2 * h)).epsilon(1e-8));
-    Likelihood lp = lik, lm = lik;
-    lp.log_noise += h;
-    lm.log_noise -= h;
-    const double fd = (lp.expect(y, w, m, s2).v - lm.expect(y, w, m, s2).v) / (2 * h);
-    CHECK(e.dlognoise == Approx(fd).epsilon(1e-8));
+    CHECK(e.dm == Approx(central_difference([&](double t) { return lik.expect(y, w, m + t, s2).v; }, h)).epsilon(1e-10));
+    CHECK(e.dv == Approx(central_difference([&](double t) { return lik.expect(y, w, m, s2 + t).v; }, h)).epsilon(1e-10));
+    const double fd = central_difference(
+        [&](double t) {
+          Likelihood lt = lik;
+          lt.log_noise += t;
+          return lt.expect(y, w, m, s2).v;
+        },
+        h);
+    CHECK(e.dlognoise == Approx(fd).epsilon(1e-10));
     CHECK(e.dlognoise != 0.0);
   }
   // the noise floor: d/dlog_noise carries the factor (nv - floor)
   Likelihood lik(Family::gaussian);
   lik.log_noise = -12.0;
-  const double h = 1e-4;
-  Likelihood lp = lik, lm = lik;
-  lp.log_noise += h;
-  lm.log_noise -= h;
   const Expectation e = lik.expect(0.1, 1.0, 0.0, 1e-7);
-  CHECK(e.dlognoise == Approx((lp.expect(0.1, 1.0, 0.0, 1e-7).v - lm.expect(0.1, 1.0, 0.0, 1e-7).v) / (2 * h)).epsilon(1e-6));
+  const double fd = central_difference(
+      [&](double t) {
+        Likelihood lt = lik;
+        lt.log_noise += t;
+        return lt.expect(0.1, 1.0, 0.0, 1e-7).v;
+      },
+      1e-3);
+  CHECK(e.dlognoise == Approx(fd).epsilon(1e-8));
 }
 
 // Gaussian prior weights are precision weights (?gpgam: "Gaussian: precision
-// weights"; notes 004 section 3.6): v = -1/2 log(2 pi s_e^2 / w) - w [(y - mu)^2 + s2] / (2 s_e^2).
+// weights"): v = -1/2 log(2 pi s_e^2 / w) - w [(y - mu)^2 + s2] / (2 s_e^2).
 TEST_CASE("Gaussian expectation with precision weights w != 1", "[likelihoods][expect]") {
   Likelihood lik(Family::gaussian);
   lik.log_noise = std::log(0.3);
@@ -286,11 +299,12 @@ TEST_CASE("Gaussian expectation with precision weights w != 1", "[likelihoods][e
     CHECK(e.dv == Approx(r.dv).epsilon(1e-9));
     CHECK(e.v == Approx(r.v).epsilon(1e-9));
     // d/dlog_noise of the reference v (finite differences in log(nv - floor))
-    const double nvp = Likelihood::kNoiseFloor + std::exp(lik.log_noise + h);
-    const double nvm = Likelihood::kNoiseFloor + std::exp(lik.log_noise - h);
-    const double fd =
-        (reference(Family::gaussian, y, w, m, s2, nvp).v - reference(Family::gaussian, y, w, m, s2, nvm).v) / (2 * h);
-    CHECK(e.dlognoise == Approx(fd).epsilon(1e-7));
+    const double fd = central_difference(
+        [&](double t) {
+          return reference(Family::gaussian, y, w, m, s2, Likelihood::kNoiseFloor + std::exp(lik.log_noise + t)).v;
+        },
+        100 * h);
+    CHECK(e.dlognoise == Approx(fd).epsilon(1e-8));
     double l, d1, d2;
     lik.loglik(y, w, m, l, d1, d2);
     CHECK(l == Approx(ref_loglik(Family::gaussian, y, w, m, nv)).epsilon(1e-12));
@@ -328,9 +342,9 @@ TEST_CASE("Poisson expectation: closed form vs quadrature and finite differences
     CHECK(e.dm == Approx(r.dm).epsilon(1e-9));
     CHECK(e.dv == Approx(r.dv).epsilon(1e-9));
     CHECK(e.dlognoise == 0.0);
-    const double h = 1e-5;
-    CHECK(e.dm == Approx((lik.expect(p.y, p.w, p.m + h, p.s2).v - lik.expect(p.y, p.w, p.m - h, p.s2).v) / (2 * h)).epsilon(1e-8));
-    CHECK(e.dv == Approx((lik.expect(p.y, p.w, p.m, p.s2 + h).v - lik.expect(p.y, p.w, p.m, p.s2 - h).v) / (2 * h)).epsilon(1e-8));
+    const double h = 1e-3;
+    CHECK(e.dm == Approx(central_difference([&](double t) { return lik.expect(p.y, p.w, p.m + t, p.s2).v; }, h)).epsilon(1e-10));
+    CHECK(e.dv == Approx(central_difference([&](double t) { return lik.expect(p.y, p.w, p.m, p.s2 + t).v; }, h)).epsilon(1e-10));
   }
 }
 

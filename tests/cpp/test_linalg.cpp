@@ -1,26 +1,18 @@
 // Tests of linalg.hpp: jittered Cholesky, triangular solves, inverse and log-determinant.
 #include <catch2/catch.hpp>
-#include <scalegp/linalg.hpp>
+#include "fixtures.hpp"
 
 #include <random>
 #include <string>
 
 using namespace scalegp;
+using fixtures::normal_matrix;
 
 namespace {
 
-MatrixXd random_matrix(Index r, Index c, unsigned seed) {
-  std::mt19937_64 gen(seed);
-  std::normal_distribution<double> nd(0.0, 1.0);
-  MatrixXd A(r, c);
-  for (Index j = 0; j < c; ++j)
-    for (Index i = 0; i < r; ++i) A(i, j) = nd(gen);
-  return A;
-}
-
 // A well-conditioned SPD matrix B B' + n I.
 MatrixXd random_spd(Index n, unsigned seed) {
-  const MatrixXd B = random_matrix(n, n, seed);
+  const MatrixXd B = normal_matrix(n, n, seed);
   MatrixXd A = B * B.transpose();
   A.diagonal().array() += static_cast<double>(n);
   return A;
@@ -69,7 +61,7 @@ TEST_CASE("jitter_cholesky of an empty matrix", "[linalg]") {
 
 TEST_CASE("jitter_cholesky on a singular PSD matrix adds jitter", "[linalg]") {
   // rank 2 in dimension 5: exact factorisation impossible without jitter
-  const MatrixXd B = random_matrix(5, 2, 3);
+  const MatrixXd B = normal_matrix(5, 2, 3);
   const MatrixXd A = B * B.transpose();
   // no retries and no jitter: impossible
   CHECK_THROWS_AS(jitter_cholesky(A, 0.0, "singular", 0), numerical_error);
@@ -97,7 +89,7 @@ TEST_CASE("jitter_cholesky on a singular PSD matrix adds jitter", "[linalg]") {
 TEST_CASE("jitter_cholesky escalates the jitter tenfold", "[linalg]") {
   // eigenvalues {1, 1, -3e-9}: mean diagonal 2/3 - 1e-9; the first jitter
   // (1e-9 * mean diag ~ 6.7e-10) is too small, the second (6.7e-9) suffices.
-  const MatrixXd Qm = Eigen::HouseholderQR<MatrixXd>(random_matrix(3, 3, 5)).householderQ();
+  const MatrixXd Qm = Eigen::HouseholderQR<MatrixXd>(normal_matrix(3, 3, 5)).householderQ();
   const Eigen::Vector3d ev(1.0, 1.0, -3e-9);
   const MatrixXd A = Qm * ev.asDiagonal() * Qm.transpose();
   const double md = A.diagonal().mean();
@@ -149,7 +141,7 @@ TEST_CASE("triangular solves, inverse and log-determinant match direct Eigen", "
   const MatrixXd A = random_spd(n, 21);
   const MatrixXd L = jitter_cholesky(A, 0.0, "A", 0);
   CHECK(max_abs(L * L.transpose() - A) < 1e-12);
-  const MatrixXd X = random_matrix(9, n, 22);
+  const MatrixXd X = normal_matrix(9, n, 22);
   const MatrixXd Lt_inv = MatrixXd(L.transpose()).inverse();
   const MatrixXd L_inv = L.inverse();
 

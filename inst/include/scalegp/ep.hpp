@@ -42,11 +42,7 @@ class EpBatch {
   // without hyperparameters to learn, EP stops when no site moves by 1e-8
   bool own_stop() const { return ep_.n_hyper() == 0; }
   Index n_theta() const { return ep_.n_hyper(); }
-  VectorXd pack() const {
-    VectorXd th(ep_.n_hyper());
-    ep_.pack_hyper(th);
-    return th;
-  }
+  VectorXd pack() const { return ep_.hyper(); }
   void unpack(const VectorXd& th) { ep_.unpack_hyper(th); }
   void back_off() { rho_ *= 0.5; }
   Snapshot snapshot() const { return {pack(), commits_}; }

@@ -54,11 +54,7 @@ class EpMinibatch {
   int stop_warmup() const { return static_cast<int>(nblocks_); }
   bool own_stop() const { return false; }
   Index n_theta() const { return ep_.n_hyper(); }
-  VectorXd pack() const {
-    VectorXd th(ep_.n_hyper());
-    ep_.pack_hyper(th);
-    return th;
-  }
+  VectorXd pack() const { return ep_.hyper(); }
   void unpack(const VectorXd& th) { ep_.unpack_hyper(th); }
   void initialise(const Sampler&) {}
   void back_off() { rho_ *= 0.5; }

@@ -142,6 +142,12 @@ class AdditiveModel {
     return k;
   }
 
+  VectorXd hyper() const {
+    VectorXd th(n_hyper());
+    pack_hyper(th);
+    return th;
+  }
+
   void pack_hyper(Eigen::Ref<VectorXd> th) const {
     Index i = 0;
     for (const auto& c : comps) {
