@@ -20,6 +20,7 @@ gp_component <- function(spec, mf, others, n_terms, ysc, control, col) {
   comp <- list(kind = if (centre) "centred" else "stationary", cols = col + seq_len(d) - 1L,
                kernel = spec$kernel, log_var = log(var0), log_ls = ls0, Z = Z,
                learn_kernel = !("kernel" %in% control$fixed))
+  if (isTRUE(control$priors)) comp <- c(comp, hyper_priors(standardise(Xg, sc), spec, nrow(Z), ysc))
   term <- list(spec = spec, type = comp$kind, scaling = sc, range = apply(Xg, 2, range))
   if (centre) {
     Xs <- standardise(Xg, sc)
@@ -40,6 +41,7 @@ factor_component <- function(spec, x, ysc, control, col) {
   var0 <- if (!is.null(spec$variance)) spec$variance / ysc$scale^2 else 1
   comp <- list(kind = "factor", cols = col, log_var = log(var0), levels = nlevels(f),
                learn_kernel = !("kernel" %in% control$fixed))
+  if (isTRUE(control$priors)) comp$sd_prior <- sd_prior_scale(ysc)
   list(comp = comp, term = list(spec = spec, type = "factor", levels = levels(f)))
 }
 
@@ -85,4 +87,37 @@ inducing_init <- function(Xg, spec, sc, control) {
   Xs <- standardise(Xg, sc)
   if (k == nu) return(unname(utils::head(Xs[!duplicated(Xs), , drop = FALSE], k)))
   unname(.kmeans(Xs, k, control$seed))
+}
+
+# ---- priors of the hyperparameters (gp_control(priors = TRUE)) ------------------
+# Weakly informative priors on the internal (standardised) scale, placed from
+# the data as Stan's GP guidance suggests:
+#   the kernel sd ~ half-normal(0, s^2), s = sd_prior_scale();
+#   each lengthscale ~ inverse-gamma(a, b) with 1% of its mass below the
+#   spacing the inducing points can resolve along that input (its range over
+#   M^(1/d)) and 1% above the input's range.
+
+# The scale of the half-normal prior of a kernel sd: 1 for a standardised
+# Gaussian response (whose sd is 1), 2 on the link scale of the other families.
+sd_prior_scale <- function(ysc) if (isTRUE(ysc$gaussian)) 1 else 2
+
+hyper_priors <- function(Xs, spec, M, ysc) {
+  d <- ncol(Xs)
+  rng <- apply(Xs, 2, function(x) diff(range(x)))
+  if (!spec$ard) rng <- mean(rng)
+  ab <- vapply(rng, function(r) inverse_gamma_from_tails(r / M^(1 / d), r), c(a = 0, b = 0))
+  list(sd_prior = sd_prior_scale(ysc), ls_a = unname(ab["a", ]), ls_b = unname(ab["b", ]))
+}
+
+# Shape a and scale b of the inverse-gamma distribution with 1% of its mass
+# below lo and 1% above hi (1 / l ~ Gamma(a, rate = b)).
+inverse_gamma_from_tails <- function(lo, hi, p = 0.01) {
+  if (!(hi > lo * 1.01)) hi <- lo * 1.01
+  f <- function(la) {
+    a <- exp(la)
+    stats::pgamma(stats::qgamma(1 - p, a) * lo / hi, a) - p
+  }
+  la <- stats::uniroot(f, c(-8, 12), tol = 1e-10)$root
+  a <- exp(la)
+  c(a = a, b = stats::qgamma(1 - p, a) * lo)
 }

@@ -7,15 +7,18 @@
 #' `inference = "ep"`), whose help pages document them.  Setting an option
 #' of another engine than the one a fit uses is an error.
 #'
-#' Every engine runs the same loop: per iteration it evaluates its objective
-#' (the ELBO, or the EP log evidence) on a batch of rows, takes one Adam step
-#' on the kernel hyperparameters, the inducing inputs and the noise variance
-#' (after a short warm-up in which only the posterior of the inducing
-#' variables moves), then updates that posterior.  An iteration whose
-#' objective, gradient or posterior is not finite or not valid is undone:
-#' the fit returns to the last state whose objective was finite and halves
-#' its step sizes (after 20 such failures it stops with an error).
-#' Minibatches are drawn without replacement within an epoch.
+#' With all rows in every iteration (the default up to 20000 rows) a fit
+#' maximises its objective over the kernel hyperparameters, the inducing
+#' inputs and the noise variance by L-BFGS, with the posterior of the
+#' inducing variables (the EP sites) optimal at every value, and ends at a
+#' stationary point (see `tol`).  With minibatches every iteration evaluates
+#' the objective on a batch of rows, takes one Adam step on those parameters
+#' (after a short warm-up in which only the posterior moves), then updates
+#' the posterior.  An iteration whose objective, gradient or posterior is not
+#' finite or not valid is undone: the fit returns to the last state whose
+#' objective was finite and halves its step sizes (after 20 such failures it
+#' stops with an error).  Minibatches are drawn without replacement within an
+#' epoch.
 #'
 #' @param inducing default number of inducing points of a `gp()` term that does
 #'   not set its own `k`; `NULL` uses 20 for a term over one input, 64 for two
@@ -23,15 +26,23 @@
 #'   number of unique input rows when that is smaller.
 #' @param batch_size rows per minibatch; `NULL` uses all rows when there are at
 #'   most 20000 and minibatches of 2000 otherwise.
-#' @param iterations maximum number of iterations (optimisation steps).
+#' @param iterations maximum number of iterations (L-BFGS steps, or Adam steps
+#'   with minibatches).
 #' @param epochs alternative to `iterations`: the maximum number of passes
 #'   through the data (`iterations` is then `ceiling(epochs * n / batch_size)`).
-#' @param learning_rate Adam step size for hyperparameters and inducing inputs
+#' @param learning_rate Adam step size (minibatch fits) for hyperparameters and inducing inputs
 #'   (on the internal, standardised, log scale), for every engine.
-#' @param tol,patience the fit stops when the objective (per observation,
-#'   averaged over an epoch) has not improved by more than `tol` for
-#'   `patience` consecutive epochs.  EP with all hyperparameters fixed stops
-#'   when no site changes by more than 1e-8.
+#' @param tol a fit has converged when no entry of the gradient of its
+#'   objective (the ELBO or the EP log evidence) with respect to the
+#'   estimated parameters exceeds `tol` times the number of rows: a
+#'   stationary point.  Full-batch fits (the variational engine with all rows
+#'   per iteration, batch EP) maximise the objective by L-BFGS until then, with
+#'   the posterior (or the EP sites) optimal at every step; `summary()` reports
+#'   the largest gradient entry and why a fit stopped.
+#' @param patience minibatch fits (and EP with `optimizer = "inner"`) stop
+#'   when the objective (per observation, averaged over an epoch) has not
+#'   improved by more than `tol` for `patience` consecutive epochs; they have
+#'   converged only if the gradient on all rows then passes the test above.
 #' @param threads number of threads; `NULL` uses all cores
 #'   ([RcppParallel::defaultNumThreads()]).  Results do not depend on it.
 #' @param seed integer seed of the C++ random generator (minibatches,
@@ -51,6 +62,15 @@
 #' @param gh_points number of Gauss-Hermite nodes for binomial expectations
 #'   at latent variances up to 1 (larger variances use a composite
 #'   Gauss-Legendre rule; both are accurate to about 1e-10 with the default).
+#' @param priors `TRUE` (default): weakly informative priors on the kernel
+#'   hyperparameters, maximised with the objective (so the hyperparameters
+#'   are posterior modes, not maximum-likelihood values): each kernel sd
+#'   half-normal with scale 1 on the standardised response of a Gaussian
+#'   model and 2 on the link scale otherwise; each lengthscale inverse-gamma
+#'   with 1% of its mass below the spacing its inducing points can resolve
+#'   (the input's range over \eqn{M^{1/d}}) and 1% above the input's range.
+#'   `FALSE`: maximum likelihood (type II).  [logLik()] is the objective
+#'   without the priors; `fit$log_prior` holds their log density.
 #' @param ... options of one inference engine, by name: see [vi_options()]
 #'   (`natgrad_step`, `posterior`, `rank`) and [ep_options()] (`damping`,
 #'   `sites`, `cluster`).
@@ -65,7 +85,7 @@
 gp_control <- function(inducing = NULL, batch_size = NULL, iterations = 2000, epochs = NULL,
                        learning_rate = 0.01, tol = 1e-5, patience = 20,
                        threads = NULL, seed = NULL, verbose = interactive(),
-                       fixed = character(), sigma = NULL, jitter = 1e-6, gh_points = 20, ...) {
+                       fixed = character(), sigma = NULL, jitter = 1e-6, gh_points = 20, priors = TRUE, ...) {
   if (!is.null(inducing)) check_count(inducing, "inducing")
   if (!is.null(batch_size)) check_count(batch_size, "batch_size")
   check_count(iterations, "iterations")
@@ -85,10 +105,12 @@ gp_control <- function(inducing = NULL, batch_size = NULL, iterations = 2000, ep
   if (jitter > 1) stop_arg("jitter", "must be small (e.g. 1e-6)")
   check_count(gh_points, "gh_points")
   if (gh_points < 5 || gh_points > 100) stop_arg("gh_points", "must be between 5 and 100")
+  if (!is.logical(priors) || length(priors) != 1 || is.na(priors)) stop_arg("priors", "must be TRUE or FALSE")
   structure(c(list(inducing = if (!is.null(inducing)) as.integer(inducing), batch_size = batch_size,
                    iterations = as.integer(iterations), epochs = epochs, learning_rate = learning_rate, tol = tol,
                    patience = as.integer(patience), threads = threads, seed = seed, verbose = verbose,
-                   fixed = fixed, sigma = sigma, jitter = jitter, gh_points = as.integer(gh_points)),
+                   fixed = fixed, sigma = sigma, jitter = jitter, gh_points = as.integer(gh_points),
+                   priors = priors),
               given_engine_options(list(...))),
             class = "gp_control")
 }
@@ -96,6 +118,7 @@ gp_control <- function(inducing = NULL, batch_size = NULL, iterations = 2000, ep
 # Engine options given to gp_control(): each validated by every engine that
 # declares it; returned as given (after validation).
 given_engine_options <- function(opts) {
+  opts <- Filter(Negate(is.null), opts)
   if (length(opts) == 0) return(list())
   nm <- names(opts)
   if (is.null(nm) || any(nm == ""))
@@ -129,6 +152,14 @@ stop_arg <- function(arg, ...) {
 check_positive <- function(x, arg) {
   if (!is.numeric(x) || length(x) != 1 || !is.finite(x) || x <= 0)
     stop_arg(arg, "must be a single positive number, not ", deparse1(x))
+}
+
+# One of `choices` (the first when x is the whole default vector).
+check_choice <- function(x, arg, choices) {
+  if (identical(x, choices)) return(choices[1])
+  if (!is.character(x) || length(x) != 1 || !x %in% choices)
+    stop_arg(arg, "must be one of ", paste0("\"", choices, "\"", collapse = ", "))
+  x
 }
 
 check_count <- function(x, arg, zero = FALSE) {

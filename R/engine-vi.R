@@ -32,6 +32,11 @@
 #'   R); `summary()` warns when this discards more than 1 percent of the
 #'   effective degrees of freedom.  Adam, Durrande and John used R = M, which is too
 #'   small when the model needs more effective degrees of freedom than R.
+#' @param optimizer with all rows per iteration: `"lbfgs"` (default), L-BFGS
+#'   on the hyperparameters, inducing inputs and noise with the posterior
+#'   optimal at every value, to a stationary point of the ELBO; `"adam"`, one
+#'   natural-gradient step and one Adam step per iteration until the stopping
+#'   rule (the scheme minibatch fits always use).
 #' @return A list of the options.
 #' @references Hensman, Fusi and Lawrence (2013) Gaussian processes for big
 #'   data. UAI.  Hensman, Matthews and Ghahramani (2015) Scalable variational
@@ -44,16 +49,17 @@
 #' vi_options()
 #' gp_control(posterior = "meanfield", natgrad_step = 0.5)
 #' @export
-vi_options <- function(natgrad_step = NULL, posterior = c("coupled", "meanfield"), rank = NULL) {
+vi_options <- function(natgrad_step = NULL, posterior = c("coupled", "meanfield"), rank = NULL,
+                       optimizer = c("lbfgs", "adam")) {
   if (!is.null(natgrad_step)) {
     check_positive(natgrad_step, "natgrad_step")
     if (natgrad_step > 1) stop_arg("natgrad_step", "must be in (0, 1]")
   }
-  if (identical(posterior, eval(formals(vi_options)$posterior))) posterior <- "coupled"
-  if (!is.character(posterior) || length(posterior) != 1 || !posterior %in% c("coupled", "meanfield"))
-    stop_arg("posterior", "must be \"coupled\" or \"meanfield\"")
+  posterior <- check_choice(posterior, "posterior", eval(formals(vi_options)$posterior))
   if (!is.null(rank)) check_count(rank, "rank")
-  list(natgrad_step = natgrad_step, posterior = posterior, rank = if (!is.null(rank)) as.integer(rank))
+  optimizer <- check_choice(optimizer, "optimizer", eval(formals(vi_options)$optimizer))
+  list(natgrad_step = natgrad_step, posterior = posterior, rank = if (!is.null(rank)) as.integer(rank),
+       optimizer = optimizer)
 }
 
 vi_engine <- function() {
@@ -63,7 +69,7 @@ vi_engine <- function() {
 
 engine_fit.engine_vi <- function(engine, setup, control) {
   options <- list(natgrad_step = control$natgrad_step %||% -1, meanfield = control$posterior == "meanfield",
-                  rank = control$rank %||% 0L)
+                  rank = control$rank %||% 0L, lbfgs = control$optimizer == "lbfgs")
   .svgp_fit(setup$X, setup$y, setup$w, setup$offset, setup$comps, setup$lik, setup$log_noise,
             common_settings(control), options, control$threads, control$seed,
             progress_monitor(control, engine$objective, jacobian(setup)))

@@ -46,8 +46,10 @@ collect_fit <- function(setup, res, control, engine) {
   fit <- list(
     terms = setup$terms, scaling = list(y = setup$yscaling), family = setup$family,
     likelihood = setup$lik, engine = engine, state = state,
-    objective = res$objective - jac, trace = res$trace - jac, iterations = res$iterations,
-    converged = res$converged, failures = res$failures %||% 0L, gradient = res$gradient,
+    objective = res$objective - jac, log_prior = res$log_prior %||% 0, trace = res$trace - jac,
+    iterations = res$iterations,
+    converged = res$converged, stop = res$stop, q_change = res$q_change, failures = res$failures %||% 0L,
+    gradient = res$gradient,
     control = control, n = setup$n,
     intercept = setup$intercept, y = setup$y_raw, ylevels = setup$ylevels, prior.weights = setup$w_raw,
     offset = setup$offset_raw)
@@ -165,4 +167,18 @@ parameter_names <- function(fit, n) {
   if (length(out) < n) out <- c(out, "log noise variance")
   if (length(out) != n) out <- paste0("parameter ", seq_len(n))
   out
+}
+
+# One line on how the fit ended: converged at a stationary point, or why not;
+# the largest gradient entry and the parameter it belongs to.
+convergence_line <- function(fit) {
+  g <- fit$gradient
+  gtol <- fit$control$tol * fit$n
+  largest <- if (length(g)) {
+    j <- which.max(abs(g))
+    sprintf("largest gradient %s (%s), tolerance %s", format(abs(g[j]), digits = 2), names(g)[j],
+            format(gtol, digits = 2))
+  } else "no parameters estimated"
+  if (isTRUE(fit$converged)) paste0("converged to a stationary point: ", largest)
+  else paste0("NOT converged (", fit$stop %||% "stopping rule not met", "): ", largest)
 }

@@ -39,7 +39,7 @@ print_header <- function(x) {
 
 print_objective <- function(x, digits) {
   cat(x$engine$objective, ": ", format(x$objective, digits = digits + 3),
-      if (!x$converged) " (not converged)", "\n\n", sep = "")
+      if (!x$converged) paste0(" (NOT converged: ", x$stop %||% "stopping rule not met", ")"), "\n\n", sep = "")
 }
 
 link_name <- function(x) switch(x$likelihood, gaussian = "identity", probit = "probit",

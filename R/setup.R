@@ -47,6 +47,7 @@ gp_setup <- function(parsed, mf, fam, control) {
   } else if (fam$lik == "poisson" && parsed$intercept && sum(w * y) > 0) {
     list(center = log(sum(w * y) / sum(w)), scale = 1)
   } else list(center = 0, scale = 1)
+  ysc$gaussian <- gaussian
   terms <- list(gp = list(), param = NULL)
   comps <- list()
   col <- 0L

@@ -32,14 +32,16 @@ summary.gpgam <- function(object, ...) {
                stringsAsFactors = FALSE)
   }))
   warn <- c(if (!object$converged)
-              "the stopping rule was not met; increase 'iterations' or check plot(fit, which = \"trace\")",
+              paste0("the fit did not converge (", object$stop %||% "stopping rule not met",
+                     "); see gp_check(fit) and plot(fit, which = \"trace\")"),
             engine_notes(object))
   structure(list(call = object$call, family = object$family$family, link = link_name(object), n = object$n,
                  engine = engine_label(object), terms = terms, coefficients = coefs,
                  sigma = object$params$sigma, objective = object$objective,
                  objective_label = object$engine$objective, objective_note = object$engine$objective_note,
                  ylevels = object$ylevels, iterations = object$iterations,
-                 converged = object$converged, time = object$timing[["fit"]],
+                 converged = object$converged, convergence = convergence_line(object),
+                 q_change = object$q_change, time = object$timing[["fit"]],
                  batch_size = object$control$batch_size, threads = object$control$threads, warnings = warn),
             class = "summary.gpgam")
 }
@@ -65,9 +67,12 @@ print.summary.gpgam <- function(x, digits = max(3L, getOption("digits") - 3L), .
   if (!is.na(x$sigma)) cat("\nResidual sd (sigma):", format(x$sigma, digits = digits), "\n")
   cat(sprintf("\n%s = %s (%s), n = %d\n", x$objective_label, format(x$objective, digits = digits + 3),
               x$objective_note, x$n))
-  cat(sprintf("%d iterations (batch size %d, %d thread%s), %s, %.2f s\n\n", x$iterations, x$batch_size,
-              x$threads, if (x$threads > 1) "s" else "",
-              if (x$converged) "converged" else "NOT converged (stopping rule not met)", x$time))
+  cat(sprintf("%d iterations (batch size %d, %d thread%s), %.2f s\n", x$iterations, x$batch_size,
+              x$threads, if (x$threads > 1) "s" else "", x$time))
+  cat(x$convergence, "\n", sep = "")
+  if (!is.null(x$q_change)) cat("Last change of the posterior mean of the inducing variables:",
+                                format(x$q_change, digits = 2), "\n")
+  cat("\n")
   for (w in x$warnings) cat("Warning:", w, "\n")
   invisible(x)
 }

@@ -32,7 +32,8 @@ methods <- list(
   scalegp_ep = function(tr, te, M) {
     fo <- stats::as.formula(paste("y ~ gp(", paste(setdiff(names(tr), "y"), collapse = ", "), ")"))
     r <- timed(gpgam(fo, data = tr, family = stats::binomial("probit"), inference = "ep",
-                     control = gp_control(inducing = M, iterations = 250, threads = 1, seed = 1, verbose = FALSE)))
+                     control = gp_control(inducing = M, iterations = 250, threads = 1, seed = 1, verbose = FALSE,
+                                          optimizer = "adam", learn_inducing = TRUE, priors = FALSE)))
     list(p = predict(r$value, te, type = "response"), time = r$time)
   },
   gplite_ep = function(tr, te, M) {

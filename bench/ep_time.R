@@ -22,7 +22,7 @@ for (name in sets) {
     t0 <- proc.time()[["elapsed"]]
     gpgam(fo, data = d[tr, ], family = stats::binomial("probit"), inference = "ep",
           control = gp_control(inducing = round(m * length(tr)), iterations = 250, seed = 1, threads = threads,
-                               verbose = FALSE))
+                               verbose = FALSE, optimizer = "adam", learn_inducing = TRUE, priors = FALSE))
     res <- rbind(res, data.frame(dataset = name, m = m, time = proc.time()[["elapsed"]] - t0))
   }
 }

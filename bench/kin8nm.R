@@ -24,7 +24,7 @@ for (k in seq_len(n_splits) - 1) {
   tr <- scan(file.path(dir, sprintf("index_train_%d.txt", k)), quiet = TRUE) + 1
   te <- scan(file.path(dir, sprintf("index_test_%d.txt", k)), quiet = TRUE) + 1
   ctl <- gp_control(inducing = M, batch_size = if (is.na(batch)) NULL else batch, iterations = iters,
-                    threads = threads, seed = k + 1, verbose = FALSE)
+                    threads = threads, seed = k + 1, verbose = FALSE, optimizer = "adam", priors = FALSE)
   t <- system.time(fit <- gpgam(f, data = d[tr, ], control = ctl))[["elapsed"]]
   p <- predict(fit, d[te, ], se.fit = TRUE)
   sd_pred <- sqrt(p$se.fit^2 + sigma(fit)^2)

@@ -29,13 +29,22 @@ Ep::Pass pass_from(const std::string& s) {
 }
 
 const char* sites_name(Ep::Sites s) {
-  return s == Ep::Sites::keep ? "keep" : s == Ep::Sites::commit ? "commit" : "restore";
+  switch (s) {
+    case Ep::Sites::keep: return "keep";
+    case Ep::Sites::commit: return "commit";
+    case Ep::Sites::restore: return "restore";
+    case Ep::Sites::save: return "save";
+    case Ep::Sites::load: return "load";
+  }
+  return "";
 }
 
 Ep::Sites sites_from(const std::string& s) {
   if (s == "keep") return Ep::Sites::keep;
   if (s == "commit") return Ep::Sites::commit;
   if (s == "restore") return Ep::Sites::restore;
+  if (s == "save") return Ep::Sites::save;
+  if (s == "load") return Ep::Sites::load;
   throw std::invalid_argument("unknown EP site action '" + s + "'");
 }
 
@@ -70,6 +79,7 @@ EpSettings ep_settings_from(const Rcpp::List& o) {
   EpSettings s;
   s.damping = Rcpp::as<double>(o["damping"]);
   s.tied = Rcpp::as<bool>(o["tied"]);
+  s.inner = Rcpp::as<bool>(o["inner"]);
   return s;
 }
 
@@ -112,7 +122,7 @@ Rcpp::List ep_fit(Eigen::Map<Eigen::MatrixXd> X, Eigen::Map<Eigen::VectorXd> y, 
 }
 
 // A worker's pass over its shard: `sites` is list(nu, mu, nu_new, mu_new,
-// nu_old, mu_old) of its rows, `bounds` the 0-based group boundaries within
+// nu_old, mu_old, nu_saved, mu_saved) of its rows, `bounds` the 0-based group boundaries within
 // the shard; returns list(groups = per-group accumulators, sites = updated).
 // [[Rcpp::export(.ep_shard_pass)]]
 Rcpp::List ep_shard_pass(Eigen::Map<Eigen::MatrixXd> X, Eigen::Map<Eigen::VectorXd> y,
@@ -125,16 +135,17 @@ Rcpp::List ep_shard_pass(Eigen::Map<Eigen::MatrixXd> X, Eigen::Map<Eigen::Vector
              offset.data());
     model.m = Rcpp::as<Eigen::VectorXd>(state["m"]);
     model.S = Rcpp::as<Eigen::MatrixXd>(state["S"]);
-    Eigen::VectorXd* v[] = {&model.nu, &model.mu, &model.nu_new, &model.mu_new, &model.nu_old, &model.mu_old};
-    for (int k = 0; k < 6; ++k) *v[k] = Rcpp::as<Eigen::VectorXd>(sites[k]);
+    Eigen::VectorXd* v[] = {&model.nu,     &model.mu,     &model.nu_new,   &model.mu_new,
+                            &model.nu_old, &model.mu_old, &model.nu_saved, &model.mu_saved};
+    for (int k = 0; k < 8; ++k) *v[k] = Rcpp::as<Eigen::VectorXd>(sites[k]);
     std::vector<std::size_t> b;
     for (double x : bounds) b.push_back(static_cast<std::size_t>(x));
     const Ep::Pass p = pass_from(kind);
     const std::vector<EpAccum> parts = model.pass(p, rho, sites_from(action), b, make_pfor(threads));
     Rcpp::List groups(parts.size());
     for (std::size_t g = 0; g < parts.size(); ++g) groups[g] = accum_to_list(parts[g]);
-    Rcpp::List out_sites(6);
-    for (int k = 0; k < 6; ++k) out_sites[k] = *v[k];
+    Rcpp::List out_sites(8);
+    for (int k = 0; k < 8; ++k) out_sites[k] = *v[k];
     return Rcpp::List::create(Rcpp::Named("groups") = groups, Rcpp::Named("sites") = out_sites);
   } catch (const std::exception& e) {
     Rcpp::stop(e.what());

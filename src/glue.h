@@ -49,6 +49,11 @@ inline std::vector<Component> components_from(const Rcpp::List& specs) {
     Kernel k;
     k.log_var = Rcpp::as<double>(s["log_var"]);
     c.learn_kernel = Rcpp::as<bool>(s["learn_kernel"]);
+    if (s.containsElementNamed("sd_prior")) c.sd_prior = Rcpp::as<double>(s["sd_prior"]);
+    if (s.containsElementNamed("ls_a")) {
+      c.ls_a = Rcpp::as<Eigen::VectorXd>(s["ls_a"]);
+      c.ls_b = Rcpp::as<Eigen::VectorXd>(s["ls_b"]);
+    }
     if (c.kind == Kind::factor) {
       c.levels = Rcpp::as<int>(s["levels"]);
       c.kernel = k;
@@ -128,8 +133,10 @@ inline Rcpp::List fit_result(const WhitenedGaussianModel& model, const FitInfo& 
       Rcpp::Named("state") = Rcpp::List::create(Rcpp::Named("P") = model.P, Rcpp::Named("h") = model.h),
       Rcpp::Named("m") = model.m, Rcpp::Named("S") = model.S, Rcpp::Named("trace") = info.trace,
       Rcpp::Named("iterations") = info.iterations, Rcpp::Named("converged") = info.converged,
-      Rcpp::Named("objective") = info.objective, Rcpp::Named("failures") = info.failures,
-      Rcpp::Named("gradient") = info.gradient, Rcpp::Named("seconds") = seconds_of(info));
+      Rcpp::Named("objective") = info.objective, Rcpp::Named("log_prior") = info.log_prior,
+      Rcpp::Named("failures") = info.failures,
+      Rcpp::Named("gradient") = info.gradient, Rcpp::Named("q_change") = info.q_change,
+      Rcpp::Named("stop") = info.stop, Rcpp::Named("seconds") = seconds_of(info));
 }
 
 }  // namespace glue

@@ -13,6 +13,7 @@ static SvgpSettings svgp_settings_from(const Rcpp::List& o) {
   s.natgrad_step = Rcpp::as<double>(o["natgrad_step"]);
   s.meanfield = Rcpp::as<bool>(o["meanfield"]);
   s.rank = Rcpp::as<int>(o["rank"]);
+  s.lbfgs = Rcpp::as<bool>(o["lbfgs"]);
   return s;
 }
 

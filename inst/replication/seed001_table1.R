@@ -27,7 +27,9 @@ fit_one <- function(d, tr, m, inference, seed) {
   M <- round(m * length(tr))
   t0 <- proc.time()[["elapsed"]]
   f <- gpgam(fo, data = d[tr, ], family = stats::binomial("probit"), inference = inference,
-             control = gp_control(inducing = M, iterations = 250, seed = seed, threads = threads, verbose = FALSE))
+             control = gp_control(inducing = M, iterations = 250, seed = seed, threads = threads, verbose = FALSE,
+                                  optimizer = "adam", priors = FALSE,
+                                  learn_inducing = if (inference == "ep") TRUE))
   time <- proc.time()[["elapsed"]] - t0
   p <- predict(f, d[-tr, ], type = "response")
   y <- d$y[-tr]

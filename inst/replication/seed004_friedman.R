@@ -35,7 +35,7 @@ form <- y ~ gp(x1, inducing = z16) + gp(x2, inducing = z16) + gp(x3, inducing = 
 
 fit_one <- function(d, posterior = "coupled", rank = NULL, seed = 1) {
   gpgam(form, data = d, control = gp_control(fixed = "inducing", posterior = posterior, rank = rank,
-                                              seed = seed, verbose = FALSE))
+                                              seed = seed, verbose = FALSE, optimizer = "adam", priors = FALSE))
 }
 
 # component estimates on a grid, and their 95% band coverage of the analytic curves

@@ -216,7 +216,9 @@ TEST_CASE("EP: a failed batch update is undone and the damping halved", "[ep]") 
   set.max_iter = 40;
   set.learning_rate = 0.05;
   set.patience = 1000;  // no early stop
-  Ep ep = make_ep(d, ep_components(10, 3), set);
+  EpSettings opt;
+  opt.inner = true;  // the paper's scheme: one sweep and one Adam step per iteration
+  Ep ep = make_ep(d, ep_components(10, 3), set, opt);
   // The reduction of fit_batch, with the evidence of the 20th sweep made NaN
   // (after the hyperparameter steps have started: 10 warm-up sweeps).
   const int fail_at = 20;

@@ -617,7 +617,7 @@ TEST_CASE("fit() honours the monitor and improves the ELBO", "[svgp][fit]") {
       return std::isfinite(obj) && it < 4;
     });
     CHECK(info.iterations == 4);
-    CHECK(info.trace.size() == 4);
+    CHECK(info.trace.size() == 5);  // the starting value and 4 iterations
     CHECK_FALSE(info.converged);
     CHECK(its == std::vector<int>{1, 2, 3, 4});
   }
@@ -684,4 +684,29 @@ TEST_CASE("factor level codes out of range are refused", "[svgp][components]") {
   d.X(4, 2) = std::numeric_limits<double>::quiet_NaN();
   Svgp t = make_svgp(d, {fac}, Family::gaussian);
   CHECK_THROWS_AS(t.evaluate(nullptr, false, serial_for), std::invalid_argument);
+}
+
+TEST_CASE("full-batch fits end at a stationary point of the ELBO", "[svgp][fit]") {
+  // L-BFGS on the hyperparameters with q optimal at each value: the gradient
+  // at the end is below tol * N, and it is the gradient of the ELBO itself
+  for (Family fam : {Family::gaussian, Family::poisson, Family::logit}) {
+    CAPTURE(static_cast<int>(fam));
+    const Data d = make_data(200, fam, 101);
+    Settings set;
+    set.max_iter = 500;
+    set.tol = 1e-7;
+    Svgp s = make_svgp(d, {gp_component(KernelType::se, true, uniform_matrix(6, 2, 102, -2, 2)),
+                           linear_component({2}, VectorXd::Constant(1, 2.0))},
+                       fam, set);
+    Rng rng(1);
+    const FitInfo info = s.fit(serial_for, rng, [](int, double) { return true; });
+    CHECK(info.converged);
+    CHECK(info.stop == "stationary point");
+    CHECK(info.gradient.lpNorm<Eigen::Infinity>() <= 1e-7 * 200);
+    CHECK(info.objective == Approx(s.elbo(serial_for)).epsilon(1e-12));
+    // the trace increases
+    for (std::size_t i = 1; i < info.trace.size(); ++i) CHECK(info.trace[i] >= info.trace[i - 1]);
+    // q is optimal for the final hyperparameters: a further natural step changes little
+    CHECK(info.q_change < 1e-5);
+  }
 }

@@ -24,6 +24,11 @@ struct Component {
   Index levels = 0;            // factor
   VectorXd prior_sd;           // linear
   bool learn_kernel = true;
+  // Priors of the hyperparameters (none when zero / empty): the kernel sd
+  // sqrt(variance) ~ half-normal(0, sd_prior^2); each lengthscale
+  // ~ inverse-gamma(ls_a, ls_b) (shape, scale; standardised inputs).
+  double sd_prior = 0;
+  VectorXd ls_a, ls_b;
 
   bool has_inducing() const { return kind == Kind::stationary || kind == Kind::centred; }
   bool has_kernel() const { return kind != Kind::linear; }

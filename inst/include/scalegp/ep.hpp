@@ -6,10 +6,12 @@
 //   ep_minibatch.hpp  minibatch EP, per-row or tied sites
 //   this file         batch EP, in one process or distributed, and fit_ep()
 //
-// Batch EP: every iteration refines all sites in parallel (damped), then
-// takes one Adam step on the hyperparameters along the gradient of the EP
-// log evidence (the paper's "inner" scheme), then rebuilds q from the
-// committed sites.  Distributed EP runs the same passes over shards held
+// Batch EP: by default L-BFGS on the hyperparameters, with the sites
+// converged by damped parallel sweeps at each value (so that the gradient
+// of the evidence is exact); or (EpSettings::inner) the paper's "inner"
+// scheme: every iteration refines all sites in parallel (damped), takes one
+// Adam step on the hyperparameters along the gradient of the EP log
+// evidence, then rebuilds q from the committed sites.  Distributed EP runs the same passes over shards held
 // elsewhere: `reduce` returns the summed accumulator of a pass wherever the
 // rows live.
 #pragma once
@@ -25,11 +27,52 @@ class EpBatch {
   EpBatch(Ep& ep, Reduce reduce) : ep_(ep), reduce_(std::move(reduce)), rho_(ep.opt.damping > 0 ? ep.opt.damping : 0.5) {}
 
   // n_total: the number of rows (held here or on the workers of a cluster).
+  // By default L-BFGS on the evidence of EP converged at each value of the
+  // hyperparameters (fit_profile()); with opt.inner the paper's scheme of one
+  // damped sweep and one Adam step per iteration (fit_loop()).
   template <class Monitor>
   FitInfo fit(std::size_t n_total, Rng& rng, Monitor monitor) {
+    if (!ep_.opt.inner) return fit_profile(*this, ep_.set, static_cast<double>(n_total), monitor);
     Sampler sampler(Sampler::Mode::full, n_total, 0, rng);
     warmup_ = static_cast<int>(std::ceil(5.0 / rho_));  // sweeps before the first hyperparameter step
     return fit_loop(*this, sampler, ep_.set, monitor);
+  }
+
+  // ---- the engine interface of fit_profile() -------------------------------------
+  // The inner state is the sites: profile() runs damped parallel sweeps until
+  // no site moves by more than 1e-8 (at most 500), then returns the evidence
+  // and its gradient (exact at the fixed point) and saves the sites;
+  // restore() loads them.
+  void bounds(VectorXd& lo, VectorXd& hi) const {
+    lo.resize(ep_.n_hyper());
+    hi.resize(ep_.n_hyper());
+    ep_.hyper_bounds(lo, hi);
+  }
+  void start() { ep_.set_q(reduce_(Ep::Pass::q, 0.0, Ep::Sites::keep)); }
+  Step profile() {
+    ep_.refresh_prior();
+    ep_.set_q(reduce_(Ep::Pass::q, 0.0, Ep::Sites::keep));
+    sweeps_ = 0;
+    for (int k = 0; k < 500; ++k) {
+      const EpAccum a = reduce_(Ep::Pass::sweep, rho_, Ep::Sites::keep);
+      if (!std::isfinite(ep_.log_evidence(a))) throw numerical_error("a non-finite EP evidence");
+      ep_.set_q(reduce_(Ep::Pass::q, 0.0, Ep::Sites::commit));
+      ++sweeps_;
+      last_change_ = a.change;
+      if (a.change < 1e-8) break;
+    }
+    const bool grad = ep_.n_hyper() > 0;
+    const EpAccum a = reduce_(grad ? Ep::Pass::sweep_grad : Ep::Pass::sweep, 0.0, Ep::Sites::save);
+    Step st;
+    st.gradient = grad ? ep_.hyper_gradient(a.PtPb, a.grad, 1.0) : VectorXd();
+    st.objective = ep_.log_evidence(a) + ep_.log_prior(grad ? &st.gradient : nullptr);
+    return st;
+  }
+  // The fit maximised the evidence plus the log prior: report them apart.
+  void finish_profile(FitInfo& info) const {
+    info.q_change = last_change_;
+    info.log_prior = ep_.log_prior();
+    info.objective -= info.log_prior;
   }
 
   // ---- the engine interface of fit_loop() ---------------------------------------
@@ -52,9 +95,9 @@ class EpBatch {
   Step step(const Sampler&, bool grad) {
     const EpAccum a = reduce_(grad ? Ep::Pass::sweep_grad : Ep::Pass::sweep, rho_, Ep::Sites::keep);
     Step st;
-    st.objective = ep_.log_evidence(a);
     st.done = a.change < 1e-8;
     if (grad) st.gradient = ep_.hyper_gradient(a.PtPb, a.grad, 1.0);
+    st.objective = ep_.log_evidence(a) + ep_.log_prior(grad ? &st.gradient : nullptr);
     return st;
   }
 
@@ -64,12 +107,15 @@ class EpBatch {
     ep_.set_q(reduce_(Ep::Pass::q, 0.0, Ep::Sites::commit));
   }
 
-  // Back to the parameters and sites of a snapshot (the sites committed
-  // since it are undone).
+  // Back to the parameters and sites of a snapshot: in the inner scheme the
+  // sites committed since it are undone; with L-BFGS the sites saved by the
+  // last profile() are loaded.
   void restore(const Snapshot& s) {
     unpack(s.theta);
     ep_.refresh_prior();
-    const Ep::Sites sites = commits_ > s.commits ? Ep::Sites::restore : Ep::Sites::keep;
+    const Ep::Sites sites = !ep_.opt.inner ? Ep::Sites::load
+                            : commits_ > s.commits ? Ep::Sites::restore
+                                                   : Ep::Sites::keep;
     commits_ = s.commits;
     ep_.set_q(reduce_(Ep::Pass::q, 0.0, sites));
   }
@@ -78,15 +124,20 @@ class EpBatch {
     const bool grad = ep_.n_hyper() > 0;
     const EpAccum a = reduce_(grad ? Ep::Pass::sweep_grad : Ep::Pass::sweep, 0.0, Ep::Sites::keep);
     info.objective = ep_.log_evidence(a);
-    if (grad) info.gradient = ep_.hyper_gradient(a.PtPb, a.grad, 1.0);
+    info.log_prior = ep_.log_prior();
+    if (grad) {
+      info.gradient = ep_.hyper_gradient(a.PtPb, a.grad, 1.0);
+      ep_.log_prior(&info.gradient);
+    }
   }
 
  private:
   Ep& ep_;
   Reduce reduce_;
   double rho_;
-  int warmup_ = 0;
+  int warmup_ = 0, sweeps_ = 0;
   long commits_ = 0;
+  double last_change_ = 0;
 };
 
 template <class Reduce>

@@ -126,6 +126,7 @@ class EpMinibatch {
       st.objective = -0.5 * ep_.logdet_P() + 0.5 * ep_.h.dot(ep_.m) + scale_ * acc.log_z;
     }
     if (grad) st.gradient = ep_.hyper_gradient(acc.PtPb, acc.grad, scale_);
+    st.objective += ep_.log_prior(grad ? &st.gradient : nullptr);
     return st;
   }
 
@@ -157,7 +158,11 @@ class EpMinibatch {
     const bool grad = ep_.n_hyper() > 0;
     const EpAccum a = ep_.reduce_local(grad ? Pass::sweep_grad : Pass::sweep, 0.0, Sites::keep, pfor_);
     info.objective = ep_.log_evidence(a);
-    if (grad) info.gradient = ep_.hyper_gradient(a.PtPb, a.grad, 1.0);
+    info.log_prior = ep_.log_prior();
+    if (grad) {
+      info.gradient = ep_.hyper_gradient(a.PtPb, a.grad, 1.0);
+      ep_.log_prior(&info.gradient);
+    }
   }
 
  private:

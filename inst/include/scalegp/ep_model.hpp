@@ -23,6 +23,7 @@ namespace scalegp {
 struct EpSettings {
   double damping = -1;  // <= 0: automatic (0.5 batch, 0.99 minibatches)
   bool tied = false;    // minibatch EP with one tied site (O(M^2) memory)
+  bool inner = false;   // batch EP: one Adam step per sweep (the paper's scheme) instead of L-BFGS
 };
 
 // Sums over rows of the EP passes (one per group of rows; added in order).
@@ -53,13 +54,15 @@ class Ep : public WhitenedGaussianModel {
   //   tied   sites from the shared cavity of the tied-site mode, committed.
   enum class Pass { q, sweep, sweep_grad, tied };
   // Before a pass: keep the sites, commit the proposed ones (keeping the
-  // previous ones), or restore the previous ones (undoing a failed update).
-  enum class Sites { keep, commit, restore };
+  // previous ones), restore the previous ones (undoing a failed update),
+  // save the sites, or load the saved ones.
+  enum class Sites { keep, commit, restore, save, load };
 
   EpSettings opt;
   VectorXd nu, mu;          // committed sites of the rows held
   VectorXd nu_new, mu_new;  // proposed by the last sweep
   VectorXd nu_old, mu_old;  // committed before the last commit
+  VectorXd nu_saved, mu_saved;  // saved by Sites::save
 
   Ep(std::vector<Component> components, Settings settings, EpSettings options, const double* X, std::size_t n,
      std::size_t p, const double* y, const double* w, const double* offset)
@@ -70,7 +73,9 @@ class Ep : public WhitenedGaussianModel {
         nu_new(nu),
         mu_new(nu),
         nu_old(nu),
-        mu_old(nu) {}
+        mu_old(nu),
+        nu_saved(nu),
+        mu_saved(nu) {}
 
   EpAccum make_accum(Pass pass) const {
     EpAccum a;
@@ -94,6 +99,12 @@ class Ep : public WhitenedGaussianModel {
     } else if (sites == Sites::restore) {
       nu = nu_old;
       mu = mu_old;
+    } else if (sites == Sites::save) {
+      nu_saved = nu;
+      mu_saved = mu;
+    } else if (sites == Sites::load) {
+      nu = nu_saved;
+      mu = mu_saved;
     }
     // Batch EP makes two passes at the same hyperparameters (a q pass, then a
     // sweep): when the rows' features are small enough they are kept between them.

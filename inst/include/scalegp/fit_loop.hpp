@@ -99,6 +99,8 @@ struct Step {
   bool done = false;     // the engine's own convergence (with own_stop())
 };
 
+inline bool stationary(const VectorXd& g, double gtol);
+
 template <class Engine, class Monitor>
 FitInfo fit_loop(Engine& e, Sampler& sampler, const Settings& set, Monitor monitor) {
   FitInfo info;
@@ -167,6 +169,128 @@ FitInfo fit_loop(Engine& e, Sampler& sampler, const Settings& set, Monitor monit
   clock = Clock::now();
   e.finish(info);
   info.seconds_final = seconds_since(clock);
+  const bool rule = info.converged;
+  info.converged = rule && stationary(info.gradient, set.tol * static_cast<double>(sampler.n()));
+  info.stop = !rule ? (info.iterations >= set.max_iter ? "iteration limit" : "stopped by the monitor")
+              : info.converged ? "stationary point"
+                               : "the stopping rule was met at a point that is not stationary";
+  return info;
+}
+
+// No entry of the gradient exceeds gtol in absolute value.
+inline bool stationary(const VectorXd& g, double gtol) { return g.size() == 0 || g.lpNorm<Eigen::Infinity>() <= gtol; }
+
+// The deterministic driver of full-data fits: maximises the profile
+// objective F(theta) = max over the engine's inner state (q, or EP sites) of
+// the objective at parameters theta, by L-BFGS with a backtracking line
+// search (Armijo) inside the parameters' bounds.  At a maximum of F the
+// gradient of the objective at the optimal inner state is the gradient of F
+// (the inner state is stationary), so F's gradient is the engine's.  The
+// fit stops at a stationary point (projected gradient below tol * N), at the
+// iteration limit, when no step increases F, or when the monitor says so.
+//
+// An engine provides, besides pack(), unpack(), n_theta(), snapshot() and
+// restore() of fit_loop():
+//   void start()                the inner state at the starting parameters
+//   Step profile()              optimises the inner state at the current
+//                               parameters; the objective and its gradient
+//   void bounds(VectorXd& lo, VectorXd& hi)
+//   void finish_profile(FitInfo&)  the inner state's last change (q_change)
+template <class Engine, class Monitor>
+FitInfo fit_profile(Engine& e, const Settings& set, double n_obs, Monitor monitor) {
+  FitInfo info;
+  auto clock = Clock::now();
+  e.start();
+  VectorXd lo, hi;
+  e.bounds(lo, hi);
+  Step cur = e.profile();
+  if (!std::isfinite(cur.objective) || !cur.gradient.allFinite())
+    throw numerical_error("the objective is not finite at the starting values");
+  VectorXd x = e.pack();
+  info.trace.push_back(cur.objective);  // at the starting parameters
+  info.seconds_init = seconds_since(clock);
+  clock = Clock::now();
+  const double gtol = set.tol * n_obs;
+  auto project = [&](const VectorXd& g) {
+    VectorXd p = g;
+    for (Index j = 0; j < p.size(); ++j)
+      if ((x(j) >= hi(j) && p(j) > 0) || (x(j) <= lo(j) && p(j) < 0)) p(j) = 0;
+    return p;
+  };
+  Lbfgs mem(10);
+  int stall = 0;
+  info.stop = "iteration limit";
+  for (int it = 0; it < set.max_iter; ++it) {
+    const VectorXd pg = project(cur.gradient);
+    if (stationary(pg, gtol)) {
+      info.stop = "stationary point";
+      break;
+    }
+    VectorXd d = mem.direction(pg);
+    for (Index j = 0; j < d.size(); ++j)
+      if (pg(j) == 0 && cur.gradient(j) != 0) d(j) = 0;  // at an active bound
+    double slope = pg.dot(d);
+    if (!(slope > 0)) {
+      mem.reset();
+      d = pg;
+      slope = pg.squaredNorm();
+    }
+    // the first step moves no parameter by more than 1 (they are on log scales or standardised)
+    double t = mem.empty() ? std::min(1.0, 1.0 / d.lpNorm<Eigen::Infinity>()) : 1.0;
+    const auto snap = e.snapshot();
+    Step st;
+    bool accepted = false;
+    for (int ls = 0; ls < 40 && !accepted; ++ls) {
+      e.unpack((x + t * d).cwiseMax(lo).cwiseMin(hi));
+      bool ok = true;
+      try {
+        st = e.profile();
+        ok = std::isfinite(st.objective) && st.gradient.allFinite();
+      } catch (const numerical_error&) {
+        ok = false;
+      }
+      if (ok && st.objective >= cur.objective + 1e-4 * t * slope) {
+        accepted = true;
+      } else {
+        if (!ok) ++info.failures;
+        e.restore(snap);
+        t *= ok ? 0.5 : 0.1;
+      }
+    }
+    if (!accepted) {
+      if (!mem.empty()) {  // retry along the gradient itself
+        mem.reset();
+        continue;
+      }
+      info.stop = "no step along the gradient increases the objective";
+      break;
+    }
+    const VectorXd xn = e.pack();
+    mem.update(xn - x, cur.gradient - st.gradient);
+    const double gain = st.objective - cur.objective;
+    x = xn;
+    cur = st;
+    info.trace.push_back(cur.objective);
+    info.iterations = it + 1;
+    if (!monitor(it + 1, cur.objective)) {
+      info.stop = "stopped by the monitor";
+      break;
+    }
+    if (gain <= 1e-13 * (1.0 + std::abs(cur.objective))) {
+      if (++stall >= 5) {
+        info.stop = "the objective stopped increasing";
+        break;
+      }
+    } else {
+      stall = 0;
+    }
+  }
+  info.seconds_iter = seconds_since(clock);
+  info.objective = cur.objective;
+  info.gradient = cur.gradient;
+  info.converged = stationary(project(cur.gradient), gtol);
+  if (info.converged) info.stop = "stationary point";
+  e.finish_profile(info);
   return info;
 }
 

@@ -14,6 +14,7 @@
 #include "inducing.hpp"
 #include "parallel.hpp"
 #include "settings.hpp"
+#include <limits>
 #include <vector>
 
 namespace scalegp {
@@ -158,6 +159,59 @@ class AdditiveModel {
       }
       if (c.has_inducing() && set.learn_inducing)
         for (Index j = 0; j < c.Z.size(); ++j) th(i++) = c.Z.data()[j];
+    }
+  }
+
+  // Log density of the priors of the hyperparameters (components.hpp), in
+  // the packed (log) parameters, and its gradient added to g.head(n_hyper())
+  // when g is non-null:
+  //   log variance v:   log p = -e^v / (2 s^2) + v / 2   (sd ~ half-normal(0, s^2))
+  //   log lengthscale t: log p = -a t - b e^{-t}         (lengthscale ~ inverse-gamma(a, b))
+  // (up to constants).  Zero without priors.
+  double log_prior(VectorXd* g = nullptr) const {
+    double lp = 0;
+    Index i = 0;
+    for (const auto& c : comps) {
+      if (c.learn_kernel && c.has_kernel()) {
+        const Kernel& k = c.hyper();
+        if (c.sd_prior > 0) {
+          const double s2 = c.sd_prior * c.sd_prior, e = std::exp(k.log_var);
+          lp += -e / (2 * s2) + 0.5 * k.log_var;
+          if (g) (*g)(i) += -e / (2 * s2) + 0.5;
+        }
+        ++i;
+        if (c.kind != Kind::factor)
+          for (Index j = 0; j < k.log_ls.size(); ++j, ++i) {
+            if (c.ls_a.size() == 0) continue;
+            const double t = k.log_ls(j), a = c.ls_a(j), b = c.ls_b(j);
+            lp += -a * t - b * std::exp(-t);
+            if (g) (*g)(i) += -a + b * std::exp(-t);
+          }
+      }
+      if (c.has_inducing() && set.learn_inducing) i += c.Z.size();
+    }
+    return lp;
+  }
+
+  // Bounds of the packed hyperparameters (those unpack_hyper() clamps to).
+  void hyper_bounds(Eigen::Ref<VectorXd> lo, Eigen::Ref<VectorXd> hi) const {
+    Index i = 0;
+    const double inf = std::numeric_limits<double>::infinity();
+    for (const auto& c : comps) {
+      if (c.learn_kernel && c.has_kernel()) {
+        lo(i) = -14.0;
+        hi(i++) = 14.0;
+        if (c.kind != Kind::factor)
+          for (Index j = 0; j < c.hyper().log_ls.size(); ++j) {
+            lo(i) = -7.0;
+            hi(i++) = 7.0;
+          }
+      }
+      if (c.has_inducing() && set.learn_inducing)
+        for (Index j = 0; j < c.Z.size(); ++j) {
+          lo(i) = -inf;
+          hi(i++) = inf;
+        }
     }
   }
 

@@ -2,6 +2,7 @@
 #pragma once
 #include "linalg.hpp"
 #include <limits>
+#include <vector>
 
 namespace scalegp {
 
@@ -58,6 +59,52 @@ class Stopper {
   int patience_;
   double best_ = -std::numeric_limits<double>::infinity();
   int bad_ = 0;
+};
+
+// Limited-memory BFGS (Nocedal and Wright 2006, Algorithm 7.4) for
+// maximising f: keeps the last `m` pairs s = x1 - x0, y = g0 - g1 (the
+// change of the gradient of -f) and turns a gradient of f into an ascent
+// direction by the two-loop recursion.
+class Lbfgs {
+ public:
+  explicit Lbfgs(int m = 10) : m_(m) {}
+  void reset() {
+    s_.clear();
+    y_.clear();
+  }
+  bool empty() const { return s_.empty(); }
+  // Keeps a pair when it has positive curvature (s'y > 0).
+  void update(const VectorXd& s, const VectorXd& y) {
+    const double sy = s.dot(y);
+    if (!(sy > 1e-12 * s.norm() * y.norm())) return;
+    s_.push_back(s);
+    y_.push_back(y);
+    if (static_cast<int>(s_.size()) > m_) {
+      s_.erase(s_.begin());
+      y_.erase(y_.begin());
+    }
+  }
+  // H g with H the inverse-Hessian approximation of -f (an ascent direction for f).
+  VectorXd direction(const VectorXd& g) const {
+    const std::size_t k = s_.size();
+    VectorXd q = g;
+    std::vector<double> alpha(k), rho(k);
+    for (std::size_t i = k; i-- > 0;) {
+      rho[i] = 1.0 / s_[i].dot(y_[i]);
+      alpha[i] = rho[i] * s_[i].dot(q);
+      q -= alpha[i] * y_[i];
+    }
+    if (k > 0) q *= s_[k - 1].dot(y_[k - 1]) / y_[k - 1].squaredNorm();
+    for (std::size_t i = 0; i < k; ++i) {
+      const double beta = rho[i] * y_[i].dot(q);
+      q += (alpha[i] - beta) * s_[i];
+    }
+    return q;
+  }
+
+ private:
+  int m_;
+  std::vector<VectorXd> s_, y_;
 };
 
 }  // namespace scalegp

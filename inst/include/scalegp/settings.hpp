@@ -5,6 +5,7 @@
 #include <Eigen/Dense>
 #include <chrono>
 #include <cstddef>
+#include <string>
 #include <vector>
 
 namespace scalegp {
@@ -19,6 +20,8 @@ struct Settings {
   bool learn_inducing = true;
   bool learn_noise = true;
   int max_failures = 20;  // failed iterations undone before the fit gives up
+  // A fit has converged when no gradient entry (projected on the bounds of
+  // the parameters) exceeds tol * N: a stationary point of the objective.
 };
 
 struct FitInfo {
@@ -26,9 +29,12 @@ struct FitInfo {
   int iterations = 0;
   bool converged = false;
   double objective = 0;  // final objective on all data (ELBO, EP log evidence)
+  double log_prior = 0;  // log density of the hyperparameters' priors there (maximised with the objective)
   double seconds_init = 0, seconds_iter = 0, seconds_final = 0;  // wall time by phase
   int failures = 0;  // iterations undone (rates halved each time)
   Eigen::VectorXd gradient;  // of the final objective on all data w.r.t. the packed parameters
+  double q_change = 0;       // largest change of the posterior mean in the last update of q
+  std::string stop;          // why the fit stopped
 };
 
 using Clock = std::chrono::steady_clock;

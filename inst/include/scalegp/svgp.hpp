@@ -25,6 +25,7 @@ struct SvgpSettings {
   double natgrad_step = -1;  // <= 0: 1 (Gaussian, full batch), 0.5 (other families, full batch), 0.1 (minibatches)
   bool meanfield = false;    // block-diagonal q over components
   int rank = 0;              // > 0: P = I + W W' with W of this many columns
+  bool lbfgs = true;         // full batch: L-BFGS with q optimal at each step (else Adam steps)
 };
 
 class Svgp : public WhitenedGaussianModel {
@@ -194,11 +195,15 @@ class Svgp : public WhitenedGaussianModel {
   // ---- the fit (fit_loop.hpp) ---------------------------------------------------
   // `monitor(iteration, objective)` is called on the calling thread after every
   // iteration (interrupts, progress); returning false stops the fit.
+  // Full batch: L-BFGS on the hyperparameters with q optimal at each value
+  // (fit_profile()); minibatches (or opt.lbfgs false): natural-gradient
+  // steps on q and Adam steps on the hyperparameters (fit_loop()).
   template <class Monitor>
   FitInfo fit(const ParallelFor& pfor, Rng& rng, Monitor monitor) {
     pfor_ = &pfor;
     Sampler sampler(Sampler::Mode::shuffled, n(), set.batch_size, rng);
     full_ = sampler.full();
+    if (full_ && opt.lbfgs) return fit_profile(*this, set, static_cast<double>(n()), monitor);
     rho_ = opt.natgrad_step > 0 ? opt.natgrad_step
            : sampler.full() ? (lik.family == Family::gaussian ? 1.0 : 0.5)
                             : 0.1;
@@ -226,6 +231,84 @@ class Svgp : public WhitenedGaussianModel {
   }
   void back_off() { rho_ *= 0.5; }
 
+  // ---- the engine interface of fit_profile() -------------------------------------
+  void bounds(VectorXd& lo, VectorXd& hi) const {
+    lo.resize(n_theta());
+    hi.resize(n_theta());
+    hyper_bounds(lo.head(n_hyper()), hi.head(n_hyper()));
+    if (lik.has_noise() && set.learn_noise) {
+      lo(n_hyper()) = -20.0;
+      hi(n_hyper()) = 10.0;
+    }
+  }
+
+  void start() {
+    Sampler all(Sampler::Mode::full, n(), 0, dummy_rng_);
+    initialise(all);
+  }
+
+  // q optimal at the current hyperparameters, then the ELBO and its gradient.
+  // Gaussian, full rank and coupled: one natural step of size 1 is exact.
+  // Otherwise: natural steps of size 1 (halved after a step that lowers the
+  // ELBO) until the ELBO changes by less than 1e-10 relative and the mean by
+  // less than 1e-8 (at most 500).
+  Step profile() {
+    refresh_prior();
+    if (lik.family == Family::gaussian && !opt.meanfield && opt.rank == 0) {
+      const VectorXd m0 = m;
+      natural_step(evaluate(nullptr, Pass::natural, *pfor_), 1.0, 1.0);
+      refresh_q();
+      q_change_ = (m - m0).lpNorm<Eigen::Infinity>();
+    } else {
+      double rho = 1.0;
+      Accum acc = evaluate(nullptr, Pass::natural, *pfor_);
+      double last = acc.sum_v - kl();
+      VectorXd m0 = m;
+      for (int k = 0; k < 500; ++k) {
+        const MatrixXd P0 = P;
+        const VectorXd h0 = h, mk = m;
+        bool better = false;
+        Accum next;
+        double value = -std::numeric_limits<double>::infinity();
+        try {
+          natural_step(acc, 1.0, rho);
+          refresh_q();
+          next = evaluate(nullptr, Pass::natural, *pfor_);
+          value = next.sum_v - kl();
+          better = value >= last - 1e-12 * std::abs(last);
+        } catch (const numerical_error&) {
+          better = false;
+        }
+        if (!better) {  // the step lowered the ELBO (or left q invalid): back, and a shorter one
+          P = P0;
+          h = h0;
+          refresh_q();
+          rho *= 0.5;
+          if (rho < 1e-3) break;
+          continue;
+        }
+        m0 = mk;
+        const double gain = value - last;
+        last = value;
+        acc = std::move(next);
+        if (gain <= 1e-10 * (1.0 + std::abs(value)) && (m - m0).lpNorm<Eigen::Infinity>() <= 1e-8) break;
+      }
+      q_change_ = (m - m0).lpNorm<Eigen::Infinity>();
+    }
+    const Accum acc = evaluate(nullptr, Pass::gradient, *pfor_);
+    Step st;
+    st.gradient = gradient(acc, 1.0);
+    st.objective = acc.sum_v - kl() + log_prior(&st.gradient);
+    return st;
+  }
+
+  // The fit maximised the ELBO plus the log prior: report them apart.
+  void finish_profile(FitInfo& info) const {
+    info.q_change = q_change_;
+    info.log_prior = log_prior();
+    info.objective -= info.log_prior;
+  }
+
   // Initial q: one full natural step (a Newton step from the prior mean) on
   // the first batch with the likelihood evaluated at the mean.  Far better
   // than the prior for vague parametric priors and non-Gaussian likelihoods.
@@ -239,8 +322,8 @@ class Svgp : public WhitenedGaussianModel {
   Step step(const Sampler& sampler, bool grad) {
     acc_ = evaluate(sampler.rows(), grad, *pfor_);
     Step st;
-    st.objective = sampler.scale() * acc_.sum_v - kl();
     if (grad) st.gradient = gradient(acc_, sampler.scale());
+    st.objective = sampler.scale() * acc_.sum_v - kl() + log_prior(grad ? &st.gradient : nullptr);
     scale_ = sampler.scale();
     return st;
   }
@@ -270,7 +353,11 @@ class Svgp : public WhitenedGaussianModel {
       }
     }
     info.objective = elbo(*pfor_);
-    if (n_theta() > 0) info.gradient = gradient(evaluate(nullptr, Pass::gradient, *pfor_), 1.0);
+    info.log_prior = log_prior();
+    if (n_theta() > 0) {
+      info.gradient = gradient(evaluate(nullptr, Pass::gradient, *pfor_), 1.0);
+      log_prior(&info.gradient);
+    }
   }
 
  private:
@@ -278,8 +365,9 @@ class Svgp : public WhitenedGaussianModel {
   double rank_loss_ = 0;
   // state of a fit
   const ParallelFor* pfor_ = nullptr;
-  double rho_ = 1, scale_ = 1;
+  double rho_ = 1, scale_ = 1, q_change_ = 0;
   bool full_ = true;
+  Rng dummy_rng_{0};  // (a full-data sampler draws nothing)
   int warmup_ = 0;
   Accum acc_;
 };
