@@ -9,8 +9,12 @@
     .Call(`_scalegp_ep_shard_pass`, X, y, w, offset, control, options, sites, bounds, kind, rho, action, state, threads)
 }
 
-.gp_predict <- function(specs, state, Xnew, offset, terms, jitter, threads) {
-    .Call(`_scalegp_gp_predict`, specs, state, Xnew, offset, terms, jitter, threads)
+.gp_predict <- function(specs, state, Xnew, offset, terms, jitter, threads, center = NULL) {
+    .Call(`_scalegp_gp_predict`, specs, state, Xnew, offset, terms, jitter, threads, center)
+}
+
+.gp_feature_means <- function(specs, X, jitter, threads) {
+    .Call(`_scalegp_gp_feature_means`, specs, X, jitter, threads)
 }
 
 .lik_expect <- function(family, y, w, m, s2, noise_var, gh_points) {

@@ -57,6 +57,7 @@ collect_fit <- function(setup, res, control, engine) {
   class(fit) <- c(paste0("gpgam_", engine$name), "gpgam", "scalegp")
   fit <- engine_collect(engine, fit, res)
   names(fit$gradient) <- parameter_names(fit, length(fit$gradient))
+  fit$state$center <- term_centres(fit, setup)
   fit$title <- "Gaussian-process additive model"
   fit$params <- natural_params(fit)
   # estimated quantities: kernel variances and lengthscales, coefficients, noise sd
@@ -104,17 +105,38 @@ component_edf <- function(fit) {
   vapply(component_blocks(fit), function(idx) length(idx) - sum(diag(fit$state$S)[idx]), 0)
 }
 
-# Posterior mean and covariance of the parametric coefficients (data scale).
+# Identifiable gp() terms, as mgcv constrains every smooth: a term is
+# reported centred over the data, f_c(x) - mean_i f_c(x_i), and the intercept
+# carries the means.  Both are linear in v: the term's features are
+# phi_c(x) - phibar_c.  Returns phibar (zero for the terms with
+# gp(centre = FALSE), for the parametric block, and without an intercept,
+# which nothing could carry the level to); the fitted predictor is unchanged.
+term_centres <- function(fit, setup) {
+  blocks <- component_blocks(fit)
+  ctr <- numeric(sum(lengths(blocks)))
+  keep <- vapply(fit$terms$gp, function(g) !identical(g$spec$centre, FALSE), TRUE)
+  if (!setup$intercept || !any(keep)) return(ctr)
+  means <- .gp_feature_means(fit$state$specs, setup$X, fit$control$jitter, fit$control$threads)
+  for (i in which(keep)) ctr[blocks[[i]]] <- means[blocks[[i]]]
+  ctr
+}
+
+# Posterior mean and covariance of the parametric coefficients (data scale):
+# linear functions L v of the inducing variables (the intercept includes the
+# data means of the centred terms, see term_centres()).
 param_posterior <- function(fit) {
   if (is.null(fit$terms$param)) return(list(coef = numeric(), vcov = matrix(0, 0, 0)))
   k <- length(fit$state$specs)
   sp <- fit$state$specs[[k]]
   idx <- component_blocks(fit)[[k]]
-  D <- diag(sp$prior_sd, length(idx))
-  A <- fit$terms$param_scaling$A * fit$scaling$y$scale
-  b <- drop(A %*% (D %*% fit$state$m[idx]))
-  V <- A %*% D %*% fit$state$S[idx, idx, drop = FALSE] %*% D %*% t(A)
-  if (fit$intercept) b[1] <- b[1] + fit$scaling$y$center
+  ysc <- fit$scaling$y
+  A <- fit$terms$param_scaling$A * ysc$scale
+  L <- matrix(0, nrow(A), length(fit$state$m))
+  L[, idx] <- A %*% diag(sp$prior_sd, length(idx))
+  if (fit$intercept && !is.null(fit$state$center)) L[1, ] <- L[1, ] + ysc$scale * fit$state$center
+  b <- drop(L %*% fit$state$m)
+  V <- L %*% fit$state$S %*% t(L)
+  if (fit$intercept) b[1] <- b[1] + ysc$center
   names(b) <- rownames(A)
   dimnames(V) <- list(names(b), names(b))
   list(coef = b, vcov = V)
@@ -126,7 +148,7 @@ param_posterior <- function(fit) {
 latent_predict.gpgam <- function(fit, X, offset, terms = FALSE) {
   st <- fit$state
   r <- .gp_predict(st$specs, list(P = st$P, h = st$h), X, offset / fit$scaling$y$scale, terms,
-                   fit$control$jitter, fit$control$threads)
+                   fit$control$jitter, fit$control$threads, if (terms && any(st$center != 0)) st$center)
   ysc <- fit$scaling$y
   out <- list(fit = ysc$center + ysc$scale * r$mean, se = ysc$scale * sqrt(r$var))
   if (terms) {

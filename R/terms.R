@@ -30,8 +30,14 @@
 #'   locations on the scale of the data; overrides `k`.
 #' @param lengthscale,variance optional initial values (on the scale of the
 #'   data and of the response); kept fixed with `gp_control(fixed = "kernel")`.
-#' @param centre use the centred (ANOVA) kernel; `NULL` centres when the
-#'   formula has more than one `gp()` term.
+#' @param centre identifiability of the term.  `NULL` (default) or `TRUE`:
+#'   the term is reported centred over the data (its values at the rows used
+#'   for fitting sum to zero, as mgcv constrains every smooth), so its bands
+#'   show the uncertainty of its shape and the intercept carries its level;
+#'   the fitted predictor is the same.  `TRUE` also uses the centred (ANOVA)
+#'   kernel, which `NULL` uses when the formula has more than one `gp()`
+#'   term.  `FALSE`: the stationary kernel and the raw GP (its level is
+#'   confounded with the intercept).
 #' @return A `gp_spec` object describing the term.
 #' @examples
 #' gp(x1, x2, kernel = "matern52", k = 50)

@@ -57,8 +57,8 @@ BEGIN_RCPP
 END_RCPP
 }
 // gp_predict
-Rcpp::List gp_predict(Rcpp::List specs, Rcpp::List state, Eigen::Map<Eigen::MatrixXd> Xnew, Eigen::Map<Eigen::VectorXd> offset, bool terms, double jitter, int threads);
-RcppExport SEXP _scalegp_gp_predict(SEXP specsSEXP, SEXP stateSEXP, SEXP XnewSEXP, SEXP offsetSEXP, SEXP termsSEXP, SEXP jitterSEXP, SEXP threadsSEXP) {
+Rcpp::List gp_predict(Rcpp::List specs, Rcpp::List state, Eigen::Map<Eigen::MatrixXd> Xnew, Eigen::Map<Eigen::VectorXd> offset, bool terms, double jitter, int threads, Rcpp::Nullable<Rcpp::NumericVector> center);
+RcppExport SEXP _scalegp_gp_predict(SEXP specsSEXP, SEXP stateSEXP, SEXP XnewSEXP, SEXP offsetSEXP, SEXP termsSEXP, SEXP jitterSEXP, SEXP threadsSEXP, SEXP centerSEXP) {
 BEGIN_RCPP
     Rcpp::RObject rcpp_result_gen;
     Rcpp::RNGScope rcpp_rngScope_gen;
@@ -69,7 +69,22 @@ BEGIN_RCPP
     Rcpp::traits::input_parameter< bool >::type terms(termsSEXP);
     Rcpp::traits::input_parameter< double >::type jitter(jitterSEXP);
     Rcpp::traits::input_parameter< int >::type threads(threadsSEXP);
-    rcpp_result_gen = Rcpp::wrap(gp_predict(specs, state, Xnew, offset, terms, jitter, threads));
+    Rcpp::traits::input_parameter< Rcpp::Nullable<Rcpp::NumericVector> >::type center(centerSEXP);
+    rcpp_result_gen = Rcpp::wrap(gp_predict(specs, state, Xnew, offset, terms, jitter, threads, center));
+    return rcpp_result_gen;
+END_RCPP
+}
+// gp_feature_means
+Eigen::VectorXd gp_feature_means(Rcpp::List specs, Eigen::Map<Eigen::MatrixXd> X, double jitter, int threads);
+RcppExport SEXP _scalegp_gp_feature_means(SEXP specsSEXP, SEXP XSEXP, SEXP jitterSEXP, SEXP threadsSEXP) {
+BEGIN_RCPP
+    Rcpp::RObject rcpp_result_gen;
+    Rcpp::RNGScope rcpp_rngScope_gen;
+    Rcpp::traits::input_parameter< Rcpp::List >::type specs(specsSEXP);
+    Rcpp::traits::input_parameter< Eigen::Map<Eigen::MatrixXd> >::type X(XSEXP);
+    Rcpp::traits::input_parameter< double >::type jitter(jitterSEXP);
+    Rcpp::traits::input_parameter< int >::type threads(threadsSEXP);
+    rcpp_result_gen = Rcpp::wrap(gp_feature_means(specs, X, jitter, threads));
     return rcpp_result_gen;
 END_RCPP
 }
@@ -156,7 +171,8 @@ END_RCPP
 static const R_CallMethodDef CallEntries[] = {
     {"_scalegp_ep_fit", (DL_FUNC) &_scalegp_ep_fit, 12},
     {"_scalegp_ep_shard_pass", (DL_FUNC) &_scalegp_ep_shard_pass, 13},
-    {"_scalegp_gp_predict", (DL_FUNC) &_scalegp_gp_predict, 7},
+    {"_scalegp_gp_predict", (DL_FUNC) &_scalegp_gp_predict, 8},
+    {"_scalegp_gp_feature_means", (DL_FUNC) &_scalegp_gp_feature_means, 4},
     {"_scalegp_lik_expect", (DL_FUNC) &_scalegp_lik_expect, 7},
     {"_scalegp_lik_predictive", (DL_FUNC) &_scalegp_lik_predictive, 6},
     {"_scalegp_kmeans_centres", (DL_FUNC) &_scalegp_kmeans_centres, 3},

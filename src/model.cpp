@@ -11,9 +11,12 @@ using namespace glue;
 
 // Latent mean and variance at new rows (and per component with `terms`) of a
 // model with components `specs` and posterior state list(P, h).
+// With `center` (NULL or a vector), the per-component parts are centred by it
+// (see WhitenedGaussianModel::predict).
 // [[Rcpp::export(.gp_predict)]]
 Rcpp::List gp_predict(Rcpp::List specs, Rcpp::List state, Eigen::Map<Eigen::MatrixXd> Xnew,
-                      Eigen::Map<Eigen::VectorXd> offset, bool terms, double jitter, int threads) {
+                      Eigen::Map<Eigen::VectorXd> offset, bool terms, double jitter, int threads,
+                      Rcpp::Nullable<Rcpp::NumericVector> center = R_NilValue) {
   try {
     Settings set;
     set.rel_jitter = jitter;
@@ -25,13 +28,31 @@ Rcpp::List gp_predict(Rcpp::List specs, Rcpp::List state, Eigen::Map<Eigen::Matr
     model.refresh_q();
     Eigen::VectorXd mean, var;
     Eigen::MatrixXd tm, tv;
-    model.predict(Xnew, offset, mean, var, terms ? &tm : nullptr, terms ? &tv : nullptr, make_pfor(threads));
+    Eigen::VectorXd ctr;
+    if (center.isNotNull()) ctr = Rcpp::as<Eigen::VectorXd>(center.get());
+    model.predict(Xnew, offset, mean, var, terms ? &tm : nullptr, terms ? &tv : nullptr, make_pfor(threads),
+                  center.isNotNull() ? &ctr : nullptr);
     Rcpp::List out = Rcpp::List::create(Rcpp::Named("mean") = mean, Rcpp::Named("var") = var);
     if (terms) {
       out["term_mean"] = tm;
       out["term_var"] = tv;
     }
     return out;
+  } catch (const std::exception& e) {
+    Rcpp::stop(e.what());
+  }
+}
+
+// Column means of the whitened features of the model `specs` over the rows X.
+// [[Rcpp::export(.gp_feature_means)]]
+Eigen::VectorXd gp_feature_means(Rcpp::List specs, Eigen::Map<Eigen::MatrixXd> X, double jitter, int threads) {
+  try {
+    Settings set;
+    set.rel_jitter = jitter;
+    Eigen::VectorXd none = Eigen::VectorXd::Zero(X.rows());
+    const WhitenedGaussianModel model(components_from(specs), set, X.data(), static_cast<std::size_t>(X.rows()),
+                                      static_cast<std::size_t>(X.cols()), none.data(), none.data(), none.data());
+    return model.feature_means(make_pfor(threads));
   } catch (const std::exception& e) {
     Rcpp::stop(e.what());
   }

@@ -503,6 +503,20 @@ TEST_CASE("predict: per-component terms", "[svgp]") {
           Approx(resid + Phi.row(i).head(6).dot(s.S.topLeftCorner(6, 6) * Phi.row(i).head(6).transpose())).epsilon(1e-11));
     CHECK(tv(i, 1) == Approx(4.0 * Xn(i, 2) * Xn(i, 2) * s.S(6, 6)).epsilon(1e-11));
   }
+  // centred parts: the features minus a centre c, (phi - c)' m and (phi - c)' S (phi - c) + resid
+  const VectorXd c = s.feature_means(serial_for);
+  REQUIRE(c.size() == 7);
+  VectorXd mean2, var2;
+  MatrixXd tm2, tv2;
+  s.predict(Xn, on, mean2, var2, &tm2, &tv2, thread_for(2), &c);
+  CHECK(mean2 == mean);  // the predictor is unchanged
+  CHECK(var2 == var);
+  for (Index i = 0; i < 300; i += 37) {
+    const VectorXd u = Phi.row(i).head(6).transpose() - c.head(6);
+    const double resid = k.variance() - Phi.row(i).head(6).squaredNorm();
+    CHECK(tm2(i, 0) == Approx(u.dot(s.m.head(6))).epsilon(1e-11));
+    CHECK(tv2(i, 0) == Approx(resid + u.dot(s.S.topLeftCorner(6, 6) * u)).epsilon(1e-11));
+  }
 }
 
 TEST_CASE("natural-gradient iteration converges to a stationary q (Poisson)", "[svgp][natgrad]") {

@@ -130,7 +130,7 @@ test_that("at the end of full fits the coupled ELBO is at least the mean-field E
   }
 })
 
-test_that("main effects average to zero over the centring measure and terms add up to the predictor", {
+test_that("terms are centred over the data, kernels over their measure, and terms add up to the predictor", {
   set.seed(12)
   n <- 600
   d <- data.frame(x1 = runif(n, -1, 2), x2 = rexp(n), z = rnorm(n), g = factor(sample(letters[1:4], n, TRUE)))
@@ -138,24 +138,44 @@ test_that("main effects average to zero over the centring measure and terms add 
     rnorm(n, sd = 0.2)
   fit <- gpgam(y ~ gp(x1) + gp(x2) + gp(x1, x2) + z + gp(g), data = d,
                control = gp_control(inducing = 12, iterations = 150, verbose = FALSE, seed = 2))
-  for (i in 1:2) {  # nodes of the measure, back on the data scale
-    g <- fit$terms$gp[[i]]
-    s <- g$nodes[[1]] * g$scaling$scale + g$scaling$center
-    nd <- data.frame(x1 = 0.5, x2 = 1, z = 0, g = "a")
-    nd <- nd[rep(1, length(s)), ]
-    nd[[g$spec$vars]] <- s
-    tt <- predict(fit, nd, type = "terms")
-    expect_lt(abs(mean(tt[, g$spec$label])), 1e-8)
-    expect_gt(sd(tt[, g$spec$label]), 0.05)
-  }
+  # every gp() term sums to zero over the data, as mgcv constrains its smooths
   tt <- predict(fit, d, type = "terms", se.fit = TRUE)
   expect_equal(colnames(tt$fit), c("gp(x1)", "gp(x2)", "gp(x1, x2)", "gp(g)", "z"))
+  for (lab in c("gp(x1)", "gp(x2)", "gp(x1, x2)", "gp(g)")) expect_lt(abs(mean(tt$fit[, lab])), 1e-10, label = lab)
+  for (lab in c("gp(x1)", "gp(x2)", "gp(g)")) expect_gt(sd(tt$fit[, lab]), 0.1, label = lab)  # (no true interaction)
   expect_equal(unname(rowSums(tt$fit) + attr(tt$fit, "constant")), unname(predict(fit, d)), tolerance = 1e-10)
-  # the interaction is pure: zero average over either input's measure at fixed other input
+  # the centred (ANOVA) kernel: a main effect is constant plus zero-mean over
+  # its input's centring measure, i.e. its averages over the measure do not
+  # depend on the other inputs; the interaction is pure: its average over
+  # either input's measure is the same at any value of the other input
   g1 <- fit$terms$gp[[1]]
   s1 <- g1$nodes[[1]] * g1$scaling$scale + g1$scaling$center
-  nd <- data.frame(x1 = s1, x2 = 0.7, z = 0, g = "a")
-  expect_lt(abs(mean(predict(fit, nd, type = "terms")[, "gp(x1, x2)"])), 1e-8)
+  avg <- function(x2) mean(predict(fit, data.frame(x1 = s1, x2 = x2, z = 0, g = "a"), type = "terms")[, "gp(x1, x2)"])
+  expect_lt(abs(avg(0.2) - avg(1.7)), 1e-8)
+  expect_lt(abs(avg(0.2) - avg(3.1)), 1e-8)
+  # and centre = FALSE leaves a term as the GP itself (no centring over the data)
+  f0 <- gpgam(y ~ gp(x1, centre = FALSE) + z, data = d,
+              control = gp_control(inducing = 12, verbose = FALSE, seed = 2))
+  t0 <- predict(f0, d, type = "terms")
+  expect_gt(abs(mean(t0[, "gp(x1)"])), 1e-4)
+})
+
+test_that("centring leaves the predictor and moves the terms' level into the intercept", {
+  set.seed(19)
+  d <- data.frame(x = runif(300), z = rnorm(300))
+  d$y <- 2 + sin(5 * d$x) + 0.4 * d$z + rnorm(300, sd = 0.2)
+  ctl <- gp_control(inducing = 10, verbose = FALSE, seed = 1)
+  fc <- gpgam(y ~ gp(x) + z, data = d, control = ctl)
+  fr <- gpgam(y ~ gp(x, centre = FALSE) + z, data = d, control = ctl)
+  expect_identical(predict(fc, d, se.fit = TRUE), predict(fr, d, se.fit = TRUE))
+  tr <- predict(fr, d, type = "terms")
+  tc <- predict(fc, d, type = "terms", se.fit = TRUE)
+  expect_close(tc$fit[, "gp(x)"], tr[, "gp(x)"] - mean(tr[, "gp(x)"]), 1e-10)
+  expect_close(coef(fc)[["(Intercept)"]], coef(fr)[["(Intercept)"]] + mean(tr[, "gp(x)"]), 1e-10)
+  expect_close(coef(fc)[["z"]], coef(fr)[["z"]], 1e-12)
+  # the raw intercept is confounded with the level of the GP; the centred one is not
+  expect_gt(sqrt(vcov(fr)[1, 1]), 5 * sqrt(vcov(fc)[1, 1]))
+  expect_true(all(tc$se.fit[, "gp(x)"] > 0))
 })
 
 test_that("one gp() term is a stationary SVGP: q is the closed-form optimum for its kernel", {

@@ -47,6 +47,19 @@ class WhitenedGaussianModel : public AdditiveModel {
   }
   double logdet_P() const { return logdet_P_; }
 
+  // Column means of the features over all rows of the data.
+  VectorXd feature_means(const ParallelFor& pfor) const {
+    const VectorXd sum = deterministic_reduce<VectorXd>(
+        n(), pfor, [this] { return VectorXd::Zero(total_size()); },
+        [&](VectorXd& acc, std::size_t begin, std::size_t end) {
+          Block b;
+          gather(b, nullptr, begin, end);
+          features(b);
+          acc += b.Phi.colwise().sum().transpose();
+        });
+    return sum / static_cast<double>(std::max<std::size_t>(1, n()));
+  }
+
   // Variance of the predictor beyond the Nystrom residual: rows of Phi S Phi'.
   // Computed as |L_P^{-1} phi|^2 (a triangular solve, half the flops of Phi S).
   VectorXd q_variance(const MatrixXd& Phi) const {
@@ -57,9 +70,13 @@ class WhitenedGaussianModel : public AdditiveModel {
 
   // Latent mean and variance of the predictor at new rows Xnew (n x p), and
   // per component (columns of term_mean / term_var) when those are non-null.
+  // With `center` (a vector of total_size()) component c's part is that of
+  // the features phi_c(x) - center_c: the component minus a linear function
+  // of v, e.g. its average over the data (identifiable terms; the intercept
+  // carries the average).
   void predict(const Eigen::Ref<const MatrixXd>& Xnew, const Eigen::Ref<const VectorXd>& offset,
                VectorXd& mean, VectorXd& var, MatrixXd* term_mean, MatrixXd* term_var,
-               const ParallelFor& pfor) const {
+               const ParallelFor& pfor, const VectorXd* center = nullptr) const {
     const Index nn = Xnew.rows();
     mean.resize(nn);
     var.resize(nn);
@@ -73,6 +90,7 @@ class WhitenedGaussianModel : public AdditiveModel {
       mean.segment(begin, end - begin) = b.Phi * m + offset.segment(begin, end - begin);
       var.segment(begin, end - begin) = (b.resid + q_variance(b.Phi)).cwiseMax(0.0);
       if (!term_mean) return;
+      if (center) b.Phi.rowwise() -= center->transpose();
       for (std::size_t c = 0; c < comps.size(); ++c) {
         const Index o = offsets_[c], M = comps[c].size();
         const auto Phic = b.Phi.middleCols(o, M);
