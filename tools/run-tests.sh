@@ -3,6 +3,8 @@
 #   1. cpp       Catch2 tests of the C++ core          (build/cpp)
 #   2. cpp-asan  the same under ASan + UBSan            (build/cpp-asan)
 #   3. rcheck    R CMD build + R CMD check --as-cran    (build/rcheck)
+#   4. interactive  the README's example and the demo at an interactive R
+#                prompt (R under script(1); tools/interactive-check.sh)
 # Every stage runs even if an earlier one fails; the last line is
 # "N passed, N failed" and the exit status is non-zero if any stage failed.
 set -uo pipefail
@@ -110,6 +112,14 @@ stage_rcheck() {
   return 0
 }
 
+stage_interactive() {
+  local lib=build/lib
+  rm -rf "$lib" && mkdir -p "$lib" || return 1
+  R CMD INSTALL --no-test-load --library="$lib" . > build/interactive-install.log 2>&1 ||
+    { tail -n 40 build/interactive-install.log; return 1; }
+  bash tools/interactive-check.sh "$ROOT/$lib"
+}
+
 main() {
   local deps_rc
   banner "install dependencies"
@@ -120,6 +130,7 @@ main() {
   run_stage cpp stage_cpp
   run_stage cpp-asan stage_cpp_asan
   run_stage rcheck stage_rcheck
+  run_stage interactive stage_interactive
 
   echo
   [ "${#FAILED_STAGES[@]}" -eq 0 ] || echo "failed stages: ${FAILED_STAGES[*]}"
