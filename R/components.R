@@ -4,14 +4,46 @@
 #   centred     several gp() terms: centred ANOVA kernel (see ?gp)
 #   factor      gp(f) of a factor: i.i.d. random effect, one inducing point per level
 
+# The components of one gp() spec: a list of list(comp, term), one for most
+# terms, one per level for a term with a factor `by`.  `others`: the other
+# gp() specs of the formula (their inputs shape a centred kernel).
 gp_component <- function(spec, mf, others, n_terms, ysc, control, col) {
   x <- mf[[spec$vars[1]]]
-  if (length(spec$vars) == 1 && (is.factor(x) || is.character(x) || is.logical(x)))
-    return(factor_component(spec, x, ysc, control, col))
+  if (length(spec$vars) == 1 && (is.factor(x) || is.character(x) || is.logical(x))) {
+    if (!is.null(spec$by)) stop_arg("by", "is not supported for a random effect gp(", spec$vars, ")")
+    return(list(factor_component(spec, x, ysc, control, col)))
+  }
+  if (is.null(spec$by)) return(list(gp_one(spec, mf, others, n_terms, ysc, control, col, NULL)))
+  z <- mf[[spec$by]]
+  if (is.null(z)) stop("data lacks the 'by' variable '", spec$by, "' of ", spec$label, call. = FALSE)
+  if (is.character(z) || is.logical(z)) z <- factor(z)
+  if (is.factor(z)) {
+    lev <- levels(droplevels(z))
+    if (length(lev) < 2) stop_arg("by", "'", spec$by, "' of ", spec$label, " has a single level")
+    out <- list()
+    for (l in lev) {
+      sl <- spec
+      sl$label <- paste0(sub(":[^:]*$", "", spec$label), ":", spec$by, l)
+      by <- list(var = spec$by, type = "level", level = l, n = sum(z == l))
+      out[[length(out) + 1]] <- gp_one(sl, mf, others, n_terms, ysc, control, col, by)
+      col <- col + length(spec$vars) + 1L
+    }
+    return(out)
+  }
+  if (!is.numeric(z)) stop_arg("by", "must be a numeric variable or a factor, not ", class(z)[1])
+  rms <- sqrt(mean(z^2))
+  if (!(rms > 0)) stop_arg("by", "'", spec$by, "' is zero everywhere")
+  list(gp_one(spec, mf, others, n_terms, ysc, control, col, list(var = spec$by, type = "numeric", scale = rms)))
+}
+
+# One GP component over the spec's inputs (and `by`: the description of its
+# by column, or NULL).
+gp_one <- function(spec, mf, others, n_terms, ysc, control, col, by) {
   Xg <- gp_inputs(mf, spec)
   sc <- input_scaling(Xg, spec)
   d <- ncol(Xg)
-  centre <- spec$centre %||% (n_terms > 1)
+  # the centred (ANOVA) kernel: asked for, a pure interaction, or several terms without 'by'
+  centre <- isTRUE(spec$pure) || (spec$centre %||% (n_terms > 1 && is.null(by)))
   Z <- inducing_init(Xg, spec, sc, control)
   ls0 <- if (!is.null(spec$lengthscale)) log(spec$lengthscale / sc$scale[seq_along(spec$lengthscale)])
          else log(if (centre) 1 else sqrt(d))
@@ -20,19 +52,28 @@ gp_component <- function(spec, mf, others, n_terms, ysc, control, col) {
   comp <- list(kind = if (centre) "centred" else "stationary", cols = col + seq_len(d) - 1L,
                kernel = spec$kernel, log_var = log(var0), log_ls = ls0, Z = Z,
                learn_kernel = !("kernel" %in% control$fixed))
+  if (!is.null(by)) comp$by_col <- col + d
   if (isTRUE(control$priors)) comp <- c(comp, hyper_priors(standardise(Xg, sc), spec, nrow(Z), ysc))
-  term <- list(spec = spec, type = comp$kind, scaling = sc, range = apply(Xg, 2, range))
+  term <- list(spec = spec, type = comp$kind, scaling = sc, range = apply(Xg, 2, range), by = by)
   if (centre) {
     Xs <- standardise(Xg, sc)
     q <- (seq_len(40) - 0.5) / 40
     comp$nodes <- lapply(seq_len(d), function(j) unname(stats::quantile(Xs[, j], q, type = 7)))
     comp$weights <- rep(list(rep(1 / 40, 40)), d)
-    pr <- anova_products(spec$vars, lapply(others, `[[`, "vars"))
+    pr <- if (isTRUE(spec$pure)) pure_interaction(d)
+          else anova_products(spec$vars, lapply(Filter(function(o) is.null(o$by), others), `[[`, "vars"))
     comp$masks <- pr$masks
     comp$coefs <- pr$coefs
     term$nodes <- comp$nodes
   }
   list(comp = comp, term = term)
+}
+
+# The column of the internal design for a term's `by` (see gp_component()).
+by_column <- function(mf, by) {
+  z <- mf[[by$var]]
+  if (by$type == "numeric") return(as.numeric(z) / by$scale)
+  as.numeric(as.character(z) == by$level)
 }
 
 factor_component <- function(spec, x, ysc, control, col) {
@@ -50,6 +91,14 @@ factor_component <- function(spec, x, ysc, control, col) {
 # terms over subsets of `vars` already model (inclusion-exclusion over the
 # power sets of those subsets).  Returns bit masks (input j = bit j-1) and
 # coefficients of  k = var * sum_j coef_j prod_{e in mask_j} (1 + s_e).
+# The pure interaction of d inputs, prod_e s_e = sum over subsets A of the
+# inputs of (-1)^(d - |A|) prod_{e in A} (1 + s_e) (mgcv's ti()).
+pure_interaction <- function(d) {
+  masks <- 0:(2^d - 1)
+  bits <- vapply(masks, function(m) sum(bitwAnd(m, 2^(seq_len(d) - 1)) > 0), 1)
+  list(masks = as.integer(masks), coefs = (-1)^(d - bits))
+}
+
 anova_products <- function(vars, others) {
   subs <- Filter(function(o) all(o %in% vars) && length(o) < length(vars), others)
   mask <- function(v) sum(2^(match(v, vars) - 1))

@@ -26,7 +26,7 @@ likelihood_name <- function(family) {
 # Checks and codes the response for the likelihood; returns numeric y (with
 # attribute "levels": the classes a binary factor or logical response had).
 prepare_response <- function(y, lik) {
-  if (is.matrix(y)) stop_arg("formula", "the response must be a vector (cbind() responses are not supported)")
+  if (is.matrix(y)) stop_arg("formula", "the response must be a vector (cbind(successes, failures) is for binomial())")
   lev <- NULL
   if (lik %in% c("probit", "logit")) {
     if (is.factor(y)) {
@@ -112,7 +112,8 @@ n_unique_rows <- function(X) {
 internal_design <- function(mf, terms) {
   blocks <- lapply(terms$gp, function(g) {
     if (g$type == "factor") return(matrix(as.numeric(factor(mf[[g$spec$vars]], levels = g$levels)) - 1))
-    standardise(gp_inputs(mf, g$spec, "newdata"), g$scaling)
+    X <- standardise(gp_inputs(mf, g$spec, "newdata"), g$scaling)
+    if (is.null(g$by)) X else cbind(X, by_column(mf, g$by))
   })
   if (!is.null(terms$param)) {
     Xp <- stats::model.matrix(terms$param, mf, contrasts.arg = terms$contrasts)

@@ -114,11 +114,44 @@ component_edf <- function(fit) {
 term_centres <- function(fit, setup) {
   blocks <- component_blocks(fit)
   ctr <- numeric(sum(lengths(blocks)))
-  keep <- vapply(fit$terms$gp, function(g) !identical(g$spec$centre, FALSE), TRUE)
-  if (!setup$intercept || !any(keep)) return(ctr)
+  if (!setup$intercept) return(ctr)
+  carriers <- level_carriers(fit)
+  keep <- vapply(seq_along(fit$terms$gp), function(i) {
+    g <- fit$terms$gp[[i]]
+    !identical(g$spec$centre, FALSE) &&
+      (is.null(g$by) || (g$by$type == "level" && !is.na(carriers$row[i])))
+  }, TRUE)
+  if (!any(keep)) return(ctr)
   means <- .gp_feature_means(fit$state$specs, setup$X, fit$control$jitter, fit$control$threads)
-  for (i in which(keep)) ctr[blocks[[i]]] <- means[blocks[[i]]]
+  for (i in which(keep)) {
+    by <- fit$terms$gp[[i]]$by
+    # a level's curve is centred over that level's rows
+    ctr[blocks[[i]]] <- means[blocks[[i]]] * if (is.null(by)) 1 else setup$n / by$n
+  }
   ctr
+}
+
+# For each gp() term with a factor `by` (one curve per level): the row of the
+# parametric coefficients that carries its level when it is centred: the
+# intercept (row 1) for the factor's reference level, the factor's
+# treatment-contrast coefficient for the others; NA when the formula lacks
+# the factor as a parametric term (the curves are then not centred).
+level_carriers <- function(fit) {
+  gps <- fit$terms$gp
+  row <- rep(NA_integer_, length(gps))
+  ref <- rep(NA_integer_, length(gps))
+  cols <- rownames(fit$terms$param_scaling$A) %||% character()
+  for (i in seq_along(gps)) {
+    by <- gps[[i]]$by
+    if (is.null(by) || by$type != "level" || !fit$intercept) next
+    lev <- fit$terms$xlevels[[by$var]]
+    ctr <- fit$terms$contrasts[[by$var]]
+    if (is.null(lev) || !identical(ctr, "contr.treatment")) next
+    same <- which(vapply(gps, function(g) identical(g$by$var, by$var) && identical(g$spec$vars, gps[[i]]$spec$vars), TRUE))
+    ref[i] <- same[vapply(gps[same], function(g) identical(g$by$level, lev[1]), TRUE)][1]
+    row[i] <- if (by$level == lev[1]) 1L else match(paste0(by$var, by$level), cols)
+  }
+  list(row = row, ref = ref)
 }
 
 # Posterior mean and covariance of the parametric coefficients (data scale):
@@ -133,7 +166,23 @@ param_posterior <- function(fit) {
   A <- fit$terms$param_scaling$A * ysc$scale
   L <- matrix(0, nrow(A), length(fit$state$m))
   L[, idx] <- A %*% diag(sp$prior_sd, length(idx))
-  if (fit$intercept && !is.null(fit$state$center)) L[1, ] <- L[1, ] + ysc$scale * fit$state$center
+  ctr <- fit$state$center
+  if (fit$intercept && !is.null(ctr) && any(ctr != 0)) {
+    blocks <- component_blocks(fit)
+    carriers <- level_carriers(fit)
+    levels_c <- which(!is.na(carriers$row))
+    plain <- ctr
+    for (i in levels_c) plain[blocks[[i]]] <- 0
+    L[1, ] <- L[1, ] + ysc$scale * plain
+    # a level's constant goes to the rows of that level: the intercept for the
+    # reference level, the level's coefficient (minus the reference) for the others
+    for (i in levels_c) {
+      r <- carriers$row[i]
+      L[r, blocks[[i]]] <- L[r, blocks[[i]]] + ysc$scale * ctr[blocks[[i]]]
+      j <- carriers$ref[i]
+      if (r != 1L && !is.na(j)) L[r, blocks[[j]]] <- L[r, blocks[[j]]] - ysc$scale * ctr[blocks[[j]]]
+    }
+  }
   b <- drop(L %*% fit$state$m)
   V <- L %*% fit$state$S %*% t(L)
   if (fit$intercept) b[1] <- b[1] + ysc$center

@@ -38,13 +38,16 @@
 #' Inputs and (for the Gaussian family) the response are standardised
 #' internally; every reported number is on the scale of the data.
 #'
-#' @param formula a formula such as `y ~ gp(x1, x2) + z + f`; `offset()` terms
-#'   are allowed.
+#' @param formula a formula such as `y ~ gp(x1, x2) + z + f`: `gp()` terms
+#'   (and mgcv's `s()`, `te()`, `ti()` with `by =`, see [gp()]), parametric
+#'   terms, `offset()` terms; `y ~ .` uses every other column of `data` as a
+#'   parametric term.
 #' @param data a data frame.
 #' @param family a family object: `gaussian()`, `binomial(link = "probit")`,
 #'   `binomial()` (logit) or `poisson()`.  For binomial, `y` may be 0/1,
-#'   logical, a two-level factor (the first level is failure, as in [glm()]) or
-#'   a proportion with `weights` giving the number of trials.
+#'   logical, a two-level factor (the first level is failure, as in [glm()]), a
+#'   proportion with `weights` giving the number of trials, or
+#'   `cbind(successes, failures)`.
 #' @param inference inference engine: `"vi"` (sparse variational GP, any
 #'   family) or `"ep"` (expectation propagation, binary probit
 #'   classification).
@@ -52,6 +55,9 @@
 #' @param weights optional prior weights (Gaussian: precision weights;
 #'   binomial: number of trials; poisson: multiplies the log-likelihood).
 #' @param subset optional subset of rows, as in [lm()].
+#' @param offset an optional offset (link scale), as in [glm()]: a variable of
+#'   `data` or an expression of them; `predict()` evaluates it in `newdata`.
+#'   `offset()` terms in the formula are added to it.
 #' @param na.action what to do with missing values (default
 #'   `getOption("na.action")`, normally [na.omit()]).
 #' @param model keep the model frame in the fit (`TRUE`, as [lm()] does).
@@ -80,11 +86,11 @@
 #' predict(fep, data.frame(x = c(-1, 0, 1), z = 0), type = "response", se.fit = TRUE)
 #' @export
 gpgam <- function(formula, data, family = gaussian(), inference = "vi", control = gp_control(),
-                  weights, subset, na.action, model = TRUE) {
+                  weights, subset, na.action, offset, model = TRUE) {
   cl <- match.call()
   engine <- get_engine(inference)
   fam <- likelihood_name(family)
-  parsed <- parse_gpgam_formula(formula)
+  parsed <- parse_gpgam_formula(formula, if (!missing(data) && is.data.frame(data)) data)
   mf <- gp_model_frame(cl, parent.frame(), parsed$full)
   control <- resolve_control(control, nrow(mf), engine)
   setup <- gp_setup(parsed, mf, fam, control)
@@ -96,6 +102,7 @@ gpgam <- function(formula, data, family = gaussian(), inference = "vi", control 
   fit$formula <- formula
   fit$timing <- c(fit = elapsed, res$seconds, per_iteration = res$seconds[["iterations"]] / max(1, res$iterations))
   fit$na.action <- attr(mf, "na.action")
+  fit$offset_expr <- cl$offset  # evaluated in newdata by predict()
   if (model) fit$model <- mf
   fit
 }

@@ -65,9 +65,11 @@ plot.gpgam <- function(x, which = c("terms", "trace"), select = NULL, n = 100, r
 # Posterior mean and se of gp() term i at raw inputs Xraw (one row per point).
 term_grid_predict <- function(fit, i, Xraw) {
   g <- fit$terms$gp[[i]]
-  p <- sum(vapply(fit$state$specs, function(s) length(s$cols), 1L))
+  p <- sum(vapply(fit$state$specs, function(s) length(s$cols) + !is.null(s$by_col), 1L))
   X <- matrix(0, nrow(Xraw), p)
   X[, fit$state$specs[[i]]$cols + 1L] <- if (g$type == "factor") Xraw else standardise(Xraw, g$scaling)
+  # a 'by' term: its curve f(x) (by = 1 on the data scale; a level's indicator 1)
+  if (!is.null(g$by)) X[, fit$state$specs[[i]]$by_col + 1L] <- if (g$by$type == "numeric") 1 / g$by$scale else 1
   lp <- latent_predict(fit, X, rep(0, nrow(X)), terms = TRUE)
   list(fit = lp$term_fit[, i], se = lp$term_se[, i])
 }

@@ -65,6 +65,14 @@ new_design <- function(object, newdata, na.action, mf = NULL) {
     if (g$type != "factor" && !is.numeric(mf[[v]])) stop_arg("newdata", "variable '", v, "' must be numeric")
   X <- internal_design_na(mf, object$terms)
   off <- stats::model.offset(mf) %||% rep(0, nrow(mf))
+  if (!is.null(object$offset_expr) && is.null(mf[["(offset)"]])) {  # gpgam(offset = ) on newdata
+    o <- eval(object$offset_expr, as.data.frame(newdata), environment(object$formula))
+    if (is.numeric(o) && length(o) == NROW(newdata) && nrow(mf) != NROW(newdata))
+      o <- o[match(rownames(mf), rownames(as.data.frame(newdata)))]  # rows na.action dropped
+    if (!is.numeric(o) || length(o) != nrow(mf))
+      stop_arg("newdata", "must give the offset '", deparse1(object$offset_expr), "' for each row")
+    off <- off + o
+  }
   ok <- stats::complete.cases(X) & is.finite(off)
   X[!ok, ] <- 0
   off[!ok] <- 0

@@ -11,7 +11,7 @@ gp_model_frame <- function(call, envir, formula) {
   if (is.null(call$data)) stop_arg("data", "is missing; a data frame is needed")
   data <- eval(call$data, envir)
   if (!is.data.frame(data)) stop_arg("data", "must be a data frame")
-  mf <- call[c(1L, match(c("data", "subset", "weights", "na.action"), names(call), 0L))]
+  mf <- call[c(1L, match(c("data", "subset", "weights", "na.action", "offset"), names(call), 0L))]
   mf$formula <- formula
   mf$drop.unused.levels <- TRUE
   mf[[1L]] <- quote(stats::model.frame)
@@ -27,12 +27,20 @@ gp_model_frame <- function(call, envir, formula) {
 # specs the C++ core reads, and the term records predictions reuse.
 gp_setup <- function(parsed, mf, fam, control) {
   n <- nrow(mf)
-  y <- prepare_response(stats::model.response(mf), fam$lik)
-  ylevels <- attr(y, "levels")
-  attr(y, "levels") <- NULL
   w <- stats::model.weights(mf) %||% rep(1, n)
   if (!is.numeric(w) || any(!is.finite(w) | w < 0)) stop_arg("weights", "must be finite and non-negative")
   w <- as.numeric(w)
+  y <- stats::model.response(mf)
+  if (is.matrix(y) && fam$lik %in% c("probit", "logit")) {  # cbind(successes, failures), as in glm()
+    if (ncol(y) != 2 || !is.numeric(y) || any(!is.finite(y) | y < 0))
+      stop_arg("y", "of binomial() as a matrix must be cbind(successes, failures) of non-negative counts")
+    tot <- rowSums(y)
+    w <- w * tot
+    y <- ifelse(tot > 0, y[, 1] / pmax(tot, 1e-300), 0)
+  }
+  y <- prepare_response(y, fam$lik)
+  ylevels <- attr(y, "levels")
+  attr(y, "levels") <- NULL
   off <- as.numeric(stats::model.offset(mf) %||% rep(0, n))
   if (any(!is.finite(off))) stop_arg("offset", "has non-finite values")
   check_finite_columns(mf, names(mf), "data")
@@ -52,10 +60,11 @@ gp_setup <- function(parsed, mf, fam, control) {
   comps <- list()
   col <- 0L
   for (i in seq_along(parsed$specs)) {
-    built <- gp_component(parsed$specs[[i]], mf, parsed$specs[-i], length(parsed$specs), ysc, control, col)
-    comps[[length(comps) + 1]] <- built$comp
-    terms$gp[[length(terms$gp) + 1]] <- built$term
-    col <- col + length(built$comp$cols)
+    for (built in gp_component(parsed$specs[[i]], mf, parsed$specs[-i], length(parsed$specs), ysc, control, col)) {
+      comps[[length(comps) + 1]] <- built$comp
+      terms$gp[[length(terms$gp) + 1]] <- built$term
+      col <- col + length(built$comp$cols) + !is.null(built$comp$by_col)
+    }
   }
   has_param <- parsed$intercept || length(attr(terms(parsed$param), "term.labels")) > 0
   if (has_param) {

@@ -3,8 +3,19 @@
 #' `gp()` declares a Gaussian-process component over one or more numeric
 #' inputs; it is only meaningful inside the formula of [gpgam()], which reads it
 #' from the unevaluated formula, so it never clashes with `mgcv::s()`.
-#' `s()` in a gpgam formula is read as `gp()` (mgcv's `bs` and `m` arguments are
-#' ignored with a warning), so mgcv habits work.
+#'
+#' **mgcv's terms.**  In a gpgam formula `s()` and `te()` are read as `gp()`
+#' over the same inputs (a GP over several inputs plays the role of a tensor
+#' product smooth; a vector `k` of `te()` gives `prod(k)` inducing points),
+#' and `ti(x1, x2)` as the pure interaction of its inputs (their main effects
+#' removed from the kernel, whatever else is in the formula).  `by =` works as
+#' in mgcv: a numeric `by = z` gives the varying-coefficient term
+#' \eqn{f(x) z} (not centred; `plot()` shows \eqn{f}), a factor `by = g` one
+#' curve per level, each centred over its level's rows when the formula has
+#' the factor as a parametric term (as mgcv advises; its coefficients then
+#' carry the curves' levels).  mgcv's arguments that have no meaning for a GP
+#' (`bs`, `m`, `fx`, `sp`, `id`, `xt`, `pc`, `d`, `mp`, `np`) are ignored
+#' with a warning that names them and says what `gp()` does instead.
 #'
 #' **Several terms.** With more than one `gp()` term the components are
 #' centred (an "ANOVA" kernel; Durrande et al. 2013): along every input the
@@ -30,6 +41,8 @@
 #'   locations on the scale of the data; overrides `k`.
 #' @param lengthscale,variance optional initial values (on the scale of the
 #'   data and of the response); kept fixed with `gp_control(fixed = "kernel")`.
+#' @param by a numeric variable (varying-coefficient term) or a factor (one
+#'   term per level), as in mgcv.
 #' @param centre identifiability of the term.  `NULL` (default) or `TRUE`:
 #'   the term is reported centred over the data (its values at the rows used
 #'   for fitting sum to zero, as mgcv constrains every smooth), so its bands
@@ -43,7 +56,9 @@
 #' gp(x1, x2, kernel = "matern52", k = 50)
 #' @export
 gp <- function(..., kernel = c("se", "matern32", "matern52"), k = NULL, ard = TRUE,
-               inducing = NULL, lengthscale = NULL, variance = NULL, centre = NULL) {
+               inducing = NULL, lengthscale = NULL, variance = NULL, by = NULL, centre = NULL) {
+  by <- substitute(by)
+  by <- if (is.null(by)) NULL else deparse1(by)
   vars <- as.list(substitute(list(...)))[-1]
   if (length(vars) == 0) stop("gp() needs at least one input variable", call. = FALSE)
   if (!is.null(names(vars)) && any(names(vars) != ""))
@@ -71,23 +86,47 @@ gp <- function(..., kernel = c("se", "matern32", "matern52"), k = NULL, ard = TR
   if (!is.null(variance)) check_positive(variance, "variance")
   if (!is.null(centre) && (!is.logical(centre) || length(centre) != 1 || is.na(centre)))
     stop_arg("centre", "must be TRUE, FALSE or NULL")
+  if (!is.null(by) && by %in% labels) stop_arg("by", "'", by, "' is also an input of the term")
   structure(list(vars = labels, kernel = kernel, k = k, ard = ard, inducing = inducing,
-                 lengthscale = lengthscale, variance = variance, centre = centre,
-                 label = paste0("gp(", paste(labels, collapse = ", "), ")")),
+                 lengthscale = lengthscale, variance = variance, by = by, centre = centre, pure = FALSE,
+                 label = paste0("gp(", paste(labels, collapse = ", "), ")", if (!is.null(by)) paste0(":", by))),
             class = "gp_spec")
 }
 
-# mgcv-compatible alias used when a formula says s(...).
-s_alias <- function(..., bs = NULL, m = NULL) {
-  if (!is.null(bs) || !is.null(m))
-    warning("s(): mgcv's 'bs' and 'm' arguments are ignored; use gp(kernel = ) instead", call. = FALSE)
-  cl <- match.call()
-  cl[[1]] <- gp
-  cl$bs <- NULL
-  cl$m <- NULL
-  eval(cl, parent.frame())
-}
+# mgcv's s(), te() and ti() as gp() terms: the call `e` of one of them,
+# turned into a gp() call (arguments gp() knows pass through; mgcv's others
+# are dropped with a warning naming them), evaluated in env.
+mgcv_ignored <- c(
+  bs = "a gp() term is a Gaussian process; choose its kernel with kernel = \"se\", \"matern32\" or \"matern52\"",
+  m = "choose the kernel's smoothness with kernel = \"matern32\" or \"matern52\"",
+  fx = "the smoothness of a gp() term (its lengthscales and variance) is always estimated",
+  sp = "the smoothness of a gp() term (its lengthscales and variance) is always estimated",
+  id = "terms cannot share smoothing parameters; each gp() term has its own hyperparameters",
+  xt = "it has no meaning for a gp() term", pc = "gp() terms are centred over the data (see 'centre')",
+  d = "a gp() term over several inputs has one lengthscale per input (ard = TRUE)",
+  mp = "it has no meaning for a gp() term", np = "it has no meaning for a gp() term")
 
+mgcv_term <- function(e, env) {
+  fun <- as.character(e[[1]])
+  args <- as.list(e)[-1]
+  nm <- names(args) %||% rep("", length(args))
+  for (a in intersect(nm, names(mgcv_ignored))) {
+    warning(sprintf("%s(): mgcv's '%s' is ignored: %s", fun, a, mgcv_ignored[[a]]), call. = FALSE)
+    args[[a]] <- NULL
+    nm <- names(args) %||% rep("", length(args))
+  }
+  if (fun == "te" && "k" %in% nm) {
+    k <- eval(args$k, env)
+    if (length(k) > 1) args$k <- prod(k)
+  }
+  spec <- eval(as.call(c(list(gp), args)), env)
+  if (fun == "ti") {
+    if (length(spec$vars) < 2) stop_arg("formula", "ti() needs at least two inputs (the interaction of them)")
+    spec$pure <- TRUE
+    spec$label <- sub("^gp\\(", "ti(", spec$label)
+  }
+  spec
+}
 #' @export
 print.gp_spec <- function(x, ...) {
   cat(x$label, ": ", x$kernel, " kernel", if (length(x$vars) > 1) if (x$ard) ", ARD" else ", isotropic",
@@ -99,7 +138,7 @@ print.gp_spec <- function(x, ...) {
 # other's (a main effect beside an interaction); identical sets are duplicates.
 check_term_overlap <- function(specs) {
   for (i in seq_along(specs)) for (j in seq_along(specs)) {
-    if (j <= i) next
+    if (j <= i || !is.null(specs[[i]]$by) || !is.null(specs[[j]]$by)) next
     a <- specs[[i]]$vars
     b <- specs[[j]]$vars
     if (setequal(a, b)) stop_arg("formula", "has the gp() term over (", paste(a, collapse = ", "), ") twice: '",
@@ -119,23 +158,26 @@ count_gp_calls <- function(e) {
   0L
 }
 
-is_gp_call <- function(e) is.call(e) && as.character(e[[1]])[1] %in% c("gp", "s")
+gp_functions <- c("gp", "s", "te", "ti")
 
-# Splits a formula into gp() specs and the parametric part.
-parse_gpgam_formula <- function(formula) {
+is_gp_call <- function(e) is.call(e) && as.character(e[[1]])[1] %in% gp_functions
+
+# Splits a formula into gp() specs and the parametric part; `data` expands
+# a '.' in the formula (all other columns as parametric terms, as lm() does).
+parse_gpgam_formula <- function(formula, data = NULL) {
   if (!inherits(formula, "formula") || length(formula) != 3)
     stop_arg("formula", "must be a two-sided formula such as y ~ gp(x1, x2) + z")
   env <- environment(formula) %||% parent.frame()
-  tt <- terms(formula, specials = c("gp", "s"))
+  tt <- tryCatch(terms(formula, specials = gp_functions, data = data), error = function(e)
+    stop_arg("formula", conditionMessage(e)))
   labels <- attr(tt, "term.labels")
   exprs <- lapply(labels, str2lang)
   smooth <- vapply(exprs, is_gp_call, TRUE)
-  bad <- !smooth & grepl("\\b(gp|s)\\(", labels)
+  bad <- !smooth & grepl("\\b(gp|s|te|ti)\\(", labels)
   if (any(bad)) stop_arg("formula", "term '", labels[bad][1], "' combines gp() with other terms; ",
                          "interactions of gp() terms are not supported")
   specs <- lapply(exprs[smooth], function(e) {
-    e[[1]] <- if (as.character(e[[1]]) == "s") s_alias else gp
-    eval(e, env)
+    if (as.character(e[[1]]) == "gp") eval(e, env) else mgcv_term(e, env)
   })
   n_calls <- count_gp_calls(formula[[3]])
   if (n_calls > length(specs)) stop_arg("formula", "has a gp() term twice (", n_calls, " gp() calls, ",
@@ -149,7 +191,7 @@ parse_gpgam_formula <- function(formula) {
   param <- if (length(param_labels)) reformulate(param_labels, response = NULL, intercept = intercept)
            else if (intercept) ~1 else ~0
   environment(param) <- env
-  gp_vars <- unique(unlist(lapply(specs, `[[`, "vars")))
+  gp_vars <- unique(unlist(lapply(specs, function(sp) c(sp$vars, sp$by))))
   all_labels <- unique(c(labels[!smooth], offsets, gp_vars))
   full <- if (length(all_labels)) reformulate(all_labels, response = response) else
     as.formula(call("~", response, 1))

@@ -50,6 +50,7 @@ inline std::vector<Component> components_from(const Rcpp::List& specs) {
     k.log_var = Rcpp::as<double>(s["log_var"]);
     c.learn_kernel = Rcpp::as<bool>(s["learn_kernel"]);
     if (s.containsElementNamed("sd_prior")) c.sd_prior = Rcpp::as<double>(s["sd_prior"]);
+    if (s.containsElementNamed("by_col")) c.by_col = Rcpp::as<int>(s["by_col"]);
     if (s.containsElementNamed("ls_a")) {
       c.ls_a = Rcpp::as<Eigen::VectorXd>(s["ls_a"]);
       c.ls_b = Rcpp::as<Eigen::VectorXd>(s["ls_b"]);

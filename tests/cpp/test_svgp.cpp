@@ -215,6 +215,25 @@ TEST_CASE("gradient() matches finite differences of the data term", "[svgp][grad
       check_gradient(s, &idx, 60.0 / static_cast<double>(idx.size()), 1e-6);
     }
   }
+  SECTION("a varying-coefficient component f(x1) * x2 (by column)") {
+    for (Family fam : {Family::gaussian, Family::poisson}) {
+      const Data d = make_data(60, fam, 16);
+      Component a = gp_component(KernelType::matern52, false, uniform_matrix(5, 1, 17, -2, 2), {0});
+      a.by_col = 1;
+      Component b = gp_component(KernelType::se, false, uniform_matrix(4, 1, 18, -2, 2), {1});
+      Svgp s = make_svgp(d, {a, b, linear_component({2}, tau)}, fam);
+      check_gradient(s, nullptr, 1.0, 1e-6);
+      // the features are those of x1 times x2
+      Svgp t = make_svgp(d, {gp_component(KernelType::matern52, false, uniform_matrix(5, 1, 17, -2, 2), {0})}, fam);
+      Block b1, b2;
+      s.gather(b1, nullptr, 0, 60);
+      s.features(b1);
+      t.gather(b2, nullptr, 0, 60);
+      t.features(b2);
+      CHECK((b1.Phi.leftCols(5) - d.X.col(1).asDiagonal() * b2.Phi).cwiseAbs().maxCoeff() < 1e-14);
+      CHECK((b1.rows[0].resid - b2.rows[0].resid.cwiseProduct(d.X.col(1).cwiseAbs2())).cwiseAbs().maxCoeff() < 1e-14);
+    }
+  }
   SECTION("two GP components with coupled q") {
     const Data d = make_data(60, Family::gaussian, 13);
     Component a = gp_component(KernelType::se, false, uniform_matrix(5, 1, 14, -2, 2), {0});

@@ -129,7 +129,7 @@ test_that("s() in a formula is read as gp(), and epochs sets the iterations", {
   fg <- gpgam(y ~ gp(x1) + z, data = d, control = meth_ctl())
   fs <- gpgam(y ~ s(x1) + z, data = d, control = meth_ctl())
   expect_identical(predict(fs, d[1:5, ]), predict(fg, d[1:5, ]))
-  expect_warning(gpgam(y ~ s(x1, bs = "cr") + z, data = d, control = meth_ctl()), "'bs' and 'm'")
+  expect_warning(gpgam(y ~ s(x1, bs = "cr") + z, data = d, control = meth_ctl()), "'bs' is ignored")
   # epochs: iterations = ceiling(epochs * n / batch_size)
   fe <- gpgam(y ~ gp(x1), data = d, control = qctl(inducing = 5, epochs = 2.5, batch_size = 40, patience = 100, seed = 1))
   expect_equal(fe$control$iterations, as.integer(ceiling(2.5 * 150 / 40)))

@@ -29,6 +29,9 @@ struct Component {
   // ~ inverse-gamma(ls_a, ls_b) (shape, scale; standardised inputs).
   double sd_prior = 0;
   VectorXd ls_a, ls_b;
+  // A `by` column (>= 0): the component is f(x) * z with z that column
+  // (mgcv's by =: a numeric variable, or the indicator of a factor level).
+  Index by_col = -1;
 
   bool has_inducing() const { return kind == Kind::stationary || kind == Kind::centred; }
   bool has_kernel() const { return kind != Kind::linear; }
@@ -79,6 +82,7 @@ struct ComponentRows {
   std::vector<MatrixXd> F, Dx;
   std::vector<VectorXd> Fd;
   std::vector<Index> code;            // factor
+  VectorXd by;                        // the by column's values (Component::by_col)
 };
 
 // Whitened features of rows Xc (the component's columns) into Phic; adds the

@@ -90,7 +90,13 @@ class WhitenedGaussianModel : public AdditiveModel {
       mean.segment(begin, end - begin) = b.Phi * m + offset.segment(begin, end - begin);
       var.segment(begin, end - begin) = (b.resid + q_variance(b.Phi)).cwiseMax(0.0);
       if (!term_mean) return;
-      if (center) b.Phi.rowwise() -= center->transpose();
+      for (std::size_t c = 0; c < comps.size() && center; ++c) {
+        const Index o = offsets_[c], M = comps[c].size();
+        if (comps[c].by_col < 0)
+          b.Phi.middleCols(o, M).rowwise() -= center->segment(o, M).transpose();
+        else  // f(x) z - phibar z
+          b.Phi.middleCols(o, M) -= b.rows[c].by * center->segment(o, M).transpose();
+      }
       for (std::size_t c = 0; c < comps.size(); ++c) {
         const Index o = offsets_[c], M = comps[c].size();
         const auto Phic = b.Phi.middleCols(o, M);

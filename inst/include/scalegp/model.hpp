@@ -94,6 +94,11 @@ class AdditiveModel {
       ComponentRows& r = b.rows[c];
       r.resid = VectorXd::Zero(nb);
       component_features(k, pr[c], Xc, b.Phi.middleCols(offsets_[c], k.size()), r.resid, r);
+      if (k.by_col >= 0) {  // f(x) z: features times z, prior variance times z^2
+        r.by = b.X.col(k.by_col);
+        b.Phi.middleCols(offsets_[c], k.size()).array().colwise() *= r.by.array();
+        r.resid.array() *= r.by.array().square();
+      }
       b.resid += r.resid;
     }
   }
@@ -130,8 +135,16 @@ class AdditiveModel {
     for (std::size_t c = 0; c < comps.size(); ++c) {
       const Component& k = comps[c];
       if (!k.learn_kernel && !(k.has_inducing() && set.learn_inducing)) continue;
-      component_row_gradient(k, prior_[c], b.rows[c], Phibar.middleCols(offsets_[c], k.size()), gam, acc.g_kern[c],
-                             k.has_inducing() && set.learn_inducing ? &acc.g_Z[c] : nullptr);
+      MatrixXd* gZ = k.has_inducing() && set.learn_inducing ? &acc.g_Z[c] : nullptr;
+      if (k.by_col < 0) {
+        component_row_gradient(k, prior_[c], b.rows[c], Phibar.middleCols(offsets_[c], k.size()), gam, acc.g_kern[c],
+                               gZ);
+      } else {  // through the scaling by z: adjoints of the unscaled features and variances
+        const VectorXd& z = b.rows[c].by;
+        const MatrixXd Pb = z.asDiagonal() * Phibar.middleCols(offsets_[c], k.size());
+        const VectorXd gz = gam.cwiseProduct(z.cwiseAbs2());
+        component_row_gradient(k, prior_[c], b.rows[c], Pb, gz, acc.g_kern[c], gZ);
+      }
     }
   }
 

@@ -1,0 +1,130 @@
+# What an mgcv user types: te(), ti(), by = (numeric and factor), y ~ .,
+# offset =, cbind(successes, failures), and mgcv's arguments gp() ignores.
+
+syn_data <- function(n = 600, seed = 2) {
+  set.seed(seed)
+  d <- data.frame(x1 = runif(n), x2 = runif(n), z = runif(n, 0.5, 2),
+                  g = factor(sample(c("a", "b", "c"), n, TRUE)), o = runif(n))
+  d$y <- sin(2 * pi * d$x1) + cos(3 * d$x2) + rnorm(n, sd = 0.2)
+  d
+}
+syn_ctl <- function(...) qctl(inducing = 10, seed = 1, ...)
+
+test_that("te() is gp() over the same inputs, s() over one", {
+  d <- syn_data()
+  f_te <- gpgam(y ~ te(x1, x2, k = c(3, 4)), data = d, control = syn_ctl())
+  f_gp <- gpgam(y ~ gp(x1, x2, k = 12), data = d, control = syn_ctl())
+  expect_identical(predict(f_te, d[1:20, ], se.fit = TRUE), predict(f_gp, d[1:20, ], se.fit = TRUE))
+  expect_equal(f_te$params$gp[[1]]$n_inducing, 12L)  # prod(k)
+  f_s <- gpgam(y ~ s(x1) + s(x2), data = d, control = syn_ctl())
+  f_g <- gpgam(y ~ gp(x1) + gp(x2), data = d, control = syn_ctl())
+  expect_identical(predict(f_s, d[1:20, ]), predict(f_g, d[1:20, ]))
+})
+
+test_that("ti() is the pure interaction, with or without the main effects in the formula", {
+  d <- syn_data()
+  d$y <- d$y + 2 * (d$x1 - 0.5) * (d$x2 - 0.5) * 4
+  for (fo in list(y ~ s(x1) + s(x2) + ti(x1, x2), y ~ ti(x1, x2))) {
+    fit <- gpgam(fo, data = d, control = syn_ctl())
+    k <- length(fit$terms$gp)
+    g <- fit$terms$gp[[k]]
+    expect_equal(g$spec$label, "ti(x1, x2)")
+    # its average over either input's centring measure does not depend on the other input
+    nodes <- lapply(g$nodes, function(s) s * g$scaling$scale[1] + g$scaling$center[1])
+    s1 <- g$nodes[[1]] * g$scaling$scale[1] + g$scaling$center[1]
+    s2 <- g$nodes[[2]] * g$scaling$scale[2] + g$scaling$center[2]
+    a1 <- function(x2) mean(predict(fit, data.frame(x1 = s1, x2 = x2), type = "terms")[, "ti(x1, x2)"])
+    a2 <- function(x1) mean(predict(fit, data.frame(x1 = x1, x2 = s2), type = "terms")[, "ti(x1, x2)"])
+    expect_lt(abs(a1(0.1) - a1(0.8)), 1e-8)
+    expect_lt(abs(a2(0.2) - a2(0.9)), 1e-8)
+    # and it is not flat: the interaction is found
+    tt <- predict(fit, d, type = "terms")
+    expect_gt(sd(tt[, "ti(x1, x2)"]), 0.2)
+  }
+})
+
+test_that("by = numeric gives a varying coefficient f(x) z, not centred", {
+  d <- syn_data(800)
+  f <- function(x) sin(2 * pi * x)
+  d$y <- f(d$x1) * d$z + rnorm(nrow(d), sd = 0.1)
+  fit <- gpgam(y ~ s(x1, by = z), data = d, control = syn_ctl())
+  expect_equal(fit$terms$gp[[1]]$spec$label, "gp(x1):z")
+  # the term is f(x) * z
+  nd <- data.frame(x1 = seq(0.05, 0.95, length.out = 30), z = 1.7)
+  tt <- predict(fit, nd, type = "terms", se.fit = TRUE)
+  expect_lt(max(abs(tt$fit[, "gp(x1):z"] - f(nd$x1) * 1.7)), 0.12)
+  # the curve drawn by plot() is f itself (the coefficient of z)
+  cur <- scalegp:::term_grid_predict(fit, 1, matrix(nd$x1))
+  expect_close(cur$fit * 1.7, tt$fit[, "gp(x1):z"], 1e-10)
+  expect_close(cur$se * 1.7, tt$se.fit[, "gp(x1):z"], 1e-10)
+  # not centred: the intercept stays near zero (f(x) z has no free level)
+  expect_lt(abs(coef(fit)[["(Intercept)"]]), 0.05)
+})
+
+test_that("by = factor gives one centred curve per level; the factor's coefficients carry their levels", {
+  d <- syn_data(900)
+  lev <- c(a = 0, b = 1, c = -1)
+  d$y <- lev[as.character(d$g)] + ifelse(d$g == "b", sin(4 * d$x1), cos(3 * d$x1)) + rnorm(nrow(d), sd = 0.15)
+  fit <- gpgam(y ~ s(x1, by = g) + g, data = d, control = syn_ctl())
+  labs <- vapply(fit$terms$gp, function(g) g$spec$label, "")
+  expect_equal(labs, c("gp(x1):ga", "gp(x1):gb", "gp(x1):gc"))
+  tt <- predict(fit, d, type = "terms")
+  for (l in c("a", "b", "c")) {
+    lab <- paste0("gp(x1):g", l)
+    expect_lt(abs(mean(tt[d$g == l, lab])), 1e-10, label = paste(lab, "over its level"))
+    expect_true(all(tt[d$g != l, lab] == 0), label = paste(lab, "elsewhere"))
+  }
+  expect_equal(unname(rowSums(tt) + attr(tt, "constant")), unname(predict(fit, d)), tolerance = 1e-10)
+  # the level coefficients are the level means of the data (as with mgcv's centred curves)
+  m <- tapply(d$y, d$g, mean)
+  expect_equal(unname(coef(fit)), unname(c(m[["a"]], m[["b"]] - m[["a"]], m[["c"]] - m[["a"]])), tolerance = 0.02)
+  # unseen levels are refused
+  expect_error(predict(fit, data.frame(x1 = 0.5, g = "zz")), "'zz'")
+})
+
+test_that("y ~ . uses the other columns of data as parametric terms", {
+  d <- syn_data()[, c("y", "x1", "z")]
+  f1 <- gpgam(y ~ ., data = d, control = syn_ctl())
+  f2 <- gpgam(y ~ x1 + z, data = d, control = syn_ctl())
+  expect_identical(coef(f1), coef(f2))
+  f3 <- gpgam(y ~ gp(x1) + ., data = d, control = syn_ctl())
+  expect_named(coef(f3), c("(Intercept)", "x1", "z"))
+})
+
+test_that("offset = works as in glm(), and predict() evaluates it in newdata", {
+  d <- syn_data()
+  f1 <- gpgam(y ~ s(x1), data = d, offset = o, control = syn_ctl())
+  f2 <- gpgam(y ~ s(x1) + offset(o), data = d, control = syn_ctl())
+  expect_identical(predict(f1, d[1:10, ]), predict(f2, d[1:10, ]))
+  nd <- d[1:5, ]
+  expect_close(predict(f1, nd) - predict(f1, transform(nd, o = 0)), nd$o, 1e-12)
+  expect_error(predict(f1, nd[, c("x1", "y")]), "o")
+})
+
+test_that("cbind(successes, failures) is binomial data with trials as weights", {
+  set.seed(3)
+  n <- 400
+  d <- data.frame(x = runif(n), m = sample(1:6, n, TRUE))
+  d$s <- rbinom(n, d$m, plogis(2 * sin(4 * d$x)))
+  d$f <- d$m - d$s
+  d$p <- d$s / d$m
+  ctl <- syn_ctl()
+  f1 <- gpgam(cbind(s, f) ~ gp(x), data = d, family = binomial(), control = ctl)
+  f2 <- gpgam(p ~ gp(x), data = d, weights = m, family = binomial(), control = ctl)
+  expect_identical(predict(f1, d[1:10, ]), predict(f2, d[1:10, ]))
+  expect_equal(f1$objective, f2$objective)
+  expect_error(gpgam(cbind(s, -f) ~ gp(x), data = d, family = binomial(), control = ctl), "'y'.*cbind")
+  expect_error(gpgam(cbind(s, f) ~ gp(x), data = d, control = ctl), "cbind")
+})
+
+test_that("mgcv's arguments without meaning for a GP are ignored with a warning that names them", {
+  d <- syn_data(200)
+  for (a in c("bs = 'cr'", "m = 2", "fx = TRUE", "sp = 0.1", "id = 1", "pc = 0.5")) {
+    fo <- as.formula(paste("y ~ s(x1,", a, ") + x2"))
+    expect_warning(fit <- gpgam(fo, data = d, control = syn_ctl()), paste0("'", sub(" =.*", "", a), "' is ignored"),
+                   info = a)
+  }
+  expect_warning(gpgam(y ~ te(x1, x2, bs = "cr"), data = d, control = syn_ctl()), "te\\(\\): mgcv's 'bs'")
+  expect_error(gpgam(y ~ ti(x1), data = d, control = syn_ctl()), "ti\\(\\) needs at least two inputs")
+  expect_error(gpgam(y ~ s(x1, by = x1), data = d, control = syn_ctl()), "'by'")
+})
