@@ -17,6 +17,10 @@
     .Call(`_scalegp_gp_feature_means`, specs, X, jitter, threads)
 }
 
+.gp_features <- function(specs, X, jitter, center = NULL) {
+    .Call(`_scalegp_gp_features`, specs, X, jitter, center)
+}
+
 .lik_expect <- function(family, y, w, m, s2, noise_var, gh_points) {
     .Call(`_scalegp_lik_expect`, family, y, w, m, s2, noise_var, gh_points)
 }

@@ -51,6 +51,9 @@ anova.gpgam <- function(object, ...) {
   names(tab) <- c(lab, "df", paste("Delta", lab))
   structure(tab, heading = c(paste0("Comparison of gpgam fits by ", lab,
                                     if (length(labels) == 1) paste0(" (", object$engine$objective_note, ")")),
+                             paste0("Differences of log marginal likelihoods are log Bayes factors; of ",
+                                    "ELBOs, approximations to them (each is a lower bound). No test is made; ",
+                                    "df counts the estimated hyperparameters and coefficients."),
                              paste0("Model ", seq_along(fits), ": ", vapply(fits, function(f) deparse1(f$formula), ""))),
             class = c("gpgam_anova", "data.frame"))
 }

@@ -54,7 +54,8 @@ link_name <- function(x) switch(x$likelihood, gaussian = "identity", probit = "p
 #' the log marginal likelihood, for `inference = "ep"` the EP estimate of the
 #' log marginal likelihood, with `df` the number of estimated
 #' hyperparameters plus parametric coefficients; `fitted()` the posterior
-#' mean response at the data; `residuals()` response or Pearson residuals.
+#' mean response at the data; `residuals()` the residuals of the types glm
+#' users expect (see Details).
 #'
 #' @param object a fit made by [gpgam()].
 #' @param type residual type.
@@ -98,20 +99,6 @@ fitted.scalegp <- function(object, ...) {
 }
 
 #' @rdname gpgam-methods
-#' @export
-residuals.scalegp <- function(object, type = c("response", "pearson"), ...) {
-  type <- match.arg(type)
-  mu <- object$fitted.values
-  r <- object$y - mu
-  if (type == "pearson") {
-    v <- switch(object$likelihood, gaussian = sigma(object)^2 / object$prior.weights,
-                poisson = mu, mu * (1 - mu) / object$prior.weights)
-    r <- r / sqrt(v)
-  }
-  stats::naresid(object$na.action, r)
-}
-
-#' @rdname gpgam-methods
 #' @param x a fit made by [gpgam()].
 #' @export
 formula.scalegp <- function(x, ...) x$formula
@@ -121,4 +108,39 @@ formula.scalegp <- function(x, ...) x$formula
 family.scalegp <- function(object, ...) {
   switch(object$likelihood, gaussian = stats::gaussian(), probit = stats::binomial("probit"),
          logit = stats::binomial("logit"), poisson = stats::poisson())
+}
+
+#' Information criteria are not defined for scalegp fits
+#'
+#' `AIC()` and `BIC()` need a maximised log-likelihood and a number of
+#' parameters.  A scalegp fit has neither: [logLik()] returns the objective
+#' of its engine (the ELBO, a lower bound on the log marginal likelihood with
+#' the functions integrated out, or the EP approximation of that marginal
+#' likelihood), and its functions have no fixed number of parameters.  These
+#' methods stop with a message saying so; compare fits of the same data by
+#' their objectives with `anova(fit0, fit1)` (differences of log marginal
+#' likelihoods are log Bayes factors; of ELBOs, approximations to them) or by
+#' held-out predictive performance.
+#'
+#' @param object a fit made by [gpgam()].
+#' @param ... further fits (ignored).
+#' @param k unused.
+#' @return Does not return: an error.
+#' @examples
+#' set.seed(1)
+#' d <- data.frame(x = runif(100)); d$y <- sin(4 * d$x) + rnorm(100, sd = 0.2)
+#' fit <- gpgam(y ~ gp(x), data = d, control = gp_control(inducing = 10))
+#' try(AIC(fit))
+#' @export
+AIC.scalegp <- function(object, ..., k = 2) refuse_ic("AIC")
+
+#' @rdname AIC.scalegp
+#' @export
+BIC.scalegp <- function(object, ...) refuse_ic("BIC")
+
+refuse_ic <- function(what) {
+  stop(what, "() is not defined for scalegp fits: logLik() is the ELBO (a lower bound on the log marginal ",
+       "likelihood) or the EP log evidence, not a maximised log-likelihood, and a GP has no fixed number of ",
+       "parameters; compare fits with anova(fit0, fit1) (differences of log marginal likelihoods) or by ",
+       "held-out predictions", call. = FALSE)
 }

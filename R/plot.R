@@ -1,68 +1,102 @@
 #' Plot a gpgam fit
 #'
-#' `which = "terms"` draws every `gp()` term: a 1-D term as its posterior mean
-#' with +/- 2 standard-error bands and a rug of the data; a 2-D term as a
-#' filled image of the posterior mean with its contours (solid) and contours of
-#' the standard error (dashed, grey); a term over more inputs as one slice per
-#' input, the other inputs held at their means; a factor random effect as its
-#' level effects with +/- 2 standard-error bars.  Terms are the GP components
-#' alone (without the intercept).  `which = "trace"` plots the ELBO or EP log evidence (its
-#' minibatch estimate) per iteration.
+#' In the manner of `mgcv::plot.gam()`, `which = "terms"` draws one panel per
+#' `gp()` term (centred over the data, see [gp()]): a term over one input as
+#' its posterior mean with a band of `se` standard errors; a term over two
+#' inputs as a map (`scheme`); a term over more inputs as one slice per
+#' input, the others held at their means; a factor random effect as its level
+#' effects with error bars; a term with a numeric `by` as its coefficient
+#' function.  With `all.terms = TRUE` the parametric terms follow (a numeric
+#' variable as a line with its band, a factor as its level effects).
+#' `which = "trace"` plots the objective the fit maximised per iteration.
 #'
 #' @param x a `gpgam` fit.
 #' @param which `"terms"` or `"trace"`.
-#' @param select indices of the `gp()` terms to draw (default all).
-#' @param n grid size per input.
+#' @param residuals add partial residuals (the term at the data plus the
+#'   working residuals) to the panels of terms over one input.
 #' @param rug add a rug (1-D) or the data points (2-D) when the model frame
 #'   is stored.
+#' @param se `TRUE` (2 standard errors), `FALSE` (no band) or a number of
+#'   standard errors.
+#' @param shade draw the band as a shaded region (`TRUE`) or as dashed lines.
+#' @param shade.col the colour of a shaded band.
+#' @param scale `-1` (default): the panels of terms over one input share one
+#'   y-axis range, as in mgcv; `0`: each panel has its own.
+#' @param select indices of the panels to draw (of the `gp()` terms, then,
+#'   with `all.terms`, of the parametric terms).
+#' @param all.terms also plot the parametric terms.
 #' @param pages number of pages over which to spread the panels (mgcv's
 #'   convention); 0 (default) leaves the layout to the user.
+#' @param scheme for terms over two inputs: `"contour"` (default: an image of
+#'   the posterior mean with its contours and dashed contours of its standard
+#'   error), `"image"` (the image alone) or `"persp"` (a perspective plot);
+#'   mgcv's numbers 0, 1, 2 map to `"contour"`, `"persp"`, `"image"`.
+#' @param n grid size per input.
 #' @param ... passed to the plotting functions.
-#' @return `x`, invisibly.
+#' @return Invisibly, for `which = "terms"`, a list with one element per
+#'   panel drawn, as `mgcv::plot.gam()` returns: `label`, `xlab`, the grid `x`
+#'   (and `y` for two inputs), `fit` and `se` on it, and where drawn the data
+#'   (`raw`) and the partial residuals (`p.resid`); for `which = "trace"`, `x`.
 #' @examples
 #' set.seed(5)
-#' d <- data.frame(x1 = runif(300), x2 = runif(300))
-#' d$y <- sin(4 * d$x1) * cos(3 * d$x2) + rnorm(300, sd = 0.1)
-#' fit <- gpgam(y ~ gp(x1, x2), data = d, control = gp_control(inducing = 30, iterations = 300))
-#' plot(fit)
+#' d <- data.frame(x1 = runif(300), x2 = runif(300), z = rnorm(300))
+#' d$y <- sin(4 * d$x1) + cos(3 * d$x2) + 0.5 * d$z + rnorm(300, sd = 0.1)
+#' fit <- gpgam(y ~ gp(x1) + gp(x2) + z, data = d, control = gp_control(inducing = 15))
+#' plot(fit, residuals = TRUE, pages = 1)
+#' plot(fit, all.terms = TRUE, select = 3)
 #' plot(fit, which = "trace")
 #' @export
-plot.gpgam <- function(x, which = c("terms", "trace"), select = NULL, n = 100, rug = TRUE, pages = 0, ...) {
+plot.gpgam <- function(x, which = c("terms", "trace"), residuals = FALSE, rug = TRUE, se = TRUE, shade = TRUE,
+                       shade.col = grDevices::adjustcolor("steelblue", 0.25), scale = -1, select = NULL,
+                       all.terms = FALSE, pages = 0, scheme = c("contour", "image", "persp"), n = 100, ...) {
   which <- match.arg(which)
   if (which == "trace") return(plot_trace(x, ...))
-  gps <- x$terms$gp
-  if (length(gps) == 0) {
-    message("the model has no gp() terms; plotting the trace")
-    return(plot_trace(x, ...))
-  }
-  select <- select %||% seq_along(gps)
-  if (!is.numeric(select) || any(!select %in% seq_along(gps)))
-    stop_arg("select", "must index the gp() terms (1..", length(gps), ")")
+  if (is.numeric(scheme)) scheme <- c("contour", "persp", "image")[min(scheme, 2) + 1]
+  scheme <- match.arg(scheme)
+  mult <- if (isTRUE(se)) 2 else if (isFALSE(se)) 0 else if (is.numeric(se) && length(se) == 1 && se >= 0) se else
+    stop_arg("se", "must be TRUE, FALSE or a number of standard errors")
   check_count(n, "n")
   check_count(pages, "pages", zero = TRUE)
+  if (!scale %in% c(-1, 0)) stop_arg("scale", "must be -1 (a shared y-axis) or 0 (one per panel)")
+  panels <- term_panels(x, n, all.terms)
+  if (length(panels) == 0) {
+    message("the model has no terms to plot; plotting the trace")
+    return(plot_trace(x, ...))
+  }
+  select <- select %||% seq_along(panels)
+  if (!is.numeric(select) || any(!select %in% seq_along(panels)))
+    stop_arg("select", "must index the panels (1..", length(panels), ")")
+  panels <- panels[select]
+  data_rows <- if (!is.null(x$model)) x$model else NULL
+  # partial residuals: each term at the data plus the working residuals
+  presid <- if (isTRUE(residuals) && !is.null(data_rows))
+    predict(x, type = "terms") + residuals_at(x, "working")
+  for (i in seq_along(panels)) panels[[i]] <- add_data(x, panels[[i]], data_rows, presid, rug)
   if (pages > 0) {
-    panels <- sum(vapply(gps[select], function(g) if (length(g$spec$vars) > 2) length(g$spec$vars) else 1L, 1L))
-    per <- ceiling(panels / pages)
+    per <- ceiling(length(panels) / pages)
     nc <- ceiling(sqrt(per))
     op <- graphics::par(mfrow = c(ceiling(per / nc), nc))
     on.exit(graphics::par(op))
   }
-  for (i in select) {
-    g <- gps[[i]]
-    d <- length(g$spec$vars)
-    if (g$type == "factor") {
-      plot_term_factor(x, i, g, ...)
-      next
-    }
-    data <- if (rug && !is.null(x$model)) gp_inputs(x$model, g$spec) else NULL
-    if (d == 1) plot_term_1d(x, i, g, n, data, ...)
-    else if (d == 2) plot_term_2d(x, i, g, min(n, 60), data, ...)
-    else for (j in seq_len(d)) plot_term_1d(x, i, g, n, data, slice = j, ...)
-  }
+  one_d <- vapply(panels, function(p) p$kind == "1d", TRUE)
+  ylim <- if (scale == -1 && any(one_d))
+    range(unlist(lapply(panels[one_d], function(p) c(p$fit - mult * p$se, p$fit + mult * p$se, p$p.resid))),
+          na.rm = TRUE)
+  for (p in panels) draw_panel(p, mult, shade, shade.col, ylim, scheme, ...)
+  invisible(panels)
+}
+
+#' @describeIn plot.gpgam the objective per iteration, for any scalegp fit.
+#' @export
+plot.scalegp <- function(x, ...) plot_trace(x, ...)
+
+plot_trace <- function(x, ...) {
+  plot(seq_along(x$trace) - (length(x$trace) > x$iterations), x$trace, type = "l", xlab = "iteration",
+       ylab = paste(x$engine$objective, if (isTRUE(x$log_prior != 0)) "+ log prior"), ...)
   invisible(x)
 }
 
-# Posterior mean and se of gp() term i at raw inputs Xraw (one row per point).
+# Posterior mean and se of gp() term i (centred) at raw inputs Xraw (one row per point).
 term_grid_predict <- function(fit, i, Xraw) {
   g <- fit$terms$gp[[i]]
   p <- sum(vapply(fit$state$specs, function(s) length(s$cols) + !is.null(s$by_col), 1L))
@@ -74,55 +108,137 @@ term_grid_predict <- function(fit, i, Xraw) {
   list(fit = lp$term_fit[, i], se = lp$term_se[, i])
 }
 
-plot_term_1d <- function(fit, i, g, n, data, slice = 1L, ...) {
-  d <- length(g$spec$vars)
-  grid <- seq(g$range[1, slice], g$range[2, slice], length.out = n)
-  Xraw <- matrix(g$scaling$center, n, d, byrow = TRUE)
-  Xraw[, slice] <- grid
-  p <- term_grid_predict(fit, i, Xraw)
-  lo <- p$fit - 2 * p$se
-  hi <- p$fit + 2 * p$se
-  ylab <- if (d == 1) g$spec$label else paste0(g$spec$label, " (others at their means)")
-  plot(grid, p$fit, type = "n", ylim = range(lo, hi), xlab = g$spec$vars[slice], ylab = ylab, ...)
-  graphics::polygon(c(grid, rev(grid)), c(lo, rev(hi)), col = grDevices::adjustcolor("steelblue", 0.25),
-                    border = NA)
-  graphics::lines(grid, p$fit, lwd = 2)
-  if (!is.null(data)) graphics::rug(data[, slice], col = grDevices::adjustcolor("black", 0.3))
-}
-
-plot_term_factor <- function(fit, i, g, ...) {
-  L <- length(g$levels)
-  p <- term_grid_predict(fit, i, matrix(seq_len(L) - 1, ncol = 1))
-  lo <- p$fit - 2 * p$se
-  hi <- p$fit + 2 * p$se
-  plot(seq_len(L), p$fit, ylim = range(lo, hi), xaxt = "n", pch = 19, xlab = g$spec$vars, ylab = g$spec$label, ...)
-  graphics::axis(1, at = seq_len(L), labels = g$levels)
-  graphics::segments(seq_len(L), lo, seq_len(L), hi, col = "steelblue", lwd = 2)
-  graphics::abline(h = 0, lty = 3)
-}
-
-plot_term_2d <- function(fit, i, g, n, data, ...) {
-  x1 <- seq(g$range[1, 1], g$range[2, 1], length.out = n)
-  x2 <- seq(g$range[1, 2], g$range[2, 2], length.out = n)
-  Xraw <- as.matrix(expand.grid(x1, x2))
-  p <- term_grid_predict(fit, i, Xraw)
-  mu <- matrix(p$fit, n, n)
-  se <- matrix(p$se, n, n)
-  graphics::image(x1, x2, mu, col = grDevices::hcl.colors(50, "Blue-Red 3"), xlab = g$spec$vars[1],
-                  ylab = g$spec$vars[2], main = g$spec$label, ...)
-  graphics::contour(x1, x2, mu, add = TRUE)
-  graphics::contour(x1, x2, se, add = TRUE, lty = 2, col = "grey40", labcex = 0.6)
-  if (!is.null(data)) {
-    keep <- if (nrow(data) > 2000) seq(1, nrow(data), length.out = 2000) else seq_len(nrow(data))
-    graphics::points(data[keep, 1], data[keep, 2], pch = ".", col = grDevices::adjustcolor("black", 0.4))
+# The panels of a fit: grids and predictions, without data.
+term_panels <- function(fit, n, all.terms) {
+  out <- list()
+  for (i in seq_along(fit$terms$gp)) {
+    g <- fit$terms$gp[[i]]
+    d <- length(g$spec$vars)
+    ylab <- if (!is.null(g$by) && g$by$type == "numeric") paste0(g$spec$label, " (coefficient of ", g$by$var, ")")
+            else g$spec$label
+    if (g$type == "factor") {
+      p <- term_grid_predict(fit, i, matrix(seq_along(g$levels) - 1))
+      out[[length(out) + 1]] <- list(kind = "factor", term = i, label = g$spec$label, xlab = g$spec$vars,
+                                     x = g$levels, fit = p$fit, se = p$se)
+    } else if (d == 2) {
+      m <- min(n, 60)
+      x1 <- seq(g$range[1, 1], g$range[2, 1], length.out = m)
+      x2 <- seq(g$range[1, 2], g$range[2, 2], length.out = m)
+      p <- term_grid_predict(fit, i, as.matrix(expand.grid(x1, x2)))
+      out[[length(out) + 1]] <- list(kind = "2d", term = i, label = g$spec$label, xlab = g$spec$vars[1],
+                                     ylab = g$spec$vars[2], x = x1, y = x2, fit = matrix(p$fit, m, m),
+                                     se = matrix(p$se, m, m))
+    } else {
+      for (j in seq_len(d)) {
+        grid <- seq(g$range[1, j], g$range[2, j], length.out = n)
+        Xraw <- matrix(g$scaling$center, n, d, byrow = TRUE)
+        Xraw[, j] <- grid
+        p <- term_grid_predict(fit, i, Xraw)
+        out[[length(out) + 1]] <- list(kind = "1d", term = i, slice = j, label = g$spec$label,
+                                       xlab = g$spec$vars[j],
+                                       ylab = if (d == 1) ylab else paste0(ylab, " (others at their means)"),
+                                       x = grid, fit = p$fit, se = p$se)
+      }
+    }
   }
+  if (all.terms && !is.null(fit$terms$param) && !is.null(fit$model)) out <- c(out, parametric_panels(fit, n))
+  out
 }
 
-#' @describeIn plot.gpgam the objective per iteration, for any scalegp fit.
-#' @export
-plot.scalegp <- function(x, ...) plot_trace(x, ...)
+# Panels of the parametric terms: a numeric variable as x * beta with its
+# se, a factor as its level effects.
+parametric_panels <- function(fit, n) {
+  pp <- param_posterior(fit)
+  labs <- attr(fit$terms$param, "term.labels")
+  asg <- fit$terms$param_assign
+  out <- list()
+  for (j in seq_along(labs)) {
+    cols <- which(asg == j)
+    v <- fit$model[[labs[j]]]
+    if (is.null(v)) next  # an expression or an interaction: not drawn
+    if (is.numeric(v) && length(cols) == 1) {
+      grid <- seq(min(v), max(v), length.out = n)
+      b <- pp$coef[cols]
+      out[[length(out) + 1]] <- list(kind = "1d", label = labs[j], xlab = labs[j], ylab = labs[j], x = grid,
+                                     fit = grid * b, se = abs(grid) * sqrt(pp$vcov[cols, cols]), param = labs[j])
+    } else if (is.factor(v)) {
+      lev <- levels(v)
+      nm <- names(pp$coef)[cols]
+      eff <- c(0, pp$coef[cols])[seq_along(lev)]
+      ses <- c(0, sqrt(diag(pp$vcov)[cols]))[seq_along(lev)]
+      if (length(nm) == length(lev)) {  # no intercept: every level has a coefficient
+        eff <- pp$coef[cols]
+        ses <- sqrt(diag(pp$vcov)[cols])
+      }
+      out[[length(out) + 1]] <- list(kind = "factor", label = labs[j], xlab = labs[j], x = lev, fit = unname(eff),
+                                     se = unname(ses), param = labs[j])
+    }
+  }
+  out
+}
 
-plot_trace <- function(x, ...) {
-  plot(seq_along(x$trace), x$trace, type = "l", xlab = "iteration", ylab = x$engine$objective, ...)
-  invisible(x)
+# The data of a panel: the raw inputs (rug) and partial residuals.
+add_data <- function(fit, p, mf, presid, rug) {
+  if (is.null(mf) || p$kind == "factor") return(p)
+  if (!is.null(p$param)) {
+    if (rug) p$raw <- mf[[p$param]]
+    return(p)
+  }
+  g <- fit$terms$gp[[p$term]]
+  X <- gp_inputs(mf, g$spec)
+  if (p$kind == "2d") {
+    if (rug) p$raw <- X
+    return(p)
+  }
+  if (rug) p$raw <- X[, p$slice]
+  # (a numeric 'by' term is f(x) z: its panel shows f, which has no partial residuals)
+  if (!is.null(presid) && length(g$spec$vars) == 1 && !(!is.null(g$by) && g$by$type == "numeric")) {
+    p$x.resid <- X[, 1]
+    p$p.resid <- unname(presid[, g$spec$label])
+  }
+  p
+}
+
+draw_panel <- function(p, mult, shade, shade.col, ylim, scheme, ...) {
+  if (p$kind == "factor") {
+    lo <- p$fit - mult * p$se
+    hi <- p$fit + mult * p$se
+    L <- length(p$x)
+    plot(seq_len(L), p$fit, ylim = range(lo, hi), xaxt = "n", pch = 19, xlab = p$xlab, ylab = p$label, ...)
+    graphics::axis(1, at = seq_len(L), labels = p$x)
+    if (mult > 0) graphics::segments(seq_len(L), lo, seq_len(L), hi, col = "steelblue", lwd = 2)
+    graphics::abline(h = 0, lty = 3)
+    return(invisible())
+  }
+  if (p$kind == "2d") {
+    if (scheme == "persp") {
+      graphics::persp(p$x, p$y, p$fit, xlab = p$xlab, ylab = p$ylab, zlab = p$label, theta = 30, phi = 30,
+                      col = "lightblue", shade = 0.4, border = NA, ...)
+      return(invisible())
+    }
+    graphics::image(p$x, p$y, p$fit, col = grDevices::hcl.colors(50, "Blue-Red 3"), xlab = p$xlab, ylab = p$ylab,
+                    main = p$label, ...)
+    if (scheme == "contour") {
+      graphics::contour(p$x, p$y, p$fit, add = TRUE)
+      if (mult > 0) graphics::contour(p$x, p$y, p$se, add = TRUE, lty = 2, col = "grey40", labcex = 0.6)
+    }
+    if (!is.null(p$raw)) {
+      keep <- if (nrow(p$raw) > 2000) seq(1, nrow(p$raw), length.out = 2000) else seq_len(nrow(p$raw))
+      graphics::points(p$raw[keep, 1], p$raw[keep, 2], pch = ".", col = grDevices::adjustcolor("black", 0.4))
+    }
+    return(invisible())
+  }
+  lo <- p$fit - mult * p$se
+  hi <- p$fit + mult * p$se
+  yl <- ylim %||% range(lo, hi, p$p.resid, na.rm = TRUE)
+  plot(p$x, p$fit, type = "n", ylim = yl, xlab = p$xlab, ylab = p$ylab, ...)
+  if (!is.null(p$p.resid))
+    graphics::points(p$x.resid, p$p.resid, pch = 20, cex = 0.5, col = grDevices::adjustcolor("black", 0.35))
+  if (mult > 0) {
+    if (shade) graphics::polygon(c(p$x, rev(p$x)), c(lo, rev(hi)), col = shade.col, border = NA)
+    else graphics::matlines(p$x, cbind(lo, hi), lty = 2, col = "black")
+  }
+  graphics::lines(p$x, p$fit, lwd = 2)
+  if (!is.null(p$raw)) graphics::rug(p$raw, col = grDevices::adjustcolor("black", 0.3))
+  invisible()
 }

@@ -10,7 +10,8 @@
 #' @useDynLib scalegp, .registration = TRUE
 #' @importFrom Rcpp evalCpp
 #' @importFrom RcppParallel RcppParallelLibs
-#' @importFrom stats coef vcov sigma logLik nobs fitted residuals formula family predict terms
+#' @importFrom stats coef vcov sigma logLik nobs fitted residuals formula family predict terms AIC BIC
+#'   simulate
 #'   reformulate as.formula gaussian
 #' @importFrom utils str
 "_PACKAGE"

@@ -1,22 +1,41 @@
-# summary() of a gpgam fit, for every engine.
+# summary() of a gpgam fit, for every engine: approximate tests of the gp()
+# terms, hyperparameters, coefficients, deviance explained, convergence.
 
 #' Summarise a gpgam fit
 #'
-#' Hyperparameters of every `gp()` term on the scale of the data, the
-#' posterior of the parametric coefficients (mean, sd, and the z statistic
-#' mean / sd with its normal p-value), the noise sd, the ELBO, the number of
-#' iterations, whether the stopping rule was met, and the fitting time.
+#' In the manner of `mgcv::summary.gam()`:
+#' * the parametric coefficients: posterior mean, sd, z = mean / sd and its
+#'   normal p-value;
+#' * for every `gp()` term its effective degrees of freedom (edf,
+#'   \eqn{tr(I - S_{cc})} of its whitened posterior), a reference df, and an
+#'   approximate test that the term is zero, in the spirit of Wood (2013): the
+#'   statistic \eqn{\hat f' V_f^{r-} \hat f}{f' V^(r-) f}, with \eqn{\hat f}{f}
+#'   the term's posterior mean at the data (centred), \eqn{V_f} its posterior
+#'   covariance there and \eqn{V_f^{r-}} the pseudo-inverse of rank
+#'   \eqn{r} = `Ref.df`, the edf rounded (at least 1), referred to a
+#'   \eqn{\chi^2_r} distribution (at most 5000 evenly spaced rows are used);
+#' * the hyperparameters of each term on the scale of the data and its share
+#'   of the variance of the posterior mean (see [anova.gpgam()]);
+#' * the noise sd, the deviance explained (against the intercept-only glm)
+#'   and, for a Gaussian model, the adjusted \eqn{R^2} with residual df
+#'   \eqn{n} minus the total edf;
+#' * the objective (the ELBO or the EP log evidence), the log prior of the
+#'   hyperparameters, the iterations, how the fit ended (converged: a
+#'   stationary point) and the time.
 #'
 #' @param object a `gpgam` fit.
 #' @param x a `summary.gpgam` object.
 #' @param digits number of significant digits.
 #' @param ... unused.
-#' @return An object of class `summary.gpgam`.
+#' @return An object of class `summary.gpgam`; its `s.table` holds the term
+#'   tests (columns `edf`, `Ref.df`, `Chi.sq`, `p-value`).
+#' @references Wood (2013) On p-values for smooth components of an extended
+#'   generalized additive model. Biometrika 100, 221-228.
 #' @examples
 #' set.seed(3)
-#' d <- data.frame(x = runif(200), z = rnorm(200))
+#' d <- data.frame(x = runif(200), w = runif(200), z = rnorm(200))
 #' d$y <- cos(4 * d$x) + d$z + rnorm(200, sd = 0.3)
-#' summary(gpgam(y ~ gp(x) + z, data = d, control = gp_control(inducing = 15, iterations = 200)))
+#' summary(gpgam(y ~ gp(x) + gp(w) + z, data = d, control = gp_control(inducing = 15)))
 #' @export
 summary.gpgam <- function(object, ...) {
   pp <- param_posterior(object)
@@ -28,18 +47,20 @@ summary.gpgam <- function(object, ...) {
     data.frame(term = g$label, kernel = g$kernel, inducing = g$n_inducing, variance = g$variance,
                lengthscale = if (length(g$lengthscale)) paste(format(g$lengthscale, digits = 4), collapse = ", ")
                              else "-",
-               edf = g$edf, share = if (is.null(av)) NA_real_ else av$share[match(g$label, av$term)],
+               share = if (is.null(av)) NA_real_ else av$share[match(g$label, av$term)],
                stringsAsFactors = FALSE)
   }))
   warn <- c(if (!object$converged)
               paste0("the fit did not converge (", object$stop %||% "stopping rule not met",
                      "); see gp_check(fit) and plot(fit, which = \"trace\")"),
             engine_notes(object))
+  fit_stats <- deviance_explained(object)
   structure(list(call = object$call, family = object$family$family, link = link_name(object), n = object$n,
-                 engine = engine_label(object), terms = terms, coefficients = coefs,
-                 sigma = object$params$sigma, objective = object$objective,
-                 objective_label = object$engine$objective, objective_note = object$engine$objective_note,
-                 ylevels = object$ylevels, iterations = object$iterations,
+                 engine = engine_label(object), terms = terms, s.table = term_tests(object),
+                 coefficients = coefs, sigma = object$params$sigma, objective = object$objective,
+                 log_prior = object$log_prior, objective_label = object$engine$objective,
+                 objective_note = object$engine$objective_note, dev.expl = fit_stats$dev.expl,
+                 r.sq = fit_stats$r.sq, ylevels = object$ylevels, iterations = object$iterations,
                  converged = object$converged, convergence = convergence_line(object),
                  q_change = object$q_change, time = object$timing[["fit"]],
                  batch_size = object$control$batch_size, threads = object$control$threads, warnings = warn),
@@ -54,19 +75,28 @@ print.summary.gpgam <- function(x, digits = max(3L, getOption("digits") - 3L), .
     cat(sprintf("Modelled: P(y = \"%s\") (against \"%s\")\n", x$ylevels[2], x$ylevels[1]))
   cat("Inference:", x$engine, "\n\nCall:\n")
   print(x$call)
-  if (!is.null(x$terms) && nrow(x$terms)) {
-    cat("\nGaussian-process terms:\n")
-    h <- x$terms
-    for (v in c("variance", "edf", "share")) h[[v]] <- format(h[[v]], digits = digits)
-    print(h, row.names = FALSE, right = FALSE)
-  }
   if (nrow(x$coefficients)) {
     cat("\nParametric coefficients (posterior mean and sd):\n")
     stats::printCoefmat(x$coefficients, digits = digits)
   }
+  if (!is.null(x$s.table) && nrow(x$s.table)) {
+    cat("\nApproximate significance of gp() terms:\n")
+    stats::printCoefmat(x$s.table, digits = digits, has.Pvalue = TRUE, na.print = "",
+                        cs.ind = integer(), tst.ind = 3L)
+  }
+  if (!is.null(x$terms) && nrow(x$terms)) {
+    cat("\nGaussian-process hyperparameters (data scale):\n")
+    h <- x$terms
+    for (v in c("variance", "share")) h[[v]] <- format(h[[v]], digits = digits)
+    print(h, row.names = FALSE, right = FALSE)
+  }
   if (!is.na(x$sigma)) cat("\nResidual sd (sigma):", format(x$sigma, digits = digits), "\n")
-  cat(sprintf("\n%s = %s (%s), n = %d\n", x$objective_label, format(x$objective, digits = digits + 3),
+  cat("\n", if (!is.null(x$r.sq)) paste0("R-sq.(adj) = ", format(x$r.sq, digits = 3), "   "),
+      "Deviance explained = ", format(100 * x$dev.expl, digits = 3), "%\n", sep = "")
+  cat(sprintf("%s = %s (%s), n = %d\n", x$objective_label, format(x$objective, digits = digits + 3),
               x$objective_note, x$n))
+  if (isTRUE(x$log_prior != 0))
+    cat("Log prior of the hyperparameters:", format(x$log_prior, digits = digits + 1), "\n")
   cat(sprintf("%d iterations (batch size %d, %d thread%s), %.2f s\n", x$iterations, x$batch_size,
               x$threads, if (x$threads > 1) "s" else "", x$time))
   cat(x$convergence, "\n", sep = "")
@@ -77,3 +107,57 @@ print.summary.gpgam <- function(x, digits = max(3L, getOption("digits") - 3L), .
   invisible(x)
 }
 
+# Rows of the stored model frame used by the term tests and gp_check():
+# all, or `max_rows` evenly spaced ones.
+evaluation_rows <- function(object, max_rows = 5000) {
+  n <- nrow(object$model)
+  if (n <= max_rows) seq_len(n) else unique(round(seq(1, n, length.out = max_rows)))
+}
+
+# Approximate tests that each gp() term is zero (see ?summary.gpgam):
+# f = Phi_c m_c at the data (centred features), V = Phi_c S_cc Phi_c'; with
+# Phi_c = Q R, f' V^{r-} f = (R m)' (R S R')^{r-} (R m).
+term_tests <- function(object) {
+  if (is.null(object$model) || length(object$terms$gp) == 0) return(NULL)
+  rows <- evaluation_rows(object)
+  nd <- new_design(object, NULL, stats::na.pass, mf = object$model[rows, , drop = FALSE])
+  feats <- .gp_features(object$state$specs, nd$X[nd$ok, , drop = FALSE], object$control$jitter,
+                        object$state$center)
+  blocks <- component_blocks(object)
+  tab <- t(vapply(seq_along(object$terms$gp), function(i) {
+    idx <- blocks[[i]]
+    qx <- qr(feats$Phi[, idx, drop = FALSE], LAPACK = TRUE)
+    R <- qr.R(qx)[, order(qx$pivot), drop = FALSE]
+    b <- drop(R %*% object$state$m[idx])
+    V <- R %*% object$state$S[idx, idx, drop = FALSE] %*% t(R)
+    ev <- eigen((V + t(V)) / 2, symmetric = TRUE)
+    rank <- sum(ev$values > max(ev$values, 0) * 1e-10)
+    edf <- object$params$gp[[i]]$edf
+    r <- max(1L, min(as.integer(round(edf)), rank))
+    if (rank == 0) return(c(edf, r, 0, 1))
+    stat <- sum(drop(crossprod(ev$vectors[, seq_len(r), drop = FALSE], b))^2 / ev$values[seq_len(r)])
+    c(edf, r, stat, stats::pchisq(stat, r, lower.tail = FALSE))
+  }, numeric(4)))
+  dimnames(tab) <- list(vapply(object$terms$gp, function(g) g$spec$label, ""),
+                        c("edf", "Ref.df", "Chi.sq", "p-value"))
+  tab
+}
+
+# Deviance explained (against the intercept-only glm with the fit's weights
+# and offset) and, for a Gaussian model, the adjusted R^2 with residual df
+# n minus the total edf (gp() terms and coefficients).
+deviance_explained <- function(object) {
+  fam <- family(object)
+  y <- object$y
+  w <- object$prior.weights
+  mu <- object$fitted.values
+  dev <- sum(fam$dev.resids(y, mu, w))
+  x0 <- matrix(1, length(y), as.integer(object$intercept))
+  null <- suppressWarnings(stats::glm.fit(x0, y, weights = w, offset = object$offset, family = fam))$deviance
+  edf <- sum(vapply(object$params$gp, `[[`, 1, "edf")) + length(coef(object))
+  r.sq <- if (object$likelihood == "gaussian") {
+    df <- max(1, length(y) - edf)
+    1 - sum(w * (y - mu)^2) / df / (sum(w * (y - stats::weighted.mean(y, w))^2) / (length(y) - 1))
+  }
+  list(dev.expl = if (null > 0) (null - dev) / null else NA_real_, r.sq = r.sq, deviance = dev, null = null)
+}

@@ -88,6 +88,20 @@ BEGIN_RCPP
     return rcpp_result_gen;
 END_RCPP
 }
+// gp_features
+Rcpp::List gp_features(Rcpp::List specs, Eigen::Map<Eigen::MatrixXd> X, double jitter, Rcpp::Nullable<Rcpp::NumericVector> center);
+RcppExport SEXP _scalegp_gp_features(SEXP specsSEXP, SEXP XSEXP, SEXP jitterSEXP, SEXP centerSEXP) {
+BEGIN_RCPP
+    Rcpp::RObject rcpp_result_gen;
+    Rcpp::RNGScope rcpp_rngScope_gen;
+    Rcpp::traits::input_parameter< Rcpp::List >::type specs(specsSEXP);
+    Rcpp::traits::input_parameter< Eigen::Map<Eigen::MatrixXd> >::type X(XSEXP);
+    Rcpp::traits::input_parameter< double >::type jitter(jitterSEXP);
+    Rcpp::traits::input_parameter< Rcpp::Nullable<Rcpp::NumericVector> >::type center(centerSEXP);
+    rcpp_result_gen = Rcpp::wrap(gp_features(specs, X, jitter, center));
+    return rcpp_result_gen;
+END_RCPP
+}
 // lik_expect
 Rcpp::NumericMatrix lik_expect(std::string family, Rcpp::NumericVector y, Rcpp::NumericVector w, Rcpp::NumericVector m, Rcpp::NumericVector s2, double noise_var, int gh_points);
 RcppExport SEXP _scalegp_lik_expect(SEXP familySEXP, SEXP ySEXP, SEXP wSEXP, SEXP mSEXP, SEXP s2SEXP, SEXP noise_varSEXP, SEXP gh_pointsSEXP) {
@@ -173,6 +187,7 @@ static const R_CallMethodDef CallEntries[] = {
     {"_scalegp_ep_shard_pass", (DL_FUNC) &_scalegp_ep_shard_pass, 13},
     {"_scalegp_gp_predict", (DL_FUNC) &_scalegp_gp_predict, 8},
     {"_scalegp_gp_feature_means", (DL_FUNC) &_scalegp_gp_feature_means, 4},
+    {"_scalegp_gp_features", (DL_FUNC) &_scalegp_gp_features, 4},
     {"_scalegp_lik_expect", (DL_FUNC) &_scalegp_lik_expect, 7},
     {"_scalegp_lik_predictive", (DL_FUNC) &_scalegp_lik_predictive, 6},
     {"_scalegp_kmeans_centres", (DL_FUNC) &_scalegp_kmeans_centres, 3},

@@ -58,6 +58,28 @@ Eigen::VectorXd gp_feature_means(Rcpp::List specs, Eigen::Map<Eigen::MatrixXd> X
   }
 }
 
+// The whitened features of the model `specs` at the rows X (n x total size),
+// centred by `center` as in prediction, and the prior variance the inducing
+// points leave (resid, per row).
+// [[Rcpp::export(.gp_features)]]
+Rcpp::List gp_features(Rcpp::List specs, Eigen::Map<Eigen::MatrixXd> X, double jitter,
+                       Rcpp::Nullable<Rcpp::NumericVector> center = R_NilValue) {
+  try {
+    Settings set;
+    set.rel_jitter = jitter;
+    Eigen::VectorXd none = Eigen::VectorXd::Zero(X.rows());
+    const WhitenedGaussianModel model(components_from(specs), set, X.data(), static_cast<std::size_t>(X.rows()),
+                                      static_cast<std::size_t>(X.cols()), none.data(), none.data(), none.data());
+    Block b;
+    model.gather(b, nullptr, 0, static_cast<std::size_t>(X.rows()));
+    model.features(b);
+    if (center.isNotNull()) model.center_features(b, Rcpp::as<Eigen::VectorXd>(center.get()));
+    return Rcpp::List::create(Rcpp::Named("Phi") = b.Phi, Rcpp::Named("resid") = b.resid);
+  } catch (const std::exception& e) {
+    Rcpp::stop(e.what());
+  }
+}
+
 // Expected log-likelihood E[log p(y | f)], f ~ N(m, s2), and its derivatives
 // (columns v, dm, ds2), for tests against numerical integration.
 // [[Rcpp::export(.lik_expect)]]

@@ -47,6 +47,18 @@ class WhitenedGaussianModel : public AdditiveModel {
   }
   double logdet_P() const { return logdet_P_; }
 
+  // Features phi(x) - center (component by component; times z for a `by`
+  // component: f(x) z - phibar z).
+  void center_features(Block& b, const VectorXd& center) const {
+    for (std::size_t c = 0; c < comps.size(); ++c) {
+      const Index o = offsets_[c], M = comps[c].size();
+      if (comps[c].by_col < 0)
+        b.Phi.middleCols(o, M).rowwise() -= center.segment(o, M).transpose();
+      else
+        b.Phi.middleCols(o, M) -= b.rows[c].by * center.segment(o, M).transpose();
+    }
+  }
+
   // Column means of the features over all rows of the data.
   VectorXd feature_means(const ParallelFor& pfor) const {
     const VectorXd sum = deterministic_reduce<VectorXd>(
@@ -90,13 +102,7 @@ class WhitenedGaussianModel : public AdditiveModel {
       mean.segment(begin, end - begin) = b.Phi * m + offset.segment(begin, end - begin);
       var.segment(begin, end - begin) = (b.resid + q_variance(b.Phi)).cwiseMax(0.0);
       if (!term_mean) return;
-      for (std::size_t c = 0; c < comps.size() && center; ++c) {
-        const Index o = offsets_[c], M = comps[c].size();
-        if (comps[c].by_col < 0)
-          b.Phi.middleCols(o, M).rowwise() -= center->segment(o, M).transpose();
-        else  // f(x) z - phibar z
-          b.Phi.middleCols(o, M) -= b.rows[c].by * center->segment(o, M).transpose();
-      }
+      if (center) center_features(b, *center);
       for (std::size_t c = 0; c < comps.size(); ++c) {
         const Index o = offsets_[c], M = comps[c].size();
         const auto Phic = b.Phi.middleCols(o, M);

@@ -1,0 +1,209 @@
+# Diagnostics in the manner of mgcv's gam.check(): residual plots, a
+# convergence report and a check of each gp() term's inducing points; and
+# residuals() and simulate() for every fit.
+
+#' Check a gpgam fit
+#'
+#' In the manner of `mgcv::gam.check()`: four residual panels (a normal QQ
+#' plot of the deviance residuals, residuals against the linear predictor, a
+#' histogram of the residuals, the response against the fitted values), a
+#' report on how the fit ended, and a check of each `gp()` term's inducing
+#' points.
+#'
+#' The convergence report gives the iterations, why the fit stopped, the
+#' largest entry of the gradient of its objective (and whose it is) against
+#' the tolerance `tol * n` of [gp_control()] (a stationary point when below),
+#' and the last change of the posterior mean of the inducing variables.
+#'
+#' The inducing-point check gives, per term, the number of inducing points
+#' M, the edf and edf / M (near 1 the posterior uses its whole basis: more
+#' inducing points may be needed), and a k-index: the mean squared difference
+#' of the deviance residuals of rows that are nearest neighbours in the term's
+#' inputs (standardised; at most 2000 rows), over twice their variance.  Well
+#' below 1 it signals residual structure along the inputs; its p-value is the
+#' share of `rep` random reorderings of the residuals with an index as low.
+#' Advice is printed where a term looks short of inducing points.
+#'
+#' @param fit a fit made by [gpgam()] (with its model frame).
+#' @param rep number of permutations for the k-index p-values.
+#' @param plot draw the four panels.
+#' @param ... passed to the plotting functions.
+#' @return Invisibly, a list: `convergence` (a one-row data frame) and
+#'   `terms` (one row per `gp()` term: `M`, `edf`, `edf/M`, `k-index`,
+#'   `p-value`).
+#' @examples
+#' set.seed(2)
+#' d <- data.frame(x = runif(300))
+#' d$y <- sin(12 * d$x) + rnorm(300, sd = 0.2)
+#' fit <- gpgam(y ~ gp(x, k = 6), data = d)
+#' gp_check(fit, rep = 100)
+#' @export
+gp_check <- function(fit, rep = 200, plot = TRUE, ...) {
+  if (!inherits(fit, "gpgam")) stop_arg("fit", "must be a gpgam fit")
+  if (is.null(fit$model)) stop_arg("fit", "was fitted with model = FALSE; gp_check() needs the model frame")
+  check_count(rep, "rep")
+  r <- residuals_at(fit, "deviance")
+  eta <- fit$linear.predictors
+  if (isTRUE(plot)) {
+    op <- graphics::par(mfrow = c(2, 2))
+    on.exit(graphics::par(op))
+    stats::qqnorm(r, main = "Normal QQ plot of deviance residuals", ...)
+    stats::qqline(r, col = "grey40")
+    plot(eta, r, xlab = "linear predictor", ylab = "deviance residuals", main = "Residuals vs linear predictor",
+         pch = 20, col = grDevices::adjustcolor("black", 0.5), ...)
+    graphics::abline(h = 0, lty = 3)
+    graphics::hist(r, breaks = "FD", xlab = "deviance residuals", main = "Histogram of residuals", ...)
+    plot(fit$fitted.values, fit$y, xlab = "fitted values", ylab = "response", main = "Response vs fitted values",
+         pch = 20, col = grDevices::adjustcolor("black", 0.5), ...)
+    graphics::abline(0, 1, lty = 3)
+  }
+  g <- fit$gradient
+  j <- if (length(g)) which.max(abs(g)) else NA
+  conv <- data.frame(converged = isTRUE(fit$converged), stop = fit$stop %||% NA_character_,
+                     iterations = fit$iterations, largest_gradient = if (length(g)) abs(g[j]) else 0,
+                     parameter = if (length(g)) names(g)[j] else NA_character_,
+                     tolerance = fit$control$tol * fit$n, q_change = fit$q_change %||% NA_real_,
+                     failures = fit$failures %||% 0L, stringsAsFactors = FALSE)
+  tab <- inducing_check(fit, r, rep)
+  cat("\n", convergence_line(fit), "\n", sep = "")
+  cat(sprintf("%d iterations; last change of the posterior mean of the inducing variables %s; %d failed step(s)\n",
+              fit$iterations, format(fit$q_change %||% NA, digits = 2), fit$failures %||% 0L))
+  if (nrow(tab)) {
+    cat("\nInducing points of the gp() terms (k-index well below 1 with a small p-value, or edf/M near 1,\n",
+        "suggest more inducing points):\n", sep = "")
+    print(format(tab, digits = 3))
+    advice <- rownames(tab)[(tab$`edf/M` > 0.8) | (tab$`k-index` < 0.9 & tab$`p-value` < 0.05)]
+    for (a in advice)
+      cat(sprintf("Advice: %s may need more inducing points (it has %d): try k = %d.\n", a, tab[a, "M"],
+                  2L * tab[a, "M"]))
+  }
+  cat("\n")
+  invisible(list(convergence = conv, terms = tab))
+}
+
+# Per gp() term: M, edf, edf / M, and the nearest-neighbour k-index of the
+# residuals r along the term's inputs with its permutation p-value.
+inducing_check <- function(fit, r, rep) {
+  gps <- fit$terms$gp
+  if (length(gps) == 0) return(data.frame())
+  rows <- if (length(r) > 2000) unique(round(seq(1, length(r), length.out = 2000))) else seq_along(r)
+  mf <- fit$model[rows, , drop = FALSE]
+  rr <- r[rows]
+  tab <- t(vapply(seq_along(gps), function(i) {
+    g <- gps[[i]]
+    p <- fit$params$gp[[i]]
+    X <- if (g$type == "factor") matrix(as.numeric(factor(mf[[g$spec$vars]], levels = g$levels))) else
+      standardise(gp_inputs(mf, g$spec), g$scaling)
+    nn <- nearest_neighbours(X)
+    kidx <- function(res) mean((res - res[nn])^2) / (2 * stats::var(res))
+    k0 <- kidx(rr)
+    perm <- vapply(seq_len(rep), function(b) kidx(sample(rr)), 0)
+    c(p$n_inducing, p$edf, p$edf / p$n_inducing, k0, mean(perm <= k0))
+  }, numeric(5)))
+  tab <- as.data.frame(tab)
+  names(tab) <- c("M", "edf", "edf/M", "k-index", "p-value")
+  rownames(tab) <- vapply(gps, function(g) g$spec$label, "")
+  tab$M <- as.integer(tab$M)
+  tab
+}
+
+# Index of each row's nearest other row (Euclidean; ties broken by order).
+nearest_neighbours <- function(X) {
+  X <- as.matrix(X)
+  if (ncol(X) == 1) {
+    o <- order(X[, 1])
+    nb <- integer(nrow(X))
+    nb[o] <- o[c(2L, seq_len(length(o) - 1L))]  # the previous row in sorted order (the first: the second)
+    return(nb)
+  }
+  D <- as.matrix(stats::dist(X))
+  diag(D) <- Inf
+  max.col(-D, ties.method = "first")
+}
+
+# Residuals of the rows used for fitting (see residuals.scalegp()).
+residuals_at <- function(object, type) {
+  mu <- object$fitted.values
+  y <- object$y
+  w <- object$prior.weights
+  switch(type,
+         response = y - mu,
+         pearson = {
+           v <- switch(object$likelihood, gaussian = sigma(object)^2 / w, poisson = mu / pmax(w, 1e-300),
+                       mu * (1 - mu) / pmax(w, 1e-300))
+           (y - mu) / sqrt(v)
+         },
+         deviance = {
+           d <- family(object)$dev.resids(y, mu, w)
+           sign(y - mu) * sqrt(pmax(d, 0))
+         },
+         working = (y - mu) / family(object)$mu.eta(object$linear.predictors))
+}
+
+#' @rdname gpgam-methods
+#' @details `residuals()` types, as for [glm()]: `"deviance"` (the default:
+#'   signed square roots of the deviance contributions; `y - fitted` for a
+#'   Gaussian model),
+#'   `"pearson"`, `"working"` (\eqn{(y - \mu) / \mu'(\eta)}) and `"response"`
+#'   (\eqn{y - \mu}), with \eqn{\mu} the posterior mean response.
+#' @export
+residuals.scalegp <- function(object, type = c("deviance", "pearson", "working", "response"), ...) {
+  type <- match.arg(type)
+  stats::naresid(object$na.action, residuals_at(object, type))
+}
+
+#' Simulate from the posterior predictive distribution of a gpgam fit
+#'
+#' Draws of the response at the rows used for fitting: the latent functions
+#' and coefficients from their joint posterior (the Gaussian posterior of the
+#' inducing variables, plus the independent prior variance the inducing
+#' points leave at each row), then the response from the family (Gaussian
+#' noise of sd `sigma / sqrt(weight)`; binomial trials from the weights;
+#' Poisson counts).
+#'
+#' @param object a fit made by [gpgam()] (with its model frame).
+#' @param nsim number of draws.
+#' @param seed an optional seed for [set.seed()], as in [simulate()].
+#' @param ... unused.
+#' @return A data frame with `nsim` columns `sim_1`, ... and one row per
+#'   row used for fitting (binomial: proportions of the trials), with
+#'   attribute `"seed"`.
+#' @examples
+#' set.seed(1)
+#' d <- data.frame(x = runif(200)); d$y <- rpois(200, exp(1 + sin(4 * d$x)))
+#' fit <- gpgam(y ~ gp(x), data = d, family = poisson(), control = gp_control(inducing = 10))
+#' s <- simulate(fit, nsim = 100, seed = 2)
+#' c(observed = mean(d$y), simulated = mean(as.matrix(s)))
+#' @export
+simulate.scalegp <- function(object, nsim = 1, seed = NULL, ...) {
+  check_count(nsim, "nsim")
+  if (is.null(object$model)) stop_arg("object", "was fitted with model = FALSE; simulate() needs the model frame")
+  if (!is.null(seed)) set.seed(seed)
+  rng_state <- get(".Random.seed", envir = .GlobalEnv)
+  nd <- new_design(object, NULL, stats::na.pass, mf = object$model)
+  st <- object$state
+  ysc <- object$scaling$y
+  Mt <- length(st$m)
+  V <- st$m + t(chol(st$S)) %*% matrix(stats::rnorm(Mt * nsim), Mt, nsim)  # draws of v (Mt x nsim)
+  n <- nrow(nd$X)
+  eta <- matrix(0, n, nsim)
+  for (rows in split(seq_len(n), ceiling(seq_len(n) / 1e5))) {
+    f <- .gp_features(st$specs, nd$X[rows, , drop = FALSE], object$control$jitter)
+    eta[rows, ] <- f$Phi %*% V + sqrt(pmax(f$resid, 0)) * matrix(stats::rnorm(length(rows) * nsim), length(rows))
+  }
+  eta <- ysc$center + ysc$scale * (eta + nd$offset / ysc$scale)
+  w <- object$prior.weights
+  sims <- switch(object$likelihood,
+    gaussian = eta + sigma(object) / sqrt(pmax(w, 1e-300)) * matrix(stats::rnorm(n * nsim), n),
+    poisson = matrix(stats::rpois(n * nsim, exp(pmin(eta, 700))), n),
+    {
+      p <- family(object)$linkinv(eta)
+      size <- if (all(abs(w - round(w)) < 1e-8) && all(w >= 1)) round(w) else rep(1, n)
+      matrix(stats::rbinom(n * nsim, size, p), n) / size
+    })
+  out <- as.data.frame(sims)
+  names(out) <- paste0("sim_", seq_len(nsim))
+  rownames(out) <- rownames(object$model)
+  attr(out, "seed") <- rng_state
+  out
+}

@@ -1,0 +1,152 @@
+# summary()'s term tests, deviance explained and R^2; AIC()/BIC() refused;
+# anova() of several fits; residual types; simulate(); gp_check(); what
+# plot() draws.
+
+inf_data <- function(n = 300, seed = 3) {
+  set.seed(seed)
+  d <- data.frame(x0 = runif(n), x1 = runif(n), x2 = runif(n), g = factor(sample(c("a", "b"), n, TRUE)))
+  d$y <- sin(2 * pi * d$x0) + 0.8 * d$x1 + rnorm(n, sd = 0.4)
+  d
+}
+inf_ctl <- function(seed = 1, ...) qctl(inducing = 12, seed = seed, ...)
+
+test_that("summary() tests gp() terms: tiny p for a clear effect, roughly uniform for a null term", {
+  d <- inf_data()
+  fit <- gpgam(y ~ gp(x0) + gp(x1) + gp(x2), data = d, control = inf_ctl())
+  s <- summary(fit)
+  st <- s$s.table
+  expect_equal(rownames(st), c("gp(x0)", "gp(x1)", "gp(x2)"))
+  expect_equal(colnames(st), c("edf", "Ref.df", "Chi.sq", "p-value"))
+  expect_equal(unname(st[, "edf"]), unname(vapply(fit$params$gp, `[[`, 1, "edf")))
+  expect_equal(unname(st[, "Ref.df"]), pmax(1, round(unname(st[, "edf"]))))
+  expect_lt(st["gp(x0)", "p-value"], 1e-10)
+  expect_lt(st["gp(x1)", "p-value"], 1e-4)
+  expect_gt(st["gp(x2)", "p-value"], 0.01)
+  # the statistic in plain R: f' V^{r-} f from the term's values at the data
+  # and its posterior covariance there (the same centred features)
+  X <- scalegp:::new_design(fit, NULL, na.pass)$X
+  F <- scalegp:::.gp_features(fit$state$specs, X, fit$control$jitter, fit$state$center)$Phi
+  idx <- scalegp:::component_blocks(fit)[[1]]
+  f <- F[, idx] %*% fit$state$m[idx]
+  V <- F[, idx] %*% fit$state$S[idx, idx] %*% t(F[, idx])
+  ev <- eigen(V, symmetric = TRUE)
+  r <- st["gp(x0)", "Ref.df"]
+  expect_equal(sum((t(ev$vectors[, 1:r]) %*% f)^2 / ev$values[1:r]), st["gp(x0)", "Chi.sq"][[1]], tolerance = 1e-6)
+  # printed like mgcv
+  out <- capture.output(print(s))
+  expect_true(any(grepl("Approximate significance of gp\\(\\) terms", out)))
+  expect_true(any(grepl("R-sq.\\(adj\\) = .*Deviance explained = ", out)))
+  # null p-values: not too many small ones over repeated data sets
+  p <- vapply(1:25, function(k) {
+    dd <- inf_data(200, seed = 100 + k)
+    ff <- gpgam(y ~ gp(x0) + gp(x2), data = dd, control = inf_ctl(seed = k))
+    summary(ff)$s.table["gp(x2)", "p-value"]
+  }, 0)
+  expect_lte(mean(p < 0.05), 0.16)
+  expect_gt(stats::sd(p), 0.15)  # spread out, not stuck at 0 or 1
+})
+
+test_that("deviance explained and R^2 are those of lm() when there is no GP", {
+  d <- inf_data()
+  fit <- gpgam(y ~ x0 + x1 + g, data = d, control = inf_ctl(tol = 1e-10))
+  l <- lm(y ~ x0 + x1 + g, data = d)
+  s <- summary(fit)
+  expect_equal(s$r.sq, summary(l)$adj.r.squared, tolerance = 1e-6)
+  expect_equal(s$dev.expl, summary(l)$r.squared, tolerance = 1e-6)
+  # binomial: against glm's deviance
+  d$yb <- as.numeric(d$y > 0.5)
+  fb <- gpgam(yb ~ x0 + x1, data = d, family = binomial(), control = inf_ctl(tol = 1e-10))
+  gb <- glm(yb ~ x0 + x1, data = d, family = binomial())
+  # (the deviance of the posterior mean response, not of the maximum-likelihood fit)
+  expect_equal(summary(fb)$dev.expl, 1 - gb$deviance / gb$null.deviance, tolerance = 5e-3)
+  expect_equal(summary(fb)$dev.expl,
+               1 - sum(binomial()$dev.resids(d$yb, fitted(fb), 1)) / gb$null.deviance, tolerance = 1e-10)
+  expect_null(summary(fb)$r.sq)
+})
+
+test_that("AIC() and BIC() refuse with a message; anova() of fits says what its numbers are", {
+  d <- inf_data()
+  f1 <- gpgam(y ~ gp(x0) + gp(x1), data = d, control = inf_ctl())
+  f0 <- gpgam(y ~ gp(x0), data = d, control = inf_ctl())
+  expect_error(AIC(f1), "AIC\\(\\) is not defined for scalegp fits.*anova")
+  expect_error(BIC(f1), "BIC\\(\\) is not defined")
+  a <- anova(f0, f1)
+  expect_equal(a$ELBO, c(f0$objective, f1$objective))
+  expect_equal(a[["Delta ELBO"]], c(NA, f1$objective - f0$objective))
+  out <- capture.output(print(a))
+  expect_true(any(grepl("log Bayes factors", out)))
+  expect_true(any(grepl("No test is made", out)))
+})
+
+test_that("residual types and simulate()", {
+  d <- inf_data()
+  d$count <- rpois(nrow(d), exp(0.5 + sin(2 * pi * d$x0)))
+  fp <- gpgam(count ~ gp(x0), data = d, family = poisson(), control = inf_ctl())
+  mu <- fitted(fp)
+  expect_close(residuals(fp, "response"), d$count - mu, 1e-12)
+  expect_close(residuals(fp, "pearson"), (d$count - mu) / sqrt(mu), 1e-10)
+  expect_close(residuals(fp, "working"), (d$count - mu) / exp(fp$linear.predictors), 1e-10)
+  expect_close(residuals(fp), sign(d$count - mu) * sqrt(poisson()$dev.resids(d$count, mu, 1)), 1e-10)
+  s <- simulate(fp, nsim = 400, seed = 1)
+  expect_equal(dim(s), c(nrow(d), 400L))
+  expect_true(all(as.matrix(s) >= 0 & as.matrix(s) == round(as.matrix(s))))
+  # the posterior predictive mean is the fitted mean; its variance is at least mu
+  expect_lt(max(abs(rowMeans(s) - mu) / sqrt(mu / 400)), 5)
+  expect_gt(mean(apply(s, 1, var) / mu), 0.9)
+  expect_identical(simulate(fp, nsim = 3, seed = 7), simulate(fp, nsim = 3, seed = 7))
+  # Gaussian: the draws' sd is about sqrt(sigma^2 + latent variance)
+  fg <- gpgam(y ~ gp(x0), data = d, control = inf_ctl())
+  sg <- simulate(fg, nsim = 500, seed = 2)
+  pl <- predict(fg, se.fit = TRUE)
+  expect_equal(mean(apply(sg, 1, sd)), mean(sqrt(sigma(fg)^2 + pl$se.fit^2)), tolerance = 0.05)
+})
+
+test_that("gp_check() reports convergence and flags a term short of inducing points", {
+  set.seed(4)
+  d <- data.frame(x = runif(600))
+  d$y <- sin(25 * d$x) + rnorm(600, sd = 0.1)
+  few <- gpgam(y ~ gp(x, k = 5), data = d, control = inf_ctl())
+  many <- gpgam(y ~ gp(x, k = 40), data = d, control = inf_ctl())
+  pdf(NULL)
+  on.exit(dev.off(), add = TRUE)
+  out_few <- capture.output(cf <- gp_check(few, rep = 100))
+  out_many <- capture.output(cm <- gp_check(many, rep = 100))
+  expect_equal(cf$convergence$converged, few$converged)
+  expect_equal(cf$convergence$iterations, few$iterations)
+  expect_true(cf$terms["gp(x)", "k-index"] < 0.5)
+  expect_lt(cf$terms["gp(x)", "p-value"], 0.02)
+  expect_true(any(grepl("Advice: gp\\(x\\) may need more inducing points", out_few)))
+  expect_gt(cm$terms["gp(x)", "k-index"], 0.85)
+  expect_false(any(grepl("Advice", out_many)))
+  expect_error(gp_check(gpgam(y ~ gp(x), data = d, control = inf_ctl(), model = FALSE)), "model = FALSE")
+})
+
+test_that("plot() returns what it draws: bands, partial residuals, parametric terms, 2-D maps", {
+  d <- inf_data()
+  d$z <- rnorm(nrow(d))
+  fit <- gpgam(y ~ gp(x0) + gp(x1, x2) + z + g, data = d, control = inf_ctl())
+  pdf(NULL)
+  on.exit(dev.off(), add = TRUE)
+  p <- plot(fit, residuals = TRUE, all.terms = TRUE, n = 25)
+  expect_equal(vapply(p, `[[`, "", "label"), c("gp(x0)", "gp(x1, x2)", "z", "g"))
+  # the 1-D curve is the term prediction at the grid, with its se
+  tt <- predict(fit, data.frame(x0 = p[[1]]$x, x1 = 0.5, x2 = 0.5, z = 0, g = "a"), type = "terms", se.fit = TRUE)
+  expect_close(p[[1]]$fit, tt$fit[, "gp(x0)"], 1e-10)
+  expect_close(p[[1]]$se, tt$se.fit[, "gp(x0)"], 1e-10)
+  # partial residuals: the term at the data plus the working residuals
+  td <- predict(fit, type = "terms")
+  expect_close(p[[1]]$p.resid, td[, "gp(x0)"] + residuals(fit, "working"), 1e-10)
+  expect_close(p[[1]]$x.resid, d$x0, 1e-15)
+  # the 2-D panel is a grid map
+  expect_equal(dim(p[[2]]$fit), c(25L, 25L))
+  # parametric terms: x * beta with |x| sd(beta), factor level effects
+  expect_close(p[[3]]$fit, p[[3]]$x * coef(fit)[["z"]], 1e-12)
+  expect_close(p[[4]]$fit, c(0, coef(fit)[["gb"]]), 1e-12)
+  # select, se = FALSE, scale = 0, schemes
+  q <- plot(fit, select = 2, scheme = "persp")
+  expect_length(q, 1)
+  expect_silent(plot(fit, se = FALSE, scale = 0, shade = FALSE, pages = 1))
+  expect_silent(plot(fit, select = 2, scheme = 2))
+  expect_error(plot(fit, select = 9), "'select'")
+  expect_error(plot(fit, se = "yes"), "'se'")
+})
