@@ -9,6 +9,26 @@
 using namespace scalegp;
 using namespace glue;
 
+namespace {
+
+// The model `specs` over the rows X, without a response (for features and
+// predictions).
+struct RowsModel {
+  Eigen::VectorXd none;
+  WhitenedGaussianModel model;
+  RowsModel(const Rcpp::List& specs, const Eigen::Map<Eigen::MatrixXd>& X, double jitter)
+      : none(Eigen::VectorXd::Zero(X.rows())),
+        model(components_from(specs), jitter_settings(jitter), X.data(), static_cast<std::size_t>(X.rows()),
+              static_cast<std::size_t>(X.cols()), none.data(), none.data(), none.data()) {}
+  static Settings jitter_settings(double jitter) {
+    Settings set;
+    set.rel_jitter = jitter;
+    return set;
+  }
+};
+
+}  // namespace
+
 // Latent mean and variance at new rows (and per component with `terms`) of a
 // model with components `specs` and posterior state list(P, h).
 // With `center` (NULL or a vector), the per-component parts are centred by it
@@ -18,11 +38,8 @@ Rcpp::List gp_predict(Rcpp::List specs, Rcpp::List state, Eigen::Map<Eigen::Matr
                       Eigen::Map<Eigen::VectorXd> offset, bool terms, double jitter, int threads,
                       Rcpp::Nullable<Rcpp::NumericVector> center = R_NilValue) {
   try {
-    Settings set;
-    set.rel_jitter = jitter;
-    Eigen::VectorXd none(0);
-    WhitenedGaussianModel model(components_from(specs), set, none.data(), 0, static_cast<std::size_t>(Xnew.cols()),
-                                none.data(), none.data(), none.data());
+    RowsModel rm(specs, Xnew, jitter);
+    WhitenedGaussianModel& model = rm.model;
     model.P = Rcpp::as<Eigen::MatrixXd>(state["P"]);
     model.h = Rcpp::as<Eigen::VectorXd>(state["h"]);
     model.refresh_q();
@@ -47,12 +64,8 @@ Rcpp::List gp_predict(Rcpp::List specs, Rcpp::List state, Eigen::Map<Eigen::Matr
 // [[Rcpp::export(.gp_feature_means)]]
 Eigen::VectorXd gp_feature_means(Rcpp::List specs, Eigen::Map<Eigen::MatrixXd> X, double jitter, int threads) {
   try {
-    Settings set;
-    set.rel_jitter = jitter;
-    Eigen::VectorXd none = Eigen::VectorXd::Zero(X.rows());
-    const WhitenedGaussianModel model(components_from(specs), set, X.data(), static_cast<std::size_t>(X.rows()),
-                                      static_cast<std::size_t>(X.cols()), none.data(), none.data(), none.data());
-    return model.feature_means(make_pfor(threads));
+    const RowsModel rm(specs, X, jitter);
+    return rm.model.feature_means(make_pfor(threads));
   } catch (const std::exception& e) {
     Rcpp::stop(e.what());
   }
@@ -65,11 +78,8 @@ Eigen::VectorXd gp_feature_means(Rcpp::List specs, Eigen::Map<Eigen::MatrixXd> X
 Rcpp::List gp_features(Rcpp::List specs, Eigen::Map<Eigen::MatrixXd> X, double jitter,
                        Rcpp::Nullable<Rcpp::NumericVector> center = R_NilValue) {
   try {
-    Settings set;
-    set.rel_jitter = jitter;
-    Eigen::VectorXd none = Eigen::VectorXd::Zero(X.rows());
-    const WhitenedGaussianModel model(components_from(specs), set, X.data(), static_cast<std::size_t>(X.rows()),
-                                      static_cast<std::size_t>(X.cols()), none.data(), none.data(), none.data());
+    const RowsModel rm(specs, X, jitter);
+    const WhitenedGaussianModel& model = rm.model;
     Block b;
     model.gather(b, nullptr, 0, static_cast<std::size_t>(X.rows()));
     model.features(b);

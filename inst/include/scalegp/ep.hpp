@@ -121,14 +121,7 @@ class EpBatch {
   }
 
   void finish(FitInfo& info) {
-    const bool grad = ep_.n_hyper() > 0;
-    const EpAccum a = reduce_(grad ? Ep::Pass::sweep_grad : Ep::Pass::sweep, 0.0, Ep::Sites::keep);
-    info.objective = ep_.log_evidence(a);
-    info.log_prior = ep_.log_prior();
-    if (grad) {
-      info.gradient = ep_.hyper_gradient(a.PtPb, a.grad, 1.0);
-      ep_.log_prior(&info.gradient);
-    }
+    ep_.report(reduce_(ep_.n_hyper() > 0 ? Ep::Pass::sweep_grad : Ep::Pass::sweep, 0.0, Ep::Sites::keep), info);
   }
 
  private:

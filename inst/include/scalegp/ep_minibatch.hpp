@@ -155,14 +155,7 @@ class EpMinibatch {
       ep_.set_q(ep_.reduce_local(Pass::q, 0.0, Sites::commit, pfor_));
       if (a.change < 1e-3) break;
     }
-    const bool grad = ep_.n_hyper() > 0;
-    const EpAccum a = ep_.reduce_local(grad ? Pass::sweep_grad : Pass::sweep, 0.0, Sites::keep, pfor_);
-    info.objective = ep_.log_evidence(a);
-    info.log_prior = ep_.log_prior();
-    if (grad) {
-      info.gradient = ep_.hyper_gradient(a.PtPb, a.grad, 1.0);
-      ep_.log_prior(&info.gradient);
-    }
+    ep_.report(ep_.reduce_local(ep_.n_hyper() > 0 ? Pass::sweep_grad : Pass::sweep, 0.0, Sites::keep, pfor_), info);
   }
 
  private:

@@ -145,6 +145,18 @@ class Ep : public WhitenedGaussianModel {
   // log Z_q = -log|P| / 2 + h' m / 2 + sum of the site terms.
   double log_evidence(const EpAccum& a) const { return -0.5 * logdet_P_ + 0.5 * h.dot(m) + a.log_z; }
 
+  // What a fit reports from its last pass on all rows (a sweep, with the
+  // gradient statistics when there are hyperparameters): the evidence, the
+  // log prior and the gradient of their sum.
+  void report(const EpAccum& a, FitInfo& info) const {
+    info.objective = log_evidence(a);
+    info.log_prior = log_prior();
+    if (n_hyper() > 0) {
+      info.gradient = hyper_gradient(a.PtPb, a.grad, 1.0);
+      log_prior(&info.gradient);
+    }
+  }
+
   // Q += sum scale nu_i w_i w_i' (lower triangle), r += sum scale mu_i w_i over the rows of b.
   void add_sites(const Block& b, const std::vector<std::size_t>* idx, std::size_t begin, const VectorXd& nus,
                  const VectorXd& mus, double scale, MatrixXd& Q, VectorXd& r) const {
