@@ -5,7 +5,7 @@
 #' posterior mean contribution, its share of the sum of these variances (the
 #' shares sum to 1; with centred components they estimate first-order and
 #' interaction Sobol indices) and its effective degrees of freedom (for a
-#' `gp()` term \eqn{tr(I - S_{cc})} in whitened coordinates; for a parametric
+#' `gp()` term \eqn{tr(I - S_{cc})}{tr(I - S_cc)} in whitened coordinates; for a parametric
 #' term its number of coefficients).  Computed on the stored model frame (at
 #' most 100 000 evenly spaced rows).
 #'

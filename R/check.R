@@ -144,8 +144,9 @@ residuals_at <- function(object, type) {
 #' @details `residuals()` types, as for [glm()]: `"deviance"` (the default:
 #'   signed square roots of the deviance contributions; `y - fitted` for a
 #'   Gaussian model),
-#'   `"pearson"`, `"working"` (\eqn{(y - \mu) / \mu'(\eta)}) and `"response"`
-#'   (\eqn{y - \mu}), with \eqn{\mu} the posterior mean response.
+#'   `"pearson"`, `"working"` (\eqn{(y - \mu) / \mu'(\eta)}{(y - mu) / mu'(eta)}) and
+#'   `"response"` (\eqn{y - \mu}{y - mu}), with \eqn{\mu}{mu} the posterior mean
+#'   response.
 #' @export
 residuals.scalegp <- function(object, type = c("deviance", "pearson", "working", "response"), ...) {
   type <- match.arg(type)

@@ -67,8 +67,9 @@
 #'   are posterior modes, not maximum-likelihood values): each kernel sd
 #'   half-normal with scale 1 on the standardised response of a Gaussian
 #'   model and 2 on the link scale otherwise; each lengthscale inverse-gamma
-#'   with 1% of its mass below the spacing its inducing points can resolve
-#'   (the input's range over \eqn{M^{1/d}}) and 1% above the input's range.
+#'   with 1 percent of its mass below the spacing its inducing points can
+#'   resolve (the input's range over \eqn{M^{1/d}}{M^(1/d)}) and 1 percent
+#'   above the input's range.
 #'   `FALSE`: maximum likelihood (type II).  [logLik()] is the objective
 #'   without the priors; `fit$log_prior` holds their log density.
 #' @param ... options of one inference engine, by name: see [vi_options()]

@@ -1,7 +1,7 @@
 #' Fit a Gaussian-process additive model
 #'
 #' `gpgam()` fits models of the form
-#' \deqn{g(E[y]) = \beta_0 + z^\top\beta + f(x_1, \dots, x_d),\qquad f \sim GP(0, k)}
+#' \deqn{g(E[y]) = \beta_0 + z^\top\beta + f(x_1, \dots, x_d),\qquad f \sim GP(0, k)}{g(E[y]) = b0 + z'b + f(x1, ..., xd),   f ~ GP(0, k)}
 #' from an mgcv-style formula: `gp()` (or `s()`) terms are Gaussian-process
 #' components, bare numeric variables are linear effects, factors are fixed
 #' effects and the intercept follows [lm()].

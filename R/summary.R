@@ -7,18 +7,18 @@
 #' * the parametric coefficients: posterior mean, sd, z = mean / sd and its
 #'   normal p-value;
 #' * for every `gp()` term its effective degrees of freedom (edf,
-#'   \eqn{tr(I - S_{cc})} of its whitened posterior), a reference df, and an
+#'   \eqn{tr(I - S_{cc})}{tr(I - S_cc)} of its whitened posterior), a reference df, and an
 #'   approximate test that the term is zero, in the spirit of Wood (2013): the
 #'   statistic \eqn{\hat f' V_f^{r-} \hat f}{f' V^(r-) f}, with \eqn{\hat f}{f}
-#'   the term's posterior mean at the data (centred), \eqn{V_f} its posterior
-#'   covariance there and \eqn{V_f^{r-}} the pseudo-inverse of rank
-#'   \eqn{r} = `Ref.df`, the edf rounded (at least 1), referred to a
-#'   \eqn{\chi^2_r} distribution (at most 5000 evenly spaced rows are used);
+#'   the term's posterior mean at the data (centred), \eqn{V_f}{V} its posterior
+#'   covariance there and \eqn{V_f^{r-}}{V^(r-)} the pseudo-inverse of rank
+#'   r = `Ref.df`, the edf rounded (at least 1), referred to a
+#'   \eqn{\chi^2_r}{chi-squared(r)} distribution (at most 5000 evenly spaced rows are used);
 #' * the hyperparameters of each term on the scale of the data and its share
 #'   of the variance of the posterior mean (see [anova.gpgam()]);
 #' * the noise sd, the deviance explained (against the intercept-only glm)
-#'   and, for a Gaussian model, the adjusted \eqn{R^2} with residual df
-#'   \eqn{n} minus the total edf;
+#'   and, for a Gaussian model, the adjusted \eqn{R^2}{R^2} with residual df
+#'   n minus the total edf;
 #' * the objective (the ELBO or the EP log evidence), the log prior of the
 #'   hyperparameters, the iterations, how the fit ended (converged: a
 #'   stationary point) and the time.

@@ -10,7 +10,7 @@
 #' and `ti(x1, x2)` as the pure interaction of its inputs (their main effects
 #' removed from the kernel, whatever else is in the formula).  `by =` works as
 #' in mgcv: a numeric `by = z` gives the varying-coefficient term
-#' \eqn{f(x) z} (not centred; `plot()` shows \eqn{f}), a factor `by = g` one
+#' f(x) z (not centred; `plot()` shows f), a factor `by = g` one
 #' curve per level, each centred over its level's rows when the formula has
 #' the factor as a parametric term (as mgcv advises; its coefficients then
 #' carry the curves' levels).  mgcv's arguments that have no meaning for a GP
