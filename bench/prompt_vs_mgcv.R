@@ -74,8 +74,10 @@ for (s in sims) {
     tm <- predict(m, te, type = "terms", se.fit = TRUE)
     lab_g <- grep("^gp", colnames(tg$fit), value = TRUE)
     lab_m <- grep("^s\\(", colnames(tm$fit), value = TRUE)
-    sc_g <- sapply(seq_along(s$f), function(k) term_scores(tg$fit[, lab_g[k]], tg$se.fit[, lab_g[k]], te[[s$f[k]]]))
-    sc_m <- sapply(seq_along(s$f), function(k) term_scores(tm$fit[, lab_m[k]], tm$se.fit[, lab_m[k]], te[[s$f[k]]]))
+    # gamSim's f columns are unscaled; a Poisson predictor is scale * f
+    fs <- if (s$dist == "poisson") s$scale else 1
+    sc_g <- sapply(seq_along(s$f), function(k) term_scores(tg$fit[, lab_g[k]], tg$se.fit[, lab_g[k]], fs * te[[s$f[k]]]))
+    sc_m <- sapply(seq_along(s$f), function(k) term_scores(tm$fit[, lab_m[k]], tm$se.fit[, lab_m[k]], fs * te[[s$f[k]]]))
   }
   add(s$name, sprintf("gpgam (%s)", if (g$converged) "converged" else "NOT converged"), s$n, t_gp,
       nlpd(s$fam, te$y, pg$fit, pg$se.fit, sg), sc_g)
