@@ -61,6 +61,11 @@ for (s in sims) {
   tr <- gs(s$eg, s$n, s$dist, s$scale, 1)
   te <- gs(s$eg, s$n, s$dist, s$scale, 2)
   if (s$eg == 2) { tr <- tr$data; te <- te$data }
+  if (s$eg == 5) {  # gamSim(5) returns no truth: its terms are exp(2 x1), f2(x2) of gamSim(1) and 0 (x3)
+    te$f1 <- exp(2 * te$x1)
+    te$f2 <- 0.2 * te$x2^11 * (10 * (1 - te$x2))^6 + 10 * (10 * te$x2)^3 * (1 - te$x2)^10
+    te$f3 <- 0 * te$x3
+  }
   fam <- switch(s$fam, gaussian = gaussian(), binomial = binomial(), poisson = poisson())
   t_gp <- system.time(g <- gpgam(s$gp, data = tr, family = fam, control = ctl))[["elapsed"]]
   t_mg <- system.time(m <- gam(s$mg, data = tr, family = fam, method = "REML"))[["elapsed"]]
