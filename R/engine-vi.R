@@ -37,6 +37,19 @@
 #'   optimal at every value, to a stationary point of the ELBO; `"adam"`, one
 #'   natural-gradient step and one Adam step per iteration until the stopping
 #'   rule (the scheme minibatch fits always use).
+#' @param discrete with a Gaussian family and all rows per iteration, form
+#'   every product over rows from the distinct values of each component's
+#'   inputs after rounding, with weighted counts (the discretised covariates
+#'   of Wood, Li, Shaddick and Augustin 2017 and Li and Wood 2020): after one
+#'   pass over the data the cost of an iteration does not depend on the
+#'   number of rows.  `NA` (default): on from 5000 rows; `TRUE`, `FALSE`:
+#'   always, never.  Other families and minibatch fits use the rows.
+#' @param bins the number of equally spaced values over its range that each
+#'   input of a one-input `gp()` term is rounded to when `discrete` is on
+#'   (a term over d inputs: `max(100, ceiling(bins^(1/d)))` per input);
+#'   `Inf` keeps the exact values (rows are grouped by equal inputs only, and
+#'   the fit equals that of the rows).  Factors, parametric terms and `by`
+#'   variables are never rounded.
 #' @return A list of the options.
 #' @references Hensman, Fusi and Lawrence (2013) Gaussian processes for big
 #'   data. UAI.  Hensman, Matthews and Ghahramani (2015) Scalable variational
@@ -50,7 +63,7 @@
 #' gp_control(posterior = "meanfield", natgrad_step = 0.5)
 #' @export
 vi_options <- function(natgrad_step = NULL, posterior = c("coupled", "meanfield"), rank = NULL,
-                       optimizer = c("lbfgs", "adam")) {
+                       optimizer = c("lbfgs", "adam"), discrete = NA, bins = 1000) {
   if (!is.null(natgrad_step)) {
     check_positive(natgrad_step, "natgrad_step")
     if (natgrad_step > 1) stop_arg("natgrad_step", "must be in (0, 1]")
@@ -58,8 +71,12 @@ vi_options <- function(natgrad_step = NULL, posterior = c("coupled", "meanfield"
   posterior <- check_choice(posterior, "posterior", eval(formals(vi_options)$posterior))
   if (!is.null(rank)) check_count(rank, "rank")
   optimizer <- check_choice(optimizer, "optimizer", eval(formals(vi_options)$optimizer))
+  if (!is.logical(discrete) || length(discrete) != 1L)
+    stop_arg("discrete", "must be TRUE, FALSE or NA")
+  if (!is.numeric(bins) || length(bins) != 1L || is.na(bins) || bins < 2)
+    stop_arg("bins", "must be a number >= 2 (Inf: no rounding)")
   list(natgrad_step = natgrad_step, posterior = posterior, rank = if (!is.null(rank)) as.integer(rank),
-       optimizer = optimizer)
+       optimizer = optimizer, discrete = discrete, bins = bins)
 }
 
 vi_engine <- function() {
@@ -69,7 +86,9 @@ vi_engine <- function() {
 
 engine_fit.engine_vi <- function(engine, setup, control) {
   options <- list(natgrad_step = control$natgrad_step %||% -1, meanfield = control$posterior == "meanfield",
-                  rank = control$rank %||% 0L, lbfgs = control$optimizer == "lbfgs")
+                  rank = control$rank %||% 0L, lbfgs = control$optimizer == "lbfgs",
+                  discrete = if (is.na(control$discrete %||% NA)) -1L else as.integer(control$discrete),
+                  bins = if (is.finite(control$bins %||% 1000)) control$bins %||% 1000 else 0)
   .svgp_fit(setup$X, setup$y, setup$w, setup$offset, setup$comps, setup$lik, setup$log_noise,
             common_settings(control), options, control$threads, control$seed,
             progress_monitor(control, engine$objective, jacobian(setup)))
@@ -79,6 +98,7 @@ engine_collect.engine_vi <- function(engine, fit, res) {
   fit$elbo <- fit$objective
   fit$kl <- res$kl
   fit$rank_loss <- res$rank_loss
+  fit$discrete <- isTRUE(res$discrete)
   fit
 }
 

@@ -14,6 +14,8 @@ static SvgpSettings svgp_settings_from(const Rcpp::List& o) {
   s.meanfield = Rcpp::as<bool>(o["meanfield"]);
   s.rank = Rcpp::as<int>(o["rank"]);
   s.lbfgs = Rcpp::as<bool>(o["lbfgs"]);
+  s.discrete = Rcpp::as<int>(o["discrete"]);
+  s.bins = Rcpp::as<double>(o["bins"]);
   return s;
 }
 
@@ -34,6 +36,7 @@ Rcpp::List svgp_fit(Eigen::Map<Eigen::MatrixXd> X, Eigen::Map<Eigen::VectorXd> y
     out["log_noise"] = model.lik.log_noise;
     out["kl"] = model.kl();
     out["rank_loss"] = model.rank_loss();
+    out["discrete"] = model.discrete();
     return out;
   } catch (const std::exception& e) {
     Rcpp::stop(e.what());

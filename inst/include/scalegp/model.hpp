@@ -88,19 +88,28 @@ class AdditiveModel {
     b.resid = VectorXd::Zero(nb);
     b.rows.resize(cs.size());
     for (std::size_t c = 0; c < cs.size(); ++c) {
-      const Component& k = cs[c];
-      MatrixXd Xc(nb, k.dim());
-      for (Index j = 0; j < k.dim(); ++j) Xc.col(j) = b.X.col(k.cols[j]);
-      ComponentRows& r = b.rows[c];
-      r.resid = VectorXd::Zero(nb);
-      component_features(k, pr[c], Xc, b.Phi.middleCols(offsets_[c], k.size()), r.resid, r);
-      if (k.by_col >= 0) {  // f(x) z: features times z, prior variance times z^2
-        r.by = b.X.col(k.by_col);
-        b.Phi.middleCols(offsets_[c], k.size()).array().colwise() *= r.by.array();
-        r.resid.array() *= r.by.array().square();
-      }
-      b.resid += r.resid;
+      component_block(cs[c], pr[c], b.X, b.Phi.middleCols(offsets_[c], cs[c].size()), b.rows[c]);
+      b.resid += b.rows[c].resid;
     }
+  }
+
+  // Features of one component at rows X (all columns of the data) into Phic,
+  // its unexplained prior variance into r.resid.
+  static void component_block(const Component& k, const ComponentPrior& p, const MatrixXd& X,
+                              Eigen::Ref<MatrixXd> Phic, ComponentRows& r) {
+    const Index nb = X.rows();
+    MatrixXd Xc(nb, k.dim());
+    for (Index j = 0; j < k.dim(); ++j) Xc.col(j) = X.col(k.cols[j]);
+    r.resid = VectorXd::Zero(nb);
+    component_features(k, p, Xc, Phic, r.resid, r);
+    if (k.by_col >= 0) {  // f(x) z: features times z, prior variance times z^2
+      r.by = X.col(k.by_col);
+      Phic.array().colwise() *= r.by.array();
+      r.resid.array() *= r.by.array().square();
+    }
+  }
+  void component_block(std::size_t c, const MatrixXd& X, Eigen::Ref<MatrixXd> Phic, ComponentRows& r) const {
+    component_block(comps[c], prior_[c], X, Phic, r);
   }
 
   // Gathers rows idx[begin, end) (or begin..end when idx is null) of the data.
@@ -132,19 +141,24 @@ class AdditiveModel {
   // Adds the data part of the gradient of an objective whose adjoints w.r.t.
   // the features of block b are Phibar and w.r.t. its prior variances gam.
   void row_gradient(const Block& b, const MatrixXd& Phibar, const VectorXd& gam, GradAccum& acc) const {
-    for (std::size_t c = 0; c < comps.size(); ++c) {
-      const Component& k = comps[c];
-      if (!k.learn_kernel && !(k.has_inducing() && set.learn_inducing)) continue;
-      MatrixXd* gZ = k.has_inducing() && set.learn_inducing ? &acc.g_Z[c] : nullptr;
-      if (k.by_col < 0) {
-        component_row_gradient(k, prior_[c], b.rows[c], Phibar.middleCols(offsets_[c], k.size()), gam, acc.g_kern[c],
-                               gZ);
-      } else {  // through the scaling by z: adjoints of the unscaled features and variances
-        const VectorXd& z = b.rows[c].by;
-        const MatrixXd Pb = z.asDiagonal() * Phibar.middleCols(offsets_[c], k.size());
-        const VectorXd gz = gam.cwiseProduct(z.cwiseAbs2());
-        component_row_gradient(k, prior_[c], b.rows[c], Pb, gz, acc.g_kern[c], gZ);
-      }
+    for (std::size_t c = 0; c < comps.size(); ++c)
+      component_gradient(c, b.rows[c], Phibar.middleCols(offsets_[c], comps[c].size()), gam, acc.g_kern[c],
+                         acc.g_Z[c]);
+  }
+
+  // The same for component c alone, at rows r with feature adjoints Phibar_c.
+  void component_gradient(std::size_t c, const ComponentRows& r, const Eigen::Ref<const MatrixXd>& Phibar_c,
+                          const VectorXd& gam, Eigen::Ref<VectorXd> g_kern, MatrixXd& g_Z) const {
+    const Component& k = comps[c];
+    if (!k.learn_kernel && !(k.has_inducing() && set.learn_inducing)) return;
+    MatrixXd* gZ = k.has_inducing() && set.learn_inducing ? &g_Z : nullptr;
+    if (k.by_col < 0) {
+      component_row_gradient(k, prior_[c], r, Phibar_c, gam, g_kern, gZ);
+    } else {  // through the scaling by z: adjoints of the unscaled features and variances
+      const VectorXd& z = r.by;
+      const MatrixXd Pb = z.asDiagonal() * Phibar_c;
+      const VectorXd gz = gam.cwiseProduct(z.cwiseAbs2());
+      component_row_gradient(k, prior_[c], r, Pb, gz, g_kern, gZ);
     }
   }
 

@@ -15,9 +15,11 @@
 // and the gradient of the ELBO w.r.t. the features is
 //   Phibar = g m' + 2 diag(gamma) (Phi S - Phi)   (Hensman et al. 2015, eqs. 8-9, whitened).
 #pragma once
+#include "discrete.hpp"
 #include "fit_loop.hpp"
 #include "gaussian_q.hpp"
 #include "likelihoods.hpp"
+#include <memory>
 
 namespace scalegp {
 
@@ -26,6 +28,11 @@ struct SvgpSettings {
   bool meanfield = false;    // block-diagonal q over components
   int rank = 0;              // > 0: P = I + W W' with W of this many columns
   bool lbfgs = true;         // full batch: L-BFGS with q optimal at each step (else Adam steps)
+  // Gaussian, full batch: products over distinct (rounded) values of each
+  // component (discrete.hpp): 1 on, 0 off, -1 when n >= discrete_rows.
+  int discrete = -1;
+  double bins = 1000;  // values per gp() input (<= 0: exact values)
+  double discrete_rows = 5000;
 };
 
 class Svgp : public WhitenedGaussianModel {
@@ -72,6 +79,7 @@ class Svgp : public WhitenedGaussianModel {
   // and, for Pass::gradient, the data part of the hyperparameter gradient
   // (all unscaled).
   Accum evaluate(const std::vector<std::size_t>* idx, Pass pass, const ParallelFor& pfor) const {
+    if (!idx && disc_) return evaluate_discrete(pass, pfor);
     const std::size_t nrows = idx ? idx->size() : n();
     return deterministic_reduce<Accum>(
         nrows, pfor, [this] { return make_accum(); },
@@ -113,6 +121,116 @@ class Svgp : public WhitenedGaussianModel {
     Phibar.noalias() += 2.0 * gam.asDiagonal() * (T - b.Phi);
     row_gradient(b, Phibar, gam, acc.grad);
   }
+
+  // ---- the same sums from discretised covariates (Gaussian likelihood) -----------
+  // With F_c the features at component c's distinct values, n_c their
+  // weighted counts, C_cl the counts of value pairs, A = Phi' W Phi (blocks
+  // F_c' C_cl F_l) and b = Phi' W (y - o) (blocks F_c' wy_c):
+  //   sum w ((y - mu)^2 + s2) = wyy - 2 m'b + m'A m + tr(A S) + sum_c n_c' resid_c,
+  //   r = Phi' g = (b - A m) / s^2,  Q = Phi' diag(gamma) Phi = -A / (2 s^2),
+  // and the feature adjoints summed over the rows of each value,
+  //   Phibar_c = (wy_c m_c' - sum_l C_cl F_l (S + m m')_lc + diag(n_c) F_c) / s^2,
+  // with variance adjoints gamma_c = -n_c / (2 s^2).
+  struct DiscreteFeatures {
+    MatrixXd F;
+    std::vector<ComponentRows> rows;  // per block of kChunkRows values
+  };
+
+  DiscreteFeatures discrete_features(std::size_t c, const ParallelFor& pfor) const {
+    const MatrixXd& X = disc_->comp[c].X;
+    const std::size_t D = static_cast<std::size_t>(X.rows());
+    DiscreteFeatures f;
+    f.F.resize(static_cast<Index>(D), comps[c].size());
+    f.rows.resize((D + kChunkRows - 1) / kChunkRows);
+    blocked_for(D, pfor, [&](std::size_t begin, std::size_t end) {
+      const Index nb = static_cast<Index>(end - begin);
+      const MatrixXd Xb = X.middleRows(static_cast<Index>(begin), nb);
+      component_block(c, Xb, f.F.middleRows(static_cast<Index>(begin), nb), f.rows[begin / kChunkRows]);
+    });
+    return f;
+  }
+
+  Accum evaluate_discrete(Pass pass, const ParallelFor& pfor) const {
+    const DiscreteData& dd = *disc_;
+    const std::size_t C = comps.size();
+    const Index Mt = total_size();
+    const double nv = lik.noise_var();
+    std::vector<DiscreteFeatures> f;
+    for (std::size_t c = 0; c < C; ++c) f.push_back(discrete_features(c, pfor));
+    // T[c][l] = C_cl F_l (l != c)
+    std::vector<std::vector<MatrixXd>> T(C, std::vector<MatrixXd>(C));
+    for (std::size_t c = 0; c < C; ++c)
+      for (std::size_t l = c + 1; l < C; ++l) {
+        const DiscretePair& pr = dd.pair[c][l - c - 1];
+        T[c][l] = pr.times(f[l].F);
+        T[l][c] = pr.trans_times(f[c].F);
+      }
+    MatrixXd A(Mt, Mt);
+    VectorXd bw(Mt);
+    double explained = dd.wyy;  // sum w ((y - o - mu)^2 + s2)
+    for (std::size_t c = 0; c < C; ++c) {
+      const Index o = offsets_[c], M = comps[c].size();
+      const DiscreteComponent& dc = dd.comp[c];
+      A.block(o, o, M, M).noalias() = f[c].F.transpose() * dc.count.asDiagonal() * f[c].F;
+      for (std::size_t l = c + 1; l < C; ++l) {
+        const Index ol = offsets_[l], Ml = comps[l].size();
+        A.block(o, ol, M, Ml).noalias() = f[c].F.transpose() * T[c][l];
+        A.block(ol, o, Ml, M) = A.block(o, ol, M, Ml).transpose();
+      }
+      bw.segment(o, M).noalias() = f[c].F.transpose() * dc.wy;
+      for (std::size_t b = 0; b < f[c].rows.size(); ++b) {
+        const Index begin = static_cast<Index>(b * kChunkRows), nb = f[c].rows[b].resid.size();
+        explained += dc.count.segment(begin, nb).dot(f[c].rows[b].resid);
+      }
+    }
+    const VectorXd Am = A * m;
+    explained += -2.0 * m.dot(bw) + m.dot(Am) + (A.cwiseProduct(S)).sum();
+    Accum acc = make_accum();
+    acc.sum_v = -0.5 * dd.n_pos * (kLog2Pi + std::log(nv)) + 0.5 * dd.sum_log_w - 0.5 * explained / nv;
+    acc.dlognoise = (nv - Likelihood::kNoiseFloor) * (-0.5 * dd.n_pos / nv + 0.5 * explained / (nv * nv));
+    if (pass == Pass::elbo) return acc;
+    acc.r = (bw - Am) / nv;
+    acc.Q = -0.5 / nv * A;
+    if (pass != Pass::gradient) return acc;
+    const MatrixXd S2 = S + m * m.transpose();
+    for (std::size_t c = 0; c < C; ++c) {
+      const Index o = offsets_[c], M = comps[c].size();
+      const DiscreteComponent& dc = dd.comp[c];
+      MatrixXd Fbar = dc.wy * m.segment(o, M).transpose();
+      Fbar -= dc.count.asDiagonal() * (f[c].F * S2.block(o, o, M, M));
+      for (std::size_t l = 0; l < C; ++l)
+        if (l != c) Fbar.noalias() -= T[c][l] * S2.block(offsets_[l], o, comps[l].size(), M);
+      Fbar += dc.count.asDiagonal() * f[c].F;
+      Fbar /= nv;
+      const VectorXd gam = -0.5 / nv * dc.count;
+      // per block of values, in order (the same sums for any thread count)
+      const std::size_t nblocks = f[c].rows.size();
+      std::vector<GradAccum> part(nblocks, make_grad());
+      pfor(nblocks, [&](std::size_t b0, std::size_t b1) {
+        for (std::size_t b = b0; b < b1; ++b) {
+          const Index begin = static_cast<Index>(b * kChunkRows), nb = f[c].rows[b].resid.size();
+          component_gradient(c, f[c].rows[b], Fbar.middleRows(begin, nb), gam.segment(begin, nb),
+                             part[b].g_kern[c], part[b].g_Z[c]);
+        }
+      });
+      for (const GradAccum& g : part) {
+        acc.grad.g_kern[c] += g.g_kern[c];
+        acc.grad.g_Z[c] += g.g_Z[c];
+      }
+    }
+    return acc;
+  }
+
+  // Discretises the data for the fit when the options ask for it (a Gaussian
+  // likelihood and all rows per iteration); the number of distinct values.
+  std::size_t use_discrete(bool full, double dense_cells = kDenseCells) {
+    disc_.reset();
+    const bool want = opt.discrete > 0 || (opt.discrete < 0 && static_cast<double>(n()) >= opt.discrete_rows);
+    if (!want || !full || lik.family != Family::gaussian) return 0;
+    disc_ = std::make_shared<const DiscreteData>(discretise(comps, X_, y_, w_, o_, opt.bins, dense_cells));
+    return disc_->n_distinct();
+  }
+  bool discrete() const { return static_cast<bool>(disc_); }
 
   // ---- parameters moved by Adam: the hyperparameters, then the noise ----------------
   Index n_theta() const { return n_hyper() + (lik.has_noise() && set.learn_noise ? 1 : 0); }
@@ -203,6 +321,7 @@ class Svgp : public WhitenedGaussianModel {
     pfor_ = &pfor;
     Sampler sampler(Sampler::Mode::shuffled, n(), set.batch_size, rng);
     full_ = sampler.full();
+    use_discrete(full_);
     if (full_ && opt.lbfgs) return fit_profile(*this, set, static_cast<double>(n()), monitor);
     rho_ = opt.natgrad_step > 0 ? opt.natgrad_step
            : sampler.full() ? (lik.family == Family::gaussian ? 1.0 : 0.5)
@@ -370,6 +489,7 @@ class Svgp : public WhitenedGaussianModel {
   Rng dummy_rng_{0};  // (a full-data sampler draws nothing)
   int warmup_ = 0;
   Accum acc_;
+  std::shared_ptr<const DiscreteData> disc_;
 };
 
 }  // namespace scalegp

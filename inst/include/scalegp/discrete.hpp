@@ -1,0 +1,185 @@
+// Discretised covariates for the additive model (the idea of Wood, Li,
+// Shaddick and Augustin 2017, "Generalized additive models for gigadata",
+// and Li and Wood 2020): each component's inputs take few distinct values
+// after rounding, so its features need only be computed at those values,
+// and every product over rows becomes a product over distinct values with
+// weighted counts:
+//   Phi' W Phi, block (c, l) = F_c' C_cl F_l,
+//   C_cl[a, b] = sum of w_i over rows whose component-c value is a and
+//                component-l value is b   (C_cc = diag(n_c)),
+//   Phi' W y,   block c      = F_c' (sum of w_i (y_i - o_i) by value of c).
+// A Gaussian likelihood depends on the data only through these sums, so
+// after the one pass of discretise() an evaluation of the ELBO and its
+// gradient costs nothing per row (svgp.hpp, evaluate_discrete()).
+//
+// Rounding: a gp() input is rounded to the nearest of `bins` equally spaced
+// values over its range (for a term over d >= 2 inputs, max(100,
+// ceil(bins^(1/d))) values per input) unless it has no more distinct values
+// (tuples) than the grid has points; bins <= 0 keeps the exact values (rows
+// are only grouped by equal inputs, the fit is that of the exact rows).
+// Factor codes, parametric columns and `by` variables are never rounded.
+#pragma once
+#include "components.hpp"
+#include <Eigen/Sparse>
+#include <algorithm>
+#include <cmath>
+#include <numeric>
+#include <vector>
+
+namespace scalegp {
+
+// The distinct values of one component.
+struct DiscreteComponent {
+  MatrixXd X;     // D x p: distinct rows (the component's columns and its by column; other columns 0)
+  VectorXd count; // weighted counts n_c (sum of w by value)
+  VectorXd wy;    // sum of w (y - offset) by value
+};
+
+// Weighted counts of the value pairs of two components c < l (D_c x D_l),
+// dense when small, sparse otherwise.
+struct DiscretePair {
+  bool dense = true;
+  MatrixXd C;
+  Eigen::SparseMatrix<double, Eigen::RowMajor> Cs;
+  MatrixXd times(const MatrixXd& Fl) const {  // C F_l
+    return dense ? MatrixXd(C * Fl) : MatrixXd(Cs * Fl);
+  }
+  MatrixXd trans_times(const MatrixXd& Fc) const {  // C' F_c
+    return dense ? MatrixXd(C.transpose() * Fc) : MatrixXd(Cs.transpose() * Fc);
+  }
+};
+
+struct DiscreteData {
+  std::vector<DiscreteComponent> comp;
+  std::vector<std::vector<DiscretePair>> pair;  // pair[c][l - c - 1], l > c
+  double n_pos = 0;      // rows with w > 0
+  double sum_log_w = 0;  // sum of log w over them
+  double wyy = 0;        // sum of w (y - offset)^2
+  std::size_t n_distinct() const {
+    std::size_t d = 0;
+    for (const auto& c : comp) d += static_cast<std::size_t>(c.X.rows());
+    return d;
+  }
+};
+
+// Largest D_c x D_l held dense (doubles).
+constexpr double kDenseCells = 4.0e6;
+
+// Values per input of a gp() term over d inputs (0: exact).
+inline double discrete_grid(double bins, Index d) {
+  if (!(bins > 0)) return 0;
+  if (d <= 1) return std::max(2.0, std::floor(bins));
+  return std::max(100.0, std::ceil(std::pow(bins, 1.0 / static_cast<double>(d))));
+}
+
+// Groups the rows with w > 0 by the (rounded) values of each component and
+// sums counts and data by value and by pair of values.
+inline DiscreteData discretise(const std::vector<Component>& comps, const Eigen::Ref<const MatrixXd>& X,
+                               const Eigen::Ref<const VectorXd>& y, const Eigen::Ref<const VectorXd>& w,
+                               const Eigen::Ref<const VectorXd>& offset, double bins,
+                               double dense_cells = kDenseCells) {
+  const Index n = X.rows(), p = X.cols();
+  DiscreteData dd;
+  std::vector<Index> rows;
+  for (Index i = 0; i < n; ++i)
+    if (w(i) > 0) {
+      rows.push_back(i);
+      dd.n_pos += 1;
+      dd.sum_log_w += std::log(w(i));
+      const double r = y(i) - offset(i);
+      dd.wyy += w(i) * r * r;
+    }
+  const Index nr = static_cast<Index>(rows.size());
+  const std::size_t C = comps.size();
+  std::vector<std::vector<int>> id(C, std::vector<int>(nr));
+  dd.comp.resize(C);
+  for (std::size_t c = 0; c < C; ++c) {
+    const Component& k = comps[c];
+    std::vector<Index> cols(k.cols.begin(), k.cols.end());
+    const std::size_t n_round = cols.size();
+    if (k.by_col >= 0) cols.push_back(k.by_col);
+    const Index dk = static_cast<Index>(cols.size());
+    const bool round = k.kind == Kind::stationary || k.kind == Kind::centred;
+    const double grid = round ? discrete_grid(bins, static_cast<Index>(n_round)) : 0;
+    // key rows (row-major): the component's inputs (rounded when `step`) and its by column
+    std::vector<double> key(static_cast<std::size_t>(nr) * dk);
+    auto make_key = [&](bool rounded) {
+      for (Index j = 0; j < dk; ++j) {
+        double lo = 0, step = 0;
+        if (rounded && static_cast<std::size_t>(j) < n_round && nr > 0) {
+          lo = X(rows[0], cols[j]);
+          double hi = lo;
+          for (Index i : rows) {
+            lo = std::min(lo, X(i, cols[j]));
+            hi = std::max(hi, X(i, cols[j]));
+          }
+          step = (hi - lo) / (grid - 1);
+        }
+        for (Index r = 0; r < nr; ++r) {
+          double x = X(rows[r], cols[j]);
+          if (step > 0) x = lo + std::round((x - lo) / step) * step;
+          key[static_cast<std::size_t>(r) * dk + j] = x;
+        }
+      }
+    };
+    auto less = [&](Index a, Index b) {
+      for (Index j = 0; j < dk; ++j) {
+        const double u = key[static_cast<std::size_t>(a) * dk + j], v = key[static_cast<std::size_t>(b) * dk + j];
+        if (u != v) return u < v;
+      }
+      return false;
+    };
+    std::vector<Index> ord(nr), first;  // first: the first sorted row of each value
+    auto group = [&]() {
+      std::iota(ord.begin(), ord.end(), Index(0));
+      std::stable_sort(ord.begin(), ord.end(), less);
+      first.clear();
+      for (Index t = 0; t < nr; ++t) {
+        if (t == 0 || less(ord[t - 1], ord[t])) first.push_back(ord[t]);
+        id[c][ord[t]] = static_cast<int>(first.size()) - 1;
+      }
+    };
+    // Inputs with no more distinct values than the grid has points are kept
+    // exact (rounding values that already lie on a coarse grid, e.g. ages in
+    // years, would shift them all alike); others are rounded.
+    make_key(false);
+    group();
+    if (grid > 0 && static_cast<double>(first.size()) > std::pow(grid, static_cast<double>(n_round))) {
+      make_key(true);
+      group();
+    }
+    DiscreteComponent& dc = dd.comp[c];
+    const Index D = static_cast<Index>(first.size());
+    dc.X = MatrixXd::Zero(D, p);
+    for (Index a = 0; a < D; ++a)
+      for (Index j = 0; j < dk; ++j) dc.X(a, cols[j]) = key[static_cast<std::size_t>(first[a]) * dk + j];
+    dc.count = VectorXd::Zero(D);
+    dc.wy = VectorXd::Zero(D);
+    for (Index r = 0; r < nr; ++r) {
+      const Index i = rows[r];
+      dc.count(id[c][r]) += w(i);
+      dc.wy(id[c][r]) += w(i) * (y(i) - offset(i));
+    }
+  }
+  dd.pair.resize(C);
+  for (std::size_t c = 0; c < C; ++c)
+    for (std::size_t l = c + 1; l < C; ++l) {
+      const Index Dc = dd.comp[c].X.rows(), Dl = dd.comp[l].X.rows();
+      DiscretePair pr;
+      pr.dense = static_cast<double>(Dc) * static_cast<double>(Dl) <= dense_cells;
+      if (pr.dense) {
+        pr.C = MatrixXd::Zero(Dc, Dl);
+        for (Index r = 0; r < nr; ++r) pr.C(id[c][r], id[l][r]) += w(rows[r]);
+      } else {
+        std::vector<Eigen::Triplet<double>> t;
+        t.reserve(static_cast<std::size_t>(nr));
+        for (Index r = 0; r < nr; ++r) t.emplace_back(id[c][r], id[l][r], w(rows[r]));
+        pr.Cs.resize(Dc, Dl);
+        pr.Cs.setFromTriplets(t.begin(), t.end());
+      }
+      dd.pair[c].push_back(std::move(pr));
+    }
+  return dd;
+}
+
+}  // namespace scalegp

@@ -1,0 +1,187 @@
+// Discretised covariates (discrete.hpp, Svgp::evaluate_discrete): the sums
+// over distinct values equal the sums over rows.
+#include "fixtures.hpp"
+
+using namespace fixtures;
+
+namespace {
+
+// Gaussian data whose inputs take few distinct values (so rows share values),
+// with a factor in column 3, zero and non-unit weights.
+Data coarse_data(std::size_t n, unsigned seed, int levels_x) {
+  Data d = make_data(n, Family::gaussian, seed);
+  d.X.conservativeResize(static_cast<Index>(n), 4);
+  for (Index i = 0; i < d.X.rows(); ++i) {
+    for (Index j = 0; j < 2; ++j) d.X(i, j) = std::round(d.X(i, j) * levels_x / 4.0) * 4.0 / levels_x;
+    d.X(i, 3) = static_cast<double>((i * 7) % 5);
+    if (i % 11 == 4) d.w(i) = 0.0;
+  }
+  return d;
+}
+
+Component centred2(const MatrixXd& Z) {
+  Component cen;
+  cen.kind = Kind::centred;
+  cen.cols = {0, 1};
+  cen.centred.base.type = KernelType::matern52;
+  cen.centred.base.log_var = std::log(0.9);
+  cen.centred.base.log_ls.resize(2);
+  cen.centred.base.log_ls << std::log(1.2), std::log(0.8);
+  for (int e = 0; e < 2; ++e) {
+    VectorXd nodes(9), w(9);
+    for (int q = 0; q < 9; ++q) {
+      nodes(q) = -2.0 + 0.5 * q;
+      w(q) = 1.0 / 9.0;
+    }
+    cen.centred.nodes.push_back(nodes);
+    cen.centred.weights.push_back(w);
+  }
+  cen.centred.products = {{3u, 1.0}, {1u, -1.0}, {2u, -1.0}, {0u, 1.0}};  // pure interaction
+  cen.Z = Z;
+  return cen;
+}
+
+// GP(x1) + GP(x2) by x1 + centred GP(x1, x2) + factor + intercept.
+std::vector<Component> model_components() {
+  Component a = gp_component(KernelType::se, false, uniform_matrix(6, 1, 31, -2, 2), {0});
+  Component b = gp_component(KernelType::matern32, false, uniform_matrix(5, 1, 32, -2, 2), {1});
+  b.by_col = 0;
+  Component fac;
+  fac.kind = Kind::factor;
+  fac.cols = {3};
+  fac.levels = 5;
+  fac.kernel.log_var = std::log(0.5);
+  return {a, b, centred2(uniform_matrix(7, 2, 33, -2, 2)), fac, linear_component({2}, VectorXd::Constant(1, 2.0))};
+}
+
+Svgp make(const Data& d, std::vector<Component> comps, int discrete, double bins, Settings set = Settings()) {
+  Likelihood lik(Family::gaussian);
+  lik.log_noise = std::log(0.2);
+  SvgpSettings opt;
+  opt.discrete = discrete;
+  opt.bins = bins;
+  return Svgp(std::move(comps), lik, set, opt, d.X.data(), d.n(), static_cast<std::size_t>(d.X.cols()), d.y.data(),
+              d.w.data(), d.o.data());
+}
+
+void random_q(Svgp& s, unsigned seed) {
+  const Index Mt = s.total_size();
+  const MatrixXd B = uniform_matrix(Mt, Mt, seed, -1.0, 1.0);
+  s.P = MatrixXd::Identity(Mt, Mt) + 2.0 * B * B.transpose() / static_cast<double>(Mt);
+  s.h = uniform_matrix(Mt, 1, seed + 1, -1.0, 1.0);
+  s.refresh();
+}
+
+// Every statistic of a gradient pass, discretised (s) against rows (t).
+void check_same_pass(Svgp& s, Svgp& t, double tol) {
+  random_q(s, 5);
+  random_q(t, 5);
+  const Svgp::Accum a = s.evaluate(nullptr, Svgp::Pass::gradient, serial_for);
+  const Svgp::Accum b = t.evaluate(nullptr, Svgp::Pass::gradient, serial_for);
+  CHECK(std::abs(a.sum_v - b.sum_v) <= tol * std::abs(b.sum_v));
+  CHECK(std::abs(a.dlognoise - b.dlognoise) <= tol * std::abs(b.dlognoise));
+  check_all_close(a.r, b.r, tol, tol * b.r.cwiseAbs().maxCoeff());
+  const MatrixXd Qa = a.Q.selfadjointView<Eigen::Lower>(), Qb = b.Q.selfadjointView<Eigen::Lower>();
+  check_all_close(Qa, Qb, tol, tol * Qb.cwiseAbs().maxCoeff());
+  const VectorXd ga = s.gradient(a, 1.0), gb = t.gradient(b, 1.0);
+  REQUIRE(gb.cwiseAbs().maxCoeff() > 0);
+  check_all_close(ga, gb, tol, tol * gb.cwiseAbs().maxCoeff());
+}
+
+}  // namespace
+
+TEST_CASE("discretised sums equal the sums over rows (exact values)", "[discrete]") {
+  const Data d = coarse_data(400, 81, 12);  // 13 values per input, 5 levels
+  Svgp s = make(d, model_components(), 1, 0);
+  Svgp t = make(d, model_components(), 0, 0);
+  REQUIRE(s.use_discrete(true) > 0);
+  REQUIRE(t.use_discrete(true) == 0);
+  CHECK(s.discrete());
+  check_same_pass(s, t, 1e-10);
+  SECTION("sparse pair counts give the same sums") {
+    Svgp u = make(d, model_components(), 1, 0);
+    u.use_discrete(true, 0.0);
+    check_same_pass(u, t, 1e-10);
+  }
+  SECTION("not used for minibatches or other families") {
+    Svgp v = make(d, model_components(), 1, 0);
+    CHECK(v.use_discrete(false) == 0);
+    CHECK_FALSE(v.discrete());
+  }
+}
+
+TEST_CASE("discretised sums with distinct inputs on every row", "[discrete]") {
+  const Data d = make_data(300, Family::gaussian, 82);  // continuous inputs: D = n
+  std::vector<Component> cs = {gp_component(KernelType::matern52, true, uniform_matrix(8, 2, 83, -2, 2)),
+                               linear_component({2}, VectorXd::Constant(1, 2.0))};
+  Svgp s = make(d, cs, 1, 0);
+  Svgp t = make(d, cs, 0, 0);
+  CHECK(s.use_discrete(true) == 300 + 1);
+  check_same_pass(s, t, 1e-10);
+}
+
+TEST_CASE("rounded inputs: the fit of the rows with rounded inputs", "[discrete]") {
+  Data d = make_data(500, Family::gaussian, 84);
+  d.X.conservativeResize(500, 4);
+  for (Index i = 0; i < 500; ++i) d.X(i, 3) = static_cast<double>(i % 3);
+  const double bins = 20;
+  // the same rounding by hand: 20 values over each input's range
+  Data r = d;
+  for (Index j = 0; j < 2; ++j) {
+    const double lo = d.X.col(j).minCoeff(), hi = d.X.col(j).maxCoeff(), step = (hi - lo) / (bins - 1);
+    for (Index i = 0; i < 500; ++i) r.X(i, j) = lo + std::round((d.X(i, j) - lo) / step) * step;
+  }
+  // (no 2-input term: it would use max(100, ...) values per input; no by
+  // variable: those are never rounded)
+  std::vector<Component> cs = model_components();
+  cs[1].by_col = -1;
+  cs.erase(cs.begin() + 2);
+  Svgp s = make(d, cs, 1, bins);
+  Svgp t = make(r, cs, 0, 0);
+  CHECK(s.use_discrete(true) == 20 + 20 + 3 + 1);
+  check_same_pass(s, t, 1e-10);
+}
+
+TEST_CASE("discrete_grid: values per input", "[discrete]") {
+  CHECK(discrete_grid(1000, 1) == 1000);
+  CHECK(discrete_grid(1000, 2) == 100);
+  CHECK(discrete_grid(1e6, 2) == 1000);
+  CHECK(discrete_grid(0, 1) == 0);
+  CHECK(discrete_grid(-1, 2) == 0);
+}
+
+TEST_CASE("a discretised fit equals the fit of the rows, for any thread count", "[discrete][fit]") {
+  const Data d = coarse_data(600, 85, 16);
+  Settings set;
+  set.batch_size = 600;
+  set.max_iter = 1000;
+  set.tol = 1e-9;
+  std::vector<Component> cs = model_components();
+  cs.erase(cs.begin() + 2);  // (the pure interaction makes the ELBO too flat to converge tightly)
+  auto run = [&](int discrete, const ParallelFor& pfor) {
+    Svgp s = make(d, cs, discrete, 0, set);
+    Rng rng(1);
+    const FitInfo info = s.fit(pfor, rng, [](int, double) { return true; });
+    return std::make_tuple(info, s.m, s.pack(), s.discrete());
+  };
+  const auto [ia, ma, ta, da] = run(1, serial_for);
+  const auto [ib, mb, tb, db] = run(0, serial_for);
+  CHECK(da);
+  CHECK_FALSE(db);
+  CHECK(ia.iterations > 3);
+  CHECK(ia.gradient.cwiseAbs().maxCoeff() < 1e-3);  // (the ELBO stops increasing in double precision first)
+  INFO("iterations " << ia.iterations << " / " << ib.iterations << ", stop " << ia.stop << " / " << ib.stop
+       << ", objective " << ia.objective << " / " << ib.objective << ", |g| " << ia.gradient.cwiseAbs().maxCoeff()
+       << " / " << ib.gradient.cwiseAbs().maxCoeff());
+  // the same optimum: the ELBO to 1e-9; the parameters as far as the flat
+  // ELBO determines them (rounding differences steer the two L-BFGS paths)
+  CHECK(std::abs(ia.objective - ib.objective) <= 1e-9 * std::abs(ib.objective));
+  check_all_close(ta, tb, 2e-3, 1e-5);
+  check_all_close(ma, mb, 2e-3, 1e-5);
+  for (unsigned th : {2u, 3u}) {
+    const auto [ic, mc, tc, dc] = run(1, thread_for(th));
+    CHECK(ic.trace == ia.trace);
+    CHECK(mc == ma);
+    CHECK(tc == ta);
+  }
+}
