@@ -25,7 +25,9 @@
 #'   and 100 for more.  Reduced (with a warning when it was asked for) to the
 #'   number of unique input rows when that is smaller.
 #' @param batch_size rows per minibatch; `NULL` uses all rows when there are at
-#'   most 20000 and minibatches of 2000 otherwise.
+#'   most 20000 and minibatches of 2000 otherwise, except for Gaussian
+#'   variational fits with discretised covariates (see [vi_options()]), which
+#'   use all rows at any size.
 #' @param iterations maximum number of iterations (L-BFGS steps, or Adam steps
 #'   with minibatches).
 #' @param epochs alternative to `iterations`: the maximum number of passes
@@ -171,19 +173,19 @@ check_count <- function(x, arg, zero = FALSE) {
 
 # Resolves data-dependent defaults of a control object for n rows and the
 # options of `engine` (see engine_options()).
-resolve_control <- function(control, n, engine) {
+resolve_control <- function(control, n, engine, family = "gaussian") {
   if (!inherits(control, "gp_control")) {
     if (is.list(control)) control <- do.call(gp_control, control)
     else stop_arg("control", "must be made by gp_control()")
   }
-  b <- control$batch_size %||% if (n <= 20000) n else 2000
+  opts <- engine_options(engine, control)
+  b <- control$batch_size %||% default_batch_size(engine, n, family, opts)
   if (b > n) b <- n
   control$batch_size <- as.integer(b)
   if (!is.null(control$epochs))
     control$iterations <- as.integer(min(.Machine$integer.max, ceiling(control$epochs * n / b)))
   control$threads <- as.integer(control$threads %||% RcppParallel::defaultNumThreads())
   control$seed <- control$seed %||% sample.int(.Machine$integer.max, 1)
-  opts <- engine_options(engine, control)
   control[names(opts)] <- opts
   control
 }

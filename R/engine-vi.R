@@ -94,6 +94,11 @@ engine_fit.engine_vi <- function(engine, setup, control) {
             progress_monitor(control, engine$objective, jacobian(setup)))
 }
 
+# A Gaussian fit with discretised covariates costs little per row: all rows.
+default_batch_size.engine_vi <- function(engine, n, family, opts) {
+  if (family == "gaussian" && !isFALSE(opts$discrete)) n else NextMethod()
+}
+
 engine_collect.engine_vi <- function(engine, fit, res) {
   fit$elbo <- fit$objective
   fit$kl <- res$kl

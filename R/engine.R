@@ -86,6 +86,11 @@ engine_options <- function(engine, control) {
   do.call(engine$options, given)
 }
 
+# Rows per iteration when the user did not say (`opts`: the engine's options):
+# all rows up to 20000, minibatches of 2000 beyond.
+default_batch_size <- function(engine, n, family, opts) UseMethod("default_batch_size")
+default_batch_size.default <- function(engine, n, family, opts) if (n <= 20000) n else 2000
+
 # Adds the engine's own entries to a fit made by collect_fit() from the raw
 # result `res` of engine_fit() (default: none).
 engine_collect <- function(engine, fit, res) UseMethod("engine_collect")
