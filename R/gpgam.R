@@ -92,7 +92,7 @@ gpgam <- function(formula, data, family = gaussian(), inference = "vi", control 
   fam <- likelihood_name(family)
   parsed <- parse_gpgam_formula(formula, if (!missing(data) && is.data.frame(data)) data)
   mf <- gp_model_frame(cl, parent.frame(), parsed$full)
-  control <- resolve_control(control, nrow(mf), engine, fam)
+  control <- resolve_control(control, nrow(mf), engine, fam$lik)
   setup <- gp_setup(parsed, mf, fam, control)
   t0 <- proc.time()[["elapsed"]]
   res <- engine_fit(engine, setup, control)

@@ -14,7 +14,7 @@ static SvgpSettings svgp_settings_from(const Rcpp::List& o) {
   s.meanfield = Rcpp::as<bool>(o["meanfield"]);
   s.rank = Rcpp::as<int>(o["rank"]);
   s.lbfgs = Rcpp::as<bool>(o["lbfgs"]);
-  s.discrete = Rcpp::as<int>(o["discrete"]);
+  s.discrete = Rcpp::as<bool>(o["discrete"]);
   s.bins = Rcpp::as<double>(o["bins"]);
   return s;
 }

@@ -54,7 +54,7 @@ std::vector<Component> model_components() {
   return {a, b, centred2(uniform_matrix(7, 2, 33, -2, 2)), fac, linear_component({2}, VectorXd::Constant(1, 2.0))};
 }
 
-Svgp make(const Data& d, std::vector<Component> comps, int discrete, double bins, Settings set = Settings()) {
+Svgp make(const Data& d, std::vector<Component> comps, bool discrete, double bins, Settings set = Settings()) {
   Likelihood lik(Family::gaussian);
   lik.log_noise = std::log(0.2);
   SvgpSettings opt;
@@ -158,7 +158,7 @@ TEST_CASE("a discretised fit equals the fit of the rows, for any thread count", 
   set.tol = 1e-9;
   std::vector<Component> cs = model_components();
   cs.erase(cs.begin() + 2);  // (the pure interaction makes the ELBO too flat to converge tightly)
-  auto run = [&](int discrete, const ParallelFor& pfor) {
+  auto run = [&](bool discrete, const ParallelFor& pfor) {
     Svgp s = make(d, cs, discrete, 0, set);
     Rng rng(1);
     const FitInfo info = s.fit(pfor, rng, [](int, double) { return true; });

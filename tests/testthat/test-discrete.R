@@ -7,7 +7,7 @@ test_that("discretised fits equal row fits with exact values and stay close with
   d <- data.frame(x1 = round(runif(n), 2), x2 = runif(n), g = factor(sample(letters[1:4], n, TRUE)))
   d$y <- sin(2 * pi * d$x1) + d$x2^2 + as.numeric(d$g) / 4 + rnorm(n, sd = 0.3)
   f <- y ~ gp(x1) + gp(x2) + g
-  ctl <- function(...) gp_control(verbose = FALSE, seed = 1, inducing = 10, ...)
+  ctl <- function(...) gp_control(verbose = FALSE, seed = 1, inducing = 10, learn_inducing = TRUE, ...)
   rows <- gpgam(f, data = d, control = ctl(discrete = FALSE))
   exact <- gpgam(f, data = d, control = ctl(discrete = TRUE, bins = Inf))
   auto <- gpgam(f, data = d, control = ctl())
@@ -27,6 +27,22 @@ test_that("discretised fits equal row fits with exact values and stay close with
   expect_lt(max(abs(pa$fit - pr$fit) / pr$se.fit), 0.02)
   expect_lt(max(abs(pa$se.fit / pr$se.fit - 1)), 0.01)
   expect_lt(abs(auto$elbo - rows$elbo), 0.3)
+})
+
+test_that("discretised fits keep the inducing inputs at their start by default", {
+  set.seed(4)
+  d <- data.frame(x = runif(6000))
+  d$y <- sin(6 * d$x) + rnorm(6000, sd = 0.3)
+  ctl <- function(...) gp_control(verbose = FALSE, seed = 1, inducing = 8, ...)
+  inducing_inputs <- function(fit) fit$state$specs[[1]]$Z
+  fixed <- gpgam(y ~ gp(x), data = d, control = ctl())
+  moved <- gpgam(y ~ gp(x), data = d, control = ctl(learn_inducing = TRUE))
+  rows <- gpgam(y ~ gp(x), data = d, control = ctl(discrete = FALSE))
+  expect_true(fixed$discrete && moved$discrete && !rows$discrete)
+  expect_gt(max(abs(inducing_inputs(moved) - inducing_inputs(fixed))), 1e-3)
+  expect_equal(inducing_inputs(fixed), inducing_inputs(gpgam(y ~ gp(x), data = d, control = ctl(fixed = "inducing"))))
+  expect_gt(max(abs(inducing_inputs(rows) - inducing_inputs(fixed))), 1e-3)
+  expect_error(gp_control(learn_inducing = NA), "learn_inducing")
 })
 
 test_that("discretisation options are checked", {

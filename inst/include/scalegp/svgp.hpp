@@ -29,10 +29,9 @@ struct SvgpSettings {
   int rank = 0;              // > 0: P = I + W W' with W of this many columns
   bool lbfgs = true;         // full batch: L-BFGS with q optimal at each step (else Adam steps)
   // Gaussian, full batch: products over distinct (rounded) values of each
-  // component (discrete.hpp): 1 on, 0 off, -1 when n >= discrete_rows.
-  int discrete = -1;
+  // component (discrete.hpp); the R default decides (vi_discrete()).
+  bool discrete = false;
   double bins = 1000;  // values per gp() input (<= 0: exact values)
-  double discrete_rows = 5000;
 };
 
 class Svgp : public WhitenedGaussianModel {
@@ -150,39 +149,66 @@ class Svgp : public WhitenedGaussianModel {
     return f;
   }
 
-  Accum evaluate_discrete(Pass pass, const ParallelFor& pfor) const {
+  // What evaluate_discrete() computes from the hyperparameters alone (kept
+  // between the passes of one profile() and reused while prior_version()
+  // does not change).
+  struct DiscreteCache {
+    long version = -1;
+    std::vector<DiscreteFeatures> f;
+    std::vector<std::vector<MatrixXd>> T;  // T[c][l] = C_cl F_l (l != c)
+    MatrixXd A;                            // Phi' W Phi
+    VectorXd bw;                           // Phi' W (y - o)
+    double resid = 0;                      // sum of w * resid
+  };
+
+  const DiscreteCache& discrete_cache(const ParallelFor& pfor) const {
+    DiscreteCache& k = cache_;
+    if (k.version == prior_version()) return k;
     const DiscreteData& dd = *disc_;
     const std::size_t C = comps.size();
     const Index Mt = total_size();
-    const double nv = lik.noise_var();
-    std::vector<DiscreteFeatures> f;
-    for (std::size_t c = 0; c < C; ++c) f.push_back(discrete_features(c, pfor));
-    // T[c][l] = C_cl F_l (l != c)
-    std::vector<std::vector<MatrixXd>> T(C, std::vector<MatrixXd>(C));
+    k.f.clear();
+    for (std::size_t c = 0; c < C; ++c) k.f.push_back(discrete_features(c, pfor));
+    k.T.assign(C, std::vector<MatrixXd>(C));
     for (std::size_t c = 0; c < C; ++c)
       for (std::size_t l = c + 1; l < C; ++l) {
         const DiscretePair& pr = dd.pair[c][l - c - 1];
-        T[c][l] = pr.times(f[l].F);
-        T[l][c] = pr.trans_times(f[c].F);
+        k.T[c][l] = pr.times(k.f[l].F);
+        k.T[l][c] = pr.trans_times(k.f[c].F);
       }
-    MatrixXd A(Mt, Mt);
-    VectorXd bw(Mt);
-    double explained = dd.wyy;  // sum w ((y - o - mu)^2 + s2)
+    k.A.resize(Mt, Mt);
+    k.bw.resize(Mt);
+    k.resid = 0;
     for (std::size_t c = 0; c < C; ++c) {
       const Index o = offsets_[c], M = comps[c].size();
       const DiscreteComponent& dc = dd.comp[c];
-      A.block(o, o, M, M).noalias() = f[c].F.transpose() * dc.count.asDiagonal() * f[c].F;
+      const MatrixXd& F = k.f[c].F;
+      k.A.block(o, o, M, M).noalias() = F.transpose() * dc.count.asDiagonal() * F;
       for (std::size_t l = c + 1; l < C; ++l) {
         const Index ol = offsets_[l], Ml = comps[l].size();
-        A.block(o, ol, M, Ml).noalias() = f[c].F.transpose() * T[c][l];
-        A.block(ol, o, Ml, M) = A.block(o, ol, M, Ml).transpose();
+        k.A.block(o, ol, M, Ml).noalias() = F.transpose() * k.T[c][l];
+        k.A.block(ol, o, Ml, M) = k.A.block(o, ol, M, Ml).transpose();
       }
-      bw.segment(o, M).noalias() = f[c].F.transpose() * dc.wy;
-      for (std::size_t b = 0; b < f[c].rows.size(); ++b) {
-        const Index begin = static_cast<Index>(b * kChunkRows), nb = f[c].rows[b].resid.size();
-        explained += dc.count.segment(begin, nb).dot(f[c].rows[b].resid);
+      k.bw.segment(o, M).noalias() = F.transpose() * dc.wy;
+      for (std::size_t b = 0; b < k.f[c].rows.size(); ++b) {
+        const Index begin = static_cast<Index>(b * kChunkRows), nb = k.f[c].rows[b].resid.size();
+        k.resid += dc.count.segment(begin, nb).dot(k.f[c].rows[b].resid);
       }
     }
+    k.version = prior_version();
+    return k;
+  }
+
+  Accum evaluate_discrete(Pass pass, const ParallelFor& pfor) const {
+    const DiscreteData& dd = *disc_;
+    const std::size_t C = comps.size();
+    const double nv = lik.noise_var();
+    const DiscreteCache& k = discrete_cache(pfor);
+    const auto& f = k.f;
+    const auto& T = k.T;
+    const MatrixXd& A = k.A;
+    const VectorXd& bw = k.bw;
+    double explained = dd.wyy + k.resid;  // sum w ((y - o - mu)^2 + s2)
     const VectorXd Am = A * m;
     explained += -2.0 * m.dot(bw) + m.dot(Am) + (A.cwiseProduct(S)).sum();
     Accum acc = make_accum();
@@ -225,9 +251,9 @@ class Svgp : public WhitenedGaussianModel {
   // likelihood and all rows per iteration); the number of distinct values.
   std::size_t use_discrete(bool full, double dense_cells = kDenseCells) {
     disc_.reset();
-    const bool want = opt.discrete > 0 || (opt.discrete < 0 && static_cast<double>(n()) >= opt.discrete_rows);
-    if (!want || !full || lik.family != Family::gaussian) return 0;
+    if (!opt.discrete || !full || lik.family != Family::gaussian) return 0;
     disc_ = std::make_shared<const DiscreteData>(discretise(comps, X_, y_, w_, o_, opt.bins, dense_cells));
+    cache_ = DiscreteCache();
     return disc_->n_distinct();
   }
   bool discrete() const { return static_cast<bool>(disc_); }
@@ -490,6 +516,7 @@ class Svgp : public WhitenedGaussianModel {
   int warmup_ = 0;
   Accum acc_;
   std::shared_ptr<const DiscreteData> disc_;
+  mutable DiscreteCache cache_;
 };
 
 }  // namespace scalegp
