@@ -9,8 +9,8 @@
     .Call(`_scalegp_ep_shard_pass`, X, y, w, offset, control, options, sites, bounds, kind, rho, action, state, threads)
 }
 
-.gp_predict <- function(specs, state, Xnew, offset, terms, jitter, threads, center = NULL) {
-    .Call(`_scalegp_gp_predict`, specs, state, Xnew, offset, terms, jitter, threads, center)
+.gp_predict <- function(specs, state, Xnew, offset, terms, jitter, threads, center = NULL, variance = TRUE) {
+    .Call(`_scalegp_gp_predict`, specs, state, Xnew, offset, terms, jitter, threads, center, variance)
 }
 
 .gp_feature_means <- function(specs, X, jitter, threads) {

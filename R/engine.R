@@ -50,7 +50,7 @@ new_engine <- function(name, label, objective, objective_note, options) {
 
 engine_fit <- function(engine, setup, control) UseMethod("engine_fit")
 
-latent_predict <- function(fit, X, offset, terms = FALSE) UseMethod("latent_predict")
+latent_predict <- function(fit, X, offset, terms = FALSE, se = TRUE) UseMethod("latent_predict")
 
 engine_label <- function(fit) UseMethod("engine_label")
 

@@ -57,13 +57,14 @@ collect_fit <- function(setup, res, control, engine) {
   class(fit) <- c(paste0("gpgam_", engine$name), "gpgam", "scalegp")
   fit <- engine_collect(engine, fit, res)
   names(fit$gradient) <- parameter_names(fit, length(fit$gradient))
-  fit$state$center <- term_centres(fit, setup)
+  fit$state$center <- term_centres(fit, setup, res$feature_means)
   fit$title <- "Gaussian-process additive model"
   fit$params <- natural_params(fit)
   # estimated quantities: kernel variances and lengthscales, coefficients, noise sd
   fit$df <- sum(vapply(fit$params$gp, function(g) 1 + length(g$lengthscale), 1)) + length(coef(fit)) +
     !is.na(fit$params$sigma)
-  lp <- latent_predict(fit, setup$X, setup$offset_raw)
+  # (a Gaussian mean response needs no latent variance)
+  lp <- latent_predict(fit, setup$X, setup$offset_raw, se = fit$likelihood != "gaussian")
   fit$linear.predictors <- lp$fit
   fit$fitted.values <- response_moments(fit, lp$fit, lp$se)$mean
   fit
@@ -111,7 +112,8 @@ component_edf <- function(fit) {
 # phi_c(x) - phibar_c.  Returns phibar (zero for the terms with
 # gp(centre = FALSE), for the parametric block, and without an intercept,
 # which nothing could carry the level to); the fitted predictor is unchanged.
-term_centres <- function(fit, setup) {
+# `means`: the feature means over the data when known.
+term_centres <- function(fit, setup, means = NULL) {
   blocks <- component_blocks(fit)
   ctr <- numeric(sum(lengths(blocks)))
   if (!setup$intercept) return(ctr)
@@ -122,7 +124,8 @@ term_centres <- function(fit, setup) {
       (is.null(g$by) || (g$by$type == "level" && !is.na(carriers$row[i])))
   }, TRUE)
   if (!any(keep)) return(ctr)
-  means <- .gp_feature_means(fit$state$specs, setup$X, fit$control$jitter, fit$control$threads)
+  # (a discretised fit returns them, from its distinct values)
+  means <- means %||% .gp_feature_means(fit$state$specs, setup$X, fit$control$jitter, fit$control$threads)
   for (i in which(keep)) {
     by <- fit$terms$gp[[i]]$by
     # a level's curve is centred over that level's rows
@@ -194,10 +197,11 @@ param_posterior <- function(fit) {
 # Latent predictor (link scale, data scale) for an internal design, from a
 # whitened Gaussian posterior (the default; engines with another posterior
 # have their own method).
-latent_predict.gpgam <- function(fit, X, offset, terms = FALSE) {
+latent_predict.gpgam <- function(fit, X, offset, terms = FALSE, se = TRUE) {
   st <- fit$state
   r <- .gp_predict(st$specs, list(P = st$P, h = st$h), X, offset / fit$scaling$y$scale, terms,
-                   fit$control$jitter, fit$control$threads, if (terms && any(st$center != 0)) st$center)
+                   fit$control$jitter, fit$control$threads, if (terms && any(st$center != 0)) st$center,
+                   variance = se || terms)
   ysc <- fit$scaling$y
   out <- list(fit = ysc$center + ysc$scale * r$mean, se = ysc$scale * sqrt(r$var))
   if (terms) {

@@ -57,8 +57,8 @@ BEGIN_RCPP
 END_RCPP
 }
 // gp_predict
-Rcpp::List gp_predict(Rcpp::List specs, Rcpp::List state, Eigen::Map<Eigen::MatrixXd> Xnew, Eigen::Map<Eigen::VectorXd> offset, bool terms, double jitter, int threads, Rcpp::Nullable<Rcpp::NumericVector> center);
-RcppExport SEXP _scalegp_gp_predict(SEXP specsSEXP, SEXP stateSEXP, SEXP XnewSEXP, SEXP offsetSEXP, SEXP termsSEXP, SEXP jitterSEXP, SEXP threadsSEXP, SEXP centerSEXP) {
+Rcpp::List gp_predict(Rcpp::List specs, Rcpp::List state, Eigen::Map<Eigen::MatrixXd> Xnew, Eigen::Map<Eigen::VectorXd> offset, bool terms, double jitter, int threads, Rcpp::Nullable<Rcpp::NumericVector> center, bool variance);
+RcppExport SEXP _scalegp_gp_predict(SEXP specsSEXP, SEXP stateSEXP, SEXP XnewSEXP, SEXP offsetSEXP, SEXP termsSEXP, SEXP jitterSEXP, SEXP threadsSEXP, SEXP centerSEXP, SEXP varianceSEXP) {
 BEGIN_RCPP
     Rcpp::RObject rcpp_result_gen;
     Rcpp::RNGScope rcpp_rngScope_gen;
@@ -70,7 +70,8 @@ BEGIN_RCPP
     Rcpp::traits::input_parameter< double >::type jitter(jitterSEXP);
     Rcpp::traits::input_parameter< int >::type threads(threadsSEXP);
     Rcpp::traits::input_parameter< Rcpp::Nullable<Rcpp::NumericVector> >::type center(centerSEXP);
-    rcpp_result_gen = Rcpp::wrap(gp_predict(specs, state, Xnew, offset, terms, jitter, threads, center));
+    Rcpp::traits::input_parameter< bool >::type variance(varianceSEXP);
+    rcpp_result_gen = Rcpp::wrap(gp_predict(specs, state, Xnew, offset, terms, jitter, threads, center, variance));
     return rcpp_result_gen;
 END_RCPP
 }
@@ -185,7 +186,7 @@ END_RCPP
 static const R_CallMethodDef CallEntries[] = {
     {"_scalegp_ep_fit", (DL_FUNC) &_scalegp_ep_fit, 12},
     {"_scalegp_ep_shard_pass", (DL_FUNC) &_scalegp_ep_shard_pass, 13},
-    {"_scalegp_gp_predict", (DL_FUNC) &_scalegp_gp_predict, 8},
+    {"_scalegp_gp_predict", (DL_FUNC) &_scalegp_gp_predict, 9},
     {"_scalegp_gp_feature_means", (DL_FUNC) &_scalegp_gp_feature_means, 4},
     {"_scalegp_gp_features", (DL_FUNC) &_scalegp_gp_features, 4},
     {"_scalegp_lik_expect", (DL_FUNC) &_scalegp_lik_expect, 7},

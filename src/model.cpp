@@ -36,7 +36,7 @@ struct RowsModel {
 // [[Rcpp::export(.gp_predict)]]
 Rcpp::List gp_predict(Rcpp::List specs, Rcpp::List state, Eigen::Map<Eigen::MatrixXd> Xnew,
                       Eigen::Map<Eigen::VectorXd> offset, bool terms, double jitter, int threads,
-                      Rcpp::Nullable<Rcpp::NumericVector> center = R_NilValue) {
+                      Rcpp::Nullable<Rcpp::NumericVector> center = R_NilValue, bool variance = true) {
   try {
     RowsModel rm(specs, Xnew, jitter);
     WhitenedGaussianModel& model = rm.model;
@@ -48,7 +48,7 @@ Rcpp::List gp_predict(Rcpp::List specs, Rcpp::List state, Eigen::Map<Eigen::Matr
     Eigen::VectorXd ctr;
     if (center.isNotNull()) ctr = Rcpp::as<Eigen::VectorXd>(center.get());
     model.predict(Xnew, offset, mean, var, terms ? &tm : nullptr, terms ? &tv : nullptr, make_pfor(threads),
-                  center.isNotNull() ? &ctr : nullptr);
+                  center.isNotNull() ? &ctr : nullptr, variance);
     Rcpp::List out = Rcpp::List::create(Rcpp::Named("mean") = mean, Rcpp::Named("var") = var);
     if (terms) {
       out["term_mean"] = tm;

@@ -37,6 +37,7 @@ Rcpp::List svgp_fit(Eigen::Map<Eigen::MatrixXd> X, Eigen::Map<Eigen::VectorXd> y
     out["kl"] = model.kl();
     out["rank_loss"] = model.rank_loss();
     out["discrete"] = model.discrete();
+    if (model.discrete()) out["feature_means"] = model.discrete_feature_means(make_pfor(threads));
     return out;
   } catch (const std::exception& e) {
     Rcpp::stop(e.what());

@@ -98,6 +98,8 @@ TEST_CASE("discretised sums equal the sums over rows (exact values)", "[discrete
   REQUIRE(t.use_discrete(true) == 0);
   CHECK(s.discrete());
   check_same_pass(s, t, 1e-10);
+  // feature means over all rows (weight-0 rows included)
+  check_all_close(s.discrete_feature_means(serial_for), t.feature_means(serial_for), 1e-12, 1e-13);
   SECTION("sparse pair counts give the same sums") {
     Svgp u = make(d, model_components(), 1, 0);
     u.use_discrete(true, 0.0);

@@ -20,6 +20,7 @@
 // Factor codes, parametric columns and `by` variables are never rounded.
 #pragma once
 #include "components.hpp"
+#include "parallel.hpp"
 #include <Eigen/Sparse>
 #include <algorithm>
 #include <cmath>
@@ -33,19 +34,40 @@ struct DiscreteComponent {
   MatrixXd X;     // D x p: distinct rows (the component's columns and its by column; other columns 0)
   VectorXd count; // weighted counts n_c (sum of w by value)
   VectorXd wy;    // sum of w (y - offset) by value
+  VectorXd rows;  // rows by value (unweighted)
 };
 
 // Weighted counts of the value pairs of two components c < l (D_c x D_l),
 // dense when small, sparse otherwise.
+// The products are cut into blocks of rows of the result (parallel, each
+// block computed alike for any thread count).
 struct DiscretePair {
+  using Sparse = Eigen::SparseMatrix<double, Eigen::RowMajor>;
   bool dense = true;
-  MatrixXd C;
-  Eigen::SparseMatrix<double, Eigen::RowMajor> Cs;
-  MatrixXd times(const MatrixXd& Fl) const {  // C F_l
-    return dense ? MatrixXd(C * Fl) : MatrixXd(Cs * Fl);
+  MatrixXd C, Ct;  // dense: C and C'
+  Sparse Cs, CsT;  // sparse: C and C'
+  MatrixXd times(const MatrixXd& Fl, const ParallelFor& pfor) const {  // C F_l
+    return dense ? dense_times(C, Fl, pfor) : sparse_times(Cs, Fl, pfor);
   }
-  MatrixXd trans_times(const MatrixXd& Fc) const {  // C' F_c
-    return dense ? MatrixXd(C.transpose() * Fc) : MatrixXd(Cs.transpose() * Fc);
+  MatrixXd trans_times(const MatrixXd& Fc, const ParallelFor& pfor) const {  // C' F_c
+    return dense ? dense_times(Ct, Fc, pfor) : sparse_times(CsT, Fc, pfor);
+  }
+  static MatrixXd dense_times(const MatrixXd& A, const MatrixXd& F, const ParallelFor& pfor) {
+    MatrixXd out(A.rows(), F.cols());
+    blocked_for(static_cast<std::size_t>(A.rows()), pfor, [&](std::size_t b, std::size_t e) {
+      const Index nb = static_cast<Index>(e - b);
+      out.middleRows(static_cast<Index>(b), nb).noalias() = A.middleRows(static_cast<Index>(b), nb) * F;
+    });
+    return out;
+  }
+  static MatrixXd sparse_times(const Sparse& A, const MatrixXd& F, const ParallelFor& pfor) {
+    const MatrixXd FT = F.transpose();  // rows of F as contiguous columns
+    MatrixXd outT = MatrixXd::Zero(F.cols(), A.rows());
+    blocked_for(static_cast<std::size_t>(A.rows()), pfor, [&](std::size_t b, std::size_t e) {
+      for (Index a = static_cast<Index>(b); a < static_cast<Index>(e); ++a)
+        for (Sparse::InnerIterator it(A, a); it; ++it) outT.col(a).noalias() += it.value() * FT.col(it.col());
+    });
+    return outT.transpose();
   }
 };
 
@@ -72,7 +94,7 @@ inline double discrete_grid(double bins, Index d) {
   return std::max(100.0, std::ceil(std::pow(bins, 1.0 / static_cast<double>(d))));
 }
 
-// Groups the rows with w > 0 by the (rounded) values of each component and
+// Groups the rows by the (rounded) values of each component and
 // sums counts and data by value and by pair of values.
 inline DiscreteData discretise(const std::vector<Component>& comps, const Eigen::Ref<const MatrixXd>& X,
                                const Eigen::Ref<const VectorXd>& y, const Eigen::Ref<const VectorXd>& w,
@@ -81,14 +103,15 @@ inline DiscreteData discretise(const std::vector<Component>& comps, const Eigen:
   const Index n = X.rows(), p = X.cols();
   DiscreteData dd;
   std::vector<Index> rows;
-  for (Index i = 0; i < n; ++i)
+  for (Index i = 0; i < n; ++i) {
+    rows.push_back(i);  // (rows of weight 0 add nothing but their count in `rows`)
     if (w(i) > 0) {
-      rows.push_back(i);
       dd.n_pos += 1;
       dd.sum_log_w += std::log(w(i));
       const double r = y(i) - offset(i);
       dd.wyy += w(i) * r * r;
     }
+  }
   const Index nr = static_cast<Index>(rows.size());
   const std::size_t C = comps.size();
   std::vector<std::vector<int>> id(C, std::vector<int>(nr));
@@ -155,8 +178,10 @@ inline DiscreteData discretise(const std::vector<Component>& comps, const Eigen:
       for (Index j = 0; j < dk; ++j) dc.X(a, cols[j]) = key[static_cast<std::size_t>(first[a]) * dk + j];
     dc.count = VectorXd::Zero(D);
     dc.wy = VectorXd::Zero(D);
+    dc.rows = VectorXd::Zero(D);
     for (Index r = 0; r < nr; ++r) {
       const Index i = rows[r];
+      dc.rows(id[c][r]) += 1;
       dc.count(id[c][r]) += w(i);
       dc.wy(id[c][r]) += w(i) * (y(i) - offset(i));
     }
@@ -170,12 +195,15 @@ inline DiscreteData discretise(const std::vector<Component>& comps, const Eigen:
       if (pr.dense) {
         pr.C = MatrixXd::Zero(Dc, Dl);
         for (Index r = 0; r < nr; ++r) pr.C(id[c][r], id[l][r]) += w(rows[r]);
+        pr.Ct = pr.C.transpose();
       } else {
         std::vector<Eigen::Triplet<double>> t;
         t.reserve(static_cast<std::size_t>(nr));
         for (Index r = 0; r < nr; ++r) t.emplace_back(id[c][r], id[l][r], w(rows[r]));
         pr.Cs.resize(Dc, Dl);
         pr.Cs.setFromTriplets(t.begin(), t.end());
+        pr.Cs.prune(0.0);  // (rows of weight 0)
+        pr.CsT = pr.Cs.transpose();
       }
       dd.pair[c].push_back(std::move(pr));
     }

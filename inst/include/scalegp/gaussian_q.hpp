@@ -85,10 +85,10 @@ class WhitenedGaussianModel : public AdditiveModel {
   // With `center` (a vector of total_size()) component c's part is that of
   // the features phi_c(x) - center_c: the component minus a linear function
   // of v, e.g. its average over the data (identifiable terms; the intercept
-  // carries the average).
+  // carries the average).  Without `variance` (and terms) var is left zero.
   void predict(const Eigen::Ref<const MatrixXd>& Xnew, const Eigen::Ref<const VectorXd>& offset,
                VectorXd& mean, VectorXd& var, MatrixXd* term_mean, MatrixXd* term_var,
-               const ParallelFor& pfor, const VectorXd* center = nullptr) const {
+               const ParallelFor& pfor, const VectorXd* center = nullptr, bool variance = true) const {
     const Index nn = Xnew.rows();
     mean.resize(nn);
     var.resize(nn);
@@ -100,7 +100,8 @@ class WhitenedGaussianModel : public AdditiveModel {
       b.X = Xnew.middleRows(begin, end - begin);
       features(b);
       mean.segment(begin, end - begin) = b.Phi * m + offset.segment(begin, end - begin);
-      var.segment(begin, end - begin) = (b.resid + q_variance(b.Phi)).cwiseMax(0.0);
+      var.segment(begin, end - begin) =
+          variance || term_mean ? VectorXd((b.resid + q_variance(b.Phi)).cwiseMax(0.0)) : VectorXd::Zero(b.X.rows());
       if (!term_mean) return;
       if (center) center_features(b, *center);
       for (std::size_t c = 0; c < comps.size(); ++c) {

@@ -173,8 +173,8 @@ class Svgp : public WhitenedGaussianModel {
     for (std::size_t c = 0; c < C; ++c)
       for (std::size_t l = c + 1; l < C; ++l) {
         const DiscretePair& pr = dd.pair[c][l - c - 1];
-        k.T[c][l] = pr.times(k.f[l].F);
-        k.T[l][c] = pr.trans_times(k.f[c].F);
+        k.T[c][l] = pr.times(k.f[l].F, pfor);
+        k.T[l][c] = pr.trans_times(k.f[c].F, pfor);
       }
     k.A.resize(Mt, Mt);
     k.bw.resize(Mt);
@@ -257,6 +257,16 @@ class Svgp : public WhitenedGaussianModel {
     return disc_->n_distinct();
   }
   bool discrete() const { return static_cast<bool>(disc_); }
+
+  // Column means of the features over all rows (feature_means()), from the
+  // distinct values of a discretised fit (at the rounded inputs).
+  VectorXd discrete_feature_means(const ParallelFor& pfor) const {
+    const DiscreteCache& k = discrete_cache(pfor);
+    VectorXd mean(total_size());
+    for (std::size_t c = 0; c < comps.size(); ++c)
+      mean.segment(offsets_[c], comps[c].size()).noalias() = k.f[c].F.transpose() * disc_->comp[c].rows;
+    return mean / static_cast<double>(std::max<std::size_t>(1, n()));
+  }
 
   // ---- parameters moved by Adam: the hyperparameters, then the noise ----------------
   Index n_theta() const { return n_hyper() + (lik.has_noise() && set.learn_noise ? 1 : 0); }
