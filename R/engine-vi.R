@@ -128,7 +128,8 @@ engine_collect.engine_vi <- function(engine, fit, res) {
 engine_label.gpgam_vi <- function(fit) {
   paste0(fit$engine$label, ", ",
          if (!is.null(fit$control$rank)) sprintf("coupled posterior of rank %d", fit$control$rank)
-         else paste(fit$control$posterior, "posterior"))
+         else paste(fit$control$posterior, "posterior"),
+         if (isTRUE(fit$discrete)) sprintf(", discretised covariates (bins = %s)", format(fit$control$bins)))
 }
 
 engine_notes.gpgam_vi <- function(fit) {
