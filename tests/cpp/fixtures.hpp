@@ -148,6 +148,34 @@ inline Component gp_component(KernelType t, bool ard, const MatrixXd& Z, std::ve
   return c;
 }
 
+// A centred (ANOVA) GP over columns 0, 1 (variance 0.9, lengthscales 1.2,
+// 0.8; measure: 9 equally weighted nodes on [-2, 2] per input): the pure
+// interaction, or the kernel without its main effect in x1.
+inline Component centred_component(KernelType t, bool pure_interaction, const MatrixXd& Z) {
+  Component cen;
+  cen.kind = Kind::centred;
+  cen.cols = {0, 1};
+  cen.centred.base.type = t;
+  cen.centred.base.log_var = std::log(0.9);
+  cen.centred.base.log_ls.resize(2);
+  cen.centred.base.log_ls << std::log(1.2), std::log(0.8);
+  for (int e = 0; e < 2; ++e) {
+    VectorXd nodes(9), w(9);
+    for (int q = 0; q < 9; ++q) {
+      nodes(q) = -2.0 + 0.5 * q;
+      w(q) = 1.0 / 9.0;
+    }
+    cen.centred.nodes.push_back(nodes);
+    cen.centred.weights.push_back(w);
+  }
+  if (pure_interaction)
+    cen.centred.products = {{3u, 1.0}, {1u, -1.0}, {2u, -1.0}, {0u, 1.0}};
+  else
+    cen.centred.products = {{3u, 1.0}, {0u, -1.0}};
+  cen.Z = Z;
+  return cen;
+}
+
 inline Component linear_component(std::vector<Index> cols, const VectorXd& prior_sd) {
   Component c;
   c.kind = Kind::linear;

@@ -19,28 +19,6 @@ Data coarse_data(std::size_t n, unsigned seed, int levels_x) {
   return d;
 }
 
-Component centred2(const MatrixXd& Z) {
-  Component cen;
-  cen.kind = Kind::centred;
-  cen.cols = {0, 1};
-  cen.centred.base.type = KernelType::matern52;
-  cen.centred.base.log_var = std::log(0.9);
-  cen.centred.base.log_ls.resize(2);
-  cen.centred.base.log_ls << std::log(1.2), std::log(0.8);
-  for (int e = 0; e < 2; ++e) {
-    VectorXd nodes(9), w(9);
-    for (int q = 0; q < 9; ++q) {
-      nodes(q) = -2.0 + 0.5 * q;
-      w(q) = 1.0 / 9.0;
-    }
-    cen.centred.nodes.push_back(nodes);
-    cen.centred.weights.push_back(w);
-  }
-  cen.centred.products = {{3u, 1.0}, {1u, -1.0}, {2u, -1.0}, {0u, 1.0}};  // pure interaction
-  cen.Z = Z;
-  return cen;
-}
-
 // GP(x1) + GP(x2) by x1 + centred GP(x1, x2) + factor + intercept.
 std::vector<Component> model_components() {
   Component a = gp_component(KernelType::se, false, uniform_matrix(6, 1, 31, -2, 2), {0});
@@ -51,7 +29,7 @@ std::vector<Component> model_components() {
   fac.cols = {3};
   fac.levels = 5;
   fac.kernel.log_var = std::log(0.5);
-  return {a, b, centred2(uniform_matrix(7, 2, 33, -2, 2)), fac, linear_component({2}, VectorXd::Constant(1, 2.0))};
+  return {a, b, centred_component(KernelType::matern52, true, uniform_matrix(7, 2, 33, -2, 2)), fac, linear_component({2}, VectorXd::Constant(1, 2.0))};
 }
 
 Svgp make(const Data& d, std::vector<Component> comps, bool discrete, double bins, Settings set = Settings()) {

@@ -251,27 +251,8 @@ TEST_CASE("gradient() with centred, factor and linear components", "[svgp][gradi
       Data d = make_data(60, fam, 17);
       d.X.conservativeResize(60, 4);
       for (Index i = 0; i < 60; ++i) d.X(i, 3) = static_cast<double>((i * 7) % 5);  // 5 levels
-      Component cen;
-      cen.kind = Kind::centred;
-      cen.cols = {0, 1};
-      cen.centred.base.type = pure_interaction ? KernelType::matern52 : KernelType::se;
-      cen.centred.base.log_var = std::log(0.9);
-      cen.centred.base.log_ls.resize(2);
-      cen.centred.base.log_ls << std::log(1.2), std::log(0.8);
-      for (int e = 0; e < 2; ++e) {
-        VectorXd nodes(9), w(9);
-        for (int q = 0; q < 9; ++q) {
-          nodes(q) = -2.0 + 0.5 * q;
-          w(q) = 1.0 / 9.0;
-        }
-        cen.centred.nodes.push_back(nodes);
-        cen.centred.weights.push_back(w);
-      }
-      if (pure_interaction)
-        cen.centred.products = {{3u, 1.0}, {1u, -1.0}, {2u, -1.0}, {0u, 1.0}};
-      else
-        cen.centred.products = {{3u, 1.0}, {0u, -1.0}};
-      cen.Z = uniform_matrix(7, 2, 18, -2, 2);
+      const Component cen = centred_component(pure_interaction ? KernelType::matern52 : KernelType::se,
+                                              pure_interaction, uniform_matrix(7, 2, 18, -2, 2));
       Component fac;
       fac.kind = Kind::factor;
       fac.cols = {3};
