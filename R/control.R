@@ -25,9 +25,9 @@
 #'   and 100 for more.  Reduced (with a warning when it was asked for) to the
 #'   number of unique input rows when that is smaller.
 #' @param batch_size rows per minibatch; `NULL` uses all rows when there are at
-#'   most 20000 and minibatches of 2000 otherwise, except for Gaussian
-#'   variational fits with discretised covariates (see [vi_options()]), which
-#'   use all rows at any size.
+#'   most 20000 and minibatches of 2000 otherwise, except for variational
+#'   fits with discretised covariates (see [vi_options()]), which use all rows
+#'   at any size.
 #' @param iterations maximum number of iterations (L-BFGS steps, or Adam steps
 #'   with minibatches).
 #' @param epochs alternative to `iterations`: the maximum number of passes

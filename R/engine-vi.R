@@ -37,13 +37,15 @@
 #'   optimal at every value, to a stationary point of the ELBO; `"adam"`, one
 #'   natural-gradient step and one Adam step per iteration until the stopping
 #'   rule (the scheme minibatch fits always use).
-#' @param discrete with a Gaussian family and all rows per iteration, form
-#'   every product over rows from the distinct values of each component's
-#'   inputs after rounding, with weighted counts (the discretised covariates
-#'   of Wood, Li, Shaddick and Augustin 2017 and Li and Wood 2020): after one
-#'   pass over the data the cost of an iteration does not depend on the
-#'   number of rows.  `NA` (default): on from 5000 rows; `TRUE`, `FALSE`:
-#'   always, never.  Other families and minibatch fits use the rows.
+#' @param discrete with all rows per iteration, form every product over rows
+#'   from the distinct values of each component's inputs after rounding, with
+#'   weighted counts (the discretised covariates of Wood, Li, Shaddick and
+#'   Augustin 2017 and Li and Wood 2020).  With a Gaussian family the cost of
+#'   an iteration then does not depend on the number of rows after one pass
+#'   over the data; with other families an iteration costs a few lookups and
+#'   additions per row plus work over the distinct values.  `NA` (default): on
+#'   from 5000 rows; `TRUE`, `FALSE`: always, never.  Minibatch fits use the
+#'   rows.
 #' @param bins the number of equally spaced values over its range that each
 #'   input of a one-input `gp()` term is rounded to when `discrete` is on
 #'   (a term over d inputs: `max(100, ceiling(bins^(1/d)))` per input);
@@ -93,10 +95,9 @@ vi_engine <- function() {
 }
 
 # Whether a fit of `setup` under `control` uses discretised covariates
-# (vi_options(discrete = NA): Gaussian, all rows per iteration, n >= 5000).
+# (vi_options(discrete = NA): all rows per iteration, n >= 5000).
 vi_discrete <- function(setup, control) {
-  setup$lik == "gaussian" && control$batch_size >= setup$n && !isFALSE(control$discrete) &&
-    (isTRUE(control$discrete) || setup$n >= 5000)
+  control$batch_size >= setup$n && !isFALSE(control$discrete) && (isTRUE(control$discrete) || setup$n >= 5000)
 }
 
 engine_fit.engine_vi <- function(engine, setup, control) {
@@ -112,9 +113,9 @@ engine_fit.engine_vi <- function(engine, setup, control) {
             progress_monitor(control, engine$objective, jacobian(setup)))
 }
 
-# A Gaussian fit with discretised covariates costs little per row: all rows.
+# A fit with discretised covariates costs little per row: all rows.
 default_batch_size.engine_vi <- function(engine, n, family, opts) {
-  if (family == "gaussian" && !isFALSE(opts$discrete)) n else NextMethod()
+  if (!isFALSE(opts$discrete)) n else NextMethod()
 }
 
 engine_collect.engine_vi <- function(engine, fit, res) {

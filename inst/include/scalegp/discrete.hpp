@@ -10,7 +10,12 @@
 //   Phi' W y,   block c      = F_c' (sum of w_i (y_i - o_i) by value of c).
 // A Gaussian likelihood depends on the data only through these sums, so
 // after the one pass of discretise() an evaluation of the ELBO and its
-// gradient costs nothing per row (svgp.hpp, evaluate_discrete()).
+// gradient costs nothing per row (svgp.hpp, evaluate_discrete()).  Other
+// likelihoods keep each row's value of every component and its entry in
+// the observed value pairs of every pair of components (`row_level`): an
+// evaluation then costs O(components^2) lookups and one scatter-add of
+// weights per row, plus products over distinct values
+// (svgp.hpp, evaluate_discrete_rows()).
 //
 // Rounding: a gp() input is rounded to the nearest of `bins` equally spaced
 // values over its range (for a term over d >= 2 inputs, max(100,
@@ -46,6 +51,23 @@ struct DiscretePair {
   bool dense = true;
   MatrixXd C, Ct;  // dense: C and C'
   Sparse Cs, CsT;  // sparse: C and C'
+  // Row level: the observed value pairs (a CSR pattern, values unused), its
+  // transpose, where each entry of the transpose sits in the pattern, and
+  // each row's entry of the pattern.
+  Sparse pattern, patternT;
+  std::vector<int> tperm;  // entry t of patternT is entry tperm[t] of pattern
+  std::vector<int> pos;    // row i: its entry of pattern
+  // `pattern` (and its transpose) with the entry values v.
+  Sparse with_values(const VectorXd& v) const {
+    Sparse s = pattern;
+    std::copy(v.data(), v.data() + v.size(), s.valuePtr());
+    return s;
+  }
+  Sparse trans_with_values(const VectorXd& v) const {
+    Sparse s = patternT;
+    for (std::size_t t = 0; t < tperm.size(); ++t) s.valuePtr()[t] = v(tperm[t]);
+    return s;
+  }
   MatrixXd times(const MatrixXd& Fl, const ParallelFor& pfor) const {  // C F_l
     return dense ? dense_times(C, Fl, pfor) : sparse_times(Cs, Fl, pfor);
   }
@@ -74,6 +96,7 @@ struct DiscretePair {
 struct DiscreteData {
   std::vector<DiscreteComponent> comp;
   std::vector<std::vector<DiscretePair>> pair;  // pair[c][l - c - 1], l > c
+  std::vector<std::vector<int>> id;             // row level: id[c][i], row i's value of component c
   double n_pos = 0;      // rows with w > 0
   double sum_log_w = 0;  // sum of log w over them
   double wyy = 0;        // sum of w (y - offset)^2
@@ -94,12 +117,38 @@ inline double discrete_grid(double bins, Index d) {
   return std::max(100.0, std::ceil(std::pow(bins, 1.0 / static_cast<double>(d))));
 }
 
+// The observed value pairs of two components (value a of one, b of the
+// other) and each row's entry among them.
+inline void pair_pattern(DiscretePair& pr, const std::vector<int>& a, const std::vector<int>& b, Index Da, Index Db) {
+  using Sparse = DiscretePair::Sparse;
+  const std::size_t n = a.size();
+  std::vector<Eigen::Triplet<double>> t;
+  t.reserve(n);
+  for (std::size_t i = 0; i < n; ++i) t.emplace_back(a[i], b[i], 1.0);
+  pr.dense = false;
+  pr.pattern.resize(Da, Db);
+  pr.pattern.setFromTriplets(t.begin(), t.end());
+  pr.pattern.makeCompressed();
+  const int* outer = pr.pattern.outerIndexPtr();
+  const int* inner = pr.pattern.innerIndexPtr();
+  pr.pos.resize(n);
+  for (std::size_t i = 0; i < n; ++i)
+    pr.pos[i] = static_cast<int>(std::lower_bound(inner + outer[a[i]], inner + outer[a[i] + 1], b[i]) - inner);
+  Sparse numbered = pr.pattern;
+  for (Index e = 0; e < numbered.nonZeros(); ++e) numbered.valuePtr()[e] = static_cast<double>(e);
+  pr.patternT = numbered.transpose();
+  pr.patternT.makeCompressed();
+  pr.tperm.resize(static_cast<std::size_t>(pr.patternT.nonZeros()));
+  for (std::size_t e = 0; e < pr.tperm.size(); ++e) pr.tperm[e] = static_cast<int>(pr.patternT.valuePtr()[e]);
+}
+
 // Groups the rows by the (rounded) values of each component and
-// sums counts and data by value and by pair of values.
+// sums counts and data by value and by pair of values (`row_level`: keeps
+// the row indices instead of the pair counts).
 inline DiscreteData discretise(const std::vector<Component>& comps, const Eigen::Ref<const MatrixXd>& X,
                                const Eigen::Ref<const VectorXd>& y, const Eigen::Ref<const VectorXd>& w,
                                const Eigen::Ref<const VectorXd>& offset, double bins,
-                               double dense_cells = kDenseCells) {
+                               double dense_cells = kDenseCells, bool row_level = false) {
   const Index n = X.rows(), p = X.cols();
   DiscreteData dd;
   std::vector<Index> rows;
@@ -191,6 +240,11 @@ inline DiscreteData discretise(const std::vector<Component>& comps, const Eigen:
     for (std::size_t l = c + 1; l < C; ++l) {
       const Index Dc = dd.comp[c].X.rows(), Dl = dd.comp[l].X.rows();
       DiscretePair pr;
+      if (row_level) {
+        pair_pattern(pr, id[c], id[l], Dc, Dl);
+        dd.pair[c].push_back(std::move(pr));
+        continue;
+      }
       pr.dense = static_cast<double>(Dc) * static_cast<double>(Dl) <= dense_cells;
       if (pr.dense) {
         pr.C = MatrixXd::Zero(Dc, Dl);
@@ -207,6 +261,7 @@ inline DiscreteData discretise(const std::vector<Component>& comps, const Eigen:
       }
       dd.pair[c].push_back(std::move(pr));
     }
+  if (row_level) dd.id = std::move(id);
   return dd;
 }
 

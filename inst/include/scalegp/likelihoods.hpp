@@ -147,9 +147,10 @@ class Likelihood {
         d2 = -w * (y * lp * (f + lp) + (1 - y) * ln * (-f + ln));
         return;
       }
-      case Family::logit: {
-        const double p = logistic(f);
-        l = w * (y * -log1pexp(-f) + (1 - y) * -log1pexp(f));
+      case Family::logit: {  // one exp and one log1p: log(1 + e^f) = max(f, 0) + log1p(e^-|f|)
+        const double e = std::exp(-std::abs(f)), a = std::log1p(e);
+        const double p = f >= 0 ? 1.0 / (1.0 + e) : e / (1.0 + e);
+        l = -w * (f >= 0 ? y * a + (1 - y) * (f + a) : y * (a - f) + (1 - y) * a);
         d1 = w * (y - p);
         d2 = -w * p * (1 - p);
         return;

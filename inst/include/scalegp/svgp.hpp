@@ -78,7 +78,8 @@ class Svgp : public WhitenedGaussianModel {
   // and, for Pass::gradient, the data part of the hyperparameter gradient
   // (all unscaled).
   Accum evaluate(const std::vector<std::size_t>* idx, Pass pass, const ParallelFor& pfor) const {
-    if (!idx && disc_) return evaluate_discrete(pass, pfor);
+    if (!idx && disc_)
+      return lik.family == Family::gaussian ? evaluate_discrete(pass, pfor) : evaluate_discrete_rows(pass, pfor);
     const std::size_t nrows = idx ? idx->size() : n();
     return deterministic_reduce<Accum>(
         nrows, pfor, [this] { return make_accum(); },
@@ -155,10 +156,11 @@ class Svgp : public WhitenedGaussianModel {
   struct DiscreteCache {
     long version = -1;
     std::vector<DiscreteFeatures> f;
-    std::vector<std::vector<MatrixXd>> T;  // T[c][l] = C_cl F_l (l != c)
-    MatrixXd A;                            // Phi' W Phi
-    VectorXd bw;                           // Phi' W (y - o)
-    double resid = 0;                      // sum of w * resid
+    std::vector<VectorXd> resid;           // by value of each component
+    std::vector<std::vector<MatrixXd>> T;  // Gaussian: T[c][l] = C_cl F_l (l != c)
+    MatrixXd A;                            // Gaussian: Phi' W Phi
+    VectorXd bw;                           // Gaussian: Phi' W (y - o)
+    double resid_w = 0;                    // Gaussian: sum of w * resid
   };
 
   const DiscreteCache& discrete_cache(const ParallelFor& pfor) const {
@@ -168,7 +170,15 @@ class Svgp : public WhitenedGaussianModel {
     const std::size_t C = comps.size();
     const Index Mt = total_size();
     k.f.clear();
-    for (std::size_t c = 0; c < C; ++c) k.f.push_back(discrete_features(c, pfor));
+    k.resid.assign(C, VectorXd());
+    for (std::size_t c = 0; c < C; ++c) {
+      k.f.push_back(discrete_features(c, pfor));
+      k.resid[c].resize(k.f[c].F.rows());
+      for (std::size_t b = 0; b < k.f[c].rows.size(); ++b)
+        k.resid[c].segment(static_cast<Index>(b * kChunkRows), k.f[c].rows[b].resid.size()) = k.f[c].rows[b].resid;
+    }
+    k.version = prior_version();
+    if (lik.family != Family::gaussian) return k;
     k.T.assign(C, std::vector<MatrixXd>(C));
     for (std::size_t c = 0; c < C; ++c)
       for (std::size_t l = c + 1; l < C; ++l) {
@@ -178,7 +188,7 @@ class Svgp : public WhitenedGaussianModel {
       }
     k.A.resize(Mt, Mt);
     k.bw.resize(Mt);
-    k.resid = 0;
+    k.resid_w = 0;
     for (std::size_t c = 0; c < C; ++c) {
       const Index o = offsets_[c], M = comps[c].size();
       const DiscreteComponent& dc = dd.comp[c];
@@ -190,12 +200,8 @@ class Svgp : public WhitenedGaussianModel {
         k.A.block(ol, o, Ml, M) = k.A.block(o, ol, M, Ml).transpose();
       }
       k.bw.segment(o, M).noalias() = F.transpose() * dc.wy;
-      for (std::size_t b = 0; b < k.f[c].rows.size(); ++b) {
-        const Index begin = static_cast<Index>(b * kChunkRows), nb = k.f[c].rows[b].resid.size();
-        k.resid += dc.count.segment(begin, nb).dot(k.f[c].rows[b].resid);
-      }
+      k.resid_w += dc.count.dot(k.resid[c]);
     }
-    k.version = prior_version();
     return k;
   }
 
@@ -208,7 +214,7 @@ class Svgp : public WhitenedGaussianModel {
     const auto& T = k.T;
     const MatrixXd& A = k.A;
     const VectorXd& bw = k.bw;
-    double explained = dd.wyy + k.resid;  // sum w ((y - o - mu)^2 + s2)
+    double explained = dd.wyy + k.resid_w;  // sum w ((y - o - mu)^2 + s2)
     const VectorXd Am = A * m;
     explained += -2.0 * m.dot(bw) + m.dot(Am) + (A.cwiseProduct(S)).sum();
     Accum acc = make_accum();
@@ -247,12 +253,193 @@ class Svgp : public WhitenedGaussianModel {
     return acc;
   }
 
-  // Discretises the data for the fit when the options ask for it (a Gaussian
-  // likelihood and all rows per iteration); the number of distinct values.
+  // ---- the same sums from discretised covariates (other likelihoods) ----------------
+  // A row's latent mean and variance are sums over its values a_c:
+  //   mu_i = o_i + sum_c (F_c m_c)[a_c],
+  //   s2_i = sum_c (resid_c + diag(F_c S_cc F_c'))[a_c] + 2 sum_{c<l} (F_c S_cl F_l')[a_c, a_l],
+  // (the pair terms only at observed pairs).  With g_i, gamma_i the
+  // likelihood derivatives, their sums by value (G_c, Gamma_c) and by pair of
+  // values (the matrices Gamma_cl, on the observed pairs):
+  //   r_c = F_c' G_c,   Q_cc = F_c' diag(Gamma_c) F_c,   Q_cl = F_c' Gamma_cl F_l,
+  //   Phibar_c = G_c m_c' + 2 (diag(Gamma_c) F_c S_cc + sum_{l != c} Gamma_cl F_l S_lc)
+  //              - 2 diag(Gamma_c) F_c,
+  // with variance adjoints Gamma_c (the row formulas of accumulate(), summed
+  // over the rows of each value).
+  VectorXd pair_variance(std::size_t c, std::size_t l, const DiscreteCache& k, const ParallelFor& pfor) const {
+    const DiscretePair& pr = disc_->pair[c][l - c - 1];
+    const MatrixXd HT = (k.f[c].F * S.block(offsets_[c], offsets_[l], comps[c].size(), comps[l].size())).transpose();
+    const MatrixXd FT = k.f[l].F.transpose();
+    VectorXd v(pr.pattern.nonZeros());
+    const int* outer = pr.pattern.outerIndexPtr();
+    const int* inner = pr.pattern.innerIndexPtr();
+    blocked_for(static_cast<std::size_t>(pr.pattern.rows()), pfor, [&](std::size_t b, std::size_t e) {
+      for (std::size_t a = b; a < e; ++a)
+        for (int j = outer[a]; j < outer[a + 1]; ++j) v(j) = 2.0 * HT.col(static_cast<Index>(a)).dot(FT.col(inner[j]));
+    });
+    return v;
+  }
+
+  // A' diag(d) B (A' B when d is empty) over the rows of A and B, summed by
+  // groups of rows in a fixed order (the same result for any thread count).
+  static MatrixXd weighted_crossprod(const MatrixXd& A, const VectorXd& d, const MatrixXd& B, const ParallelFor& pfor) {
+    const auto make = [&] { return MatrixXd(MatrixXd::Zero(A.cols(), B.cols())); };
+    return deterministic_reduce<MatrixXd>(static_cast<std::size_t>(A.rows()), pfor, make,
+                                          [&](MatrixXd& acc, std::size_t b, std::size_t e) {
+                                            const Index bb = static_cast<Index>(b), nb = static_cast<Index>(e - b);
+                                            if (d.size() == 0)
+                                              acc.noalias() += A.middleRows(bb, nb).transpose() * B.middleRows(bb, nb);
+                                            else
+                                              acc.noalias() += A.middleRows(bb, nb).transpose() *
+                                                               (d.segment(bb, nb).asDiagonal() * B.middleRows(bb, nb));
+                                          });
+  }
+
+  Accum evaluate_discrete_rows(Pass pass, const ParallelFor& pfor) const {
+    const DiscreteData& dd = *disc_;
+    const std::size_t C = comps.size(), N = n();
+    const DiscreteCache& k = discrete_cache(pfor);
+    const bool pairs = !plug_in_ && !opt.meanfield;
+    std::vector<VectorXd> mv(C), vd(C), vp;
+    std::vector<const DiscretePair*> pp;
+    std::vector<std::pair<std::size_t, std::size_t>> pc;
+    for (std::size_t c = 0; c < C; ++c) {
+      const Index o = offsets_[c], M = comps[c].size();
+      const MatrixXd& F = k.f[c].F;
+      mv[c].noalias() = F * m.segment(o, M);
+      if (!plug_in_) {
+        vd[c].resize(F.rows());
+        blocked_for(static_cast<std::size_t>(F.rows()), pfor, [&](std::size_t b, std::size_t e) {
+          const Index bb = static_cast<Index>(b), nb = static_cast<Index>(e - b);
+          vd[c].segment(bb, nb) = k.resid[c].segment(bb, nb) +
+                                  (F.middleRows(bb, nb) * S.block(o, o, M, M)).cwiseProduct(F.middleRows(bb, nb)).rowwise().sum();
+        });
+      }
+      for (std::size_t l = c + 1; l < C; ++l) {
+        pp.push_back(&dd.pair[c][l - c - 1]);
+        pc.emplace_back(c, l);
+        if (pairs) vp.push_back(pair_variance(c, l, k, pfor));
+      }
+    }
+    // per row: the derivatives of its expected log-likelihood
+    VectorXd g(N), gam(N);
+    struct Sums {
+      double v = 0, dn = 0;
+      Sums& operator+=(const Sums& a) {
+        v += a.v;
+        dn += a.dn;
+        return *this;
+      }
+    };
+    const Sums tot = deterministic_reduce<Sums>(
+        N, pfor, [] { return Sums(); },
+        [&](Sums& acc, std::size_t begin, std::size_t end) {
+          for (std::size_t i = begin; i < end; ++i) {
+            double mu = o_(static_cast<Index>(i)), s2 = 0;
+            for (std::size_t c = 0; c < C; ++c) {
+              const int a = dd.id[c][i];
+              mu += mv[c](a);
+              if (!plug_in_) s2 += vd[c](a);
+            }
+            if (pairs)
+              for (std::size_t q = 0; q < vp.size(); ++q) s2 += vp[q](pp[q]->pos[i]);
+            if (!plug_in_) s2 = std::max(s2, 1e-12);
+            const Index ii = static_cast<Index>(i);
+            const Expectation e = lik.expect(y_(ii), w_(ii), mu, s2);
+            acc.v += e.v;
+            acc.dn += e.dlognoise;
+            g(ii) = e.dm;
+            gam(ii) = e.dv;
+          }
+        });
+    Accum acc = make_accum();
+    acc.sum_v = tot.v;
+    acc.dlognoise = tot.dn;
+    if (pass == Pass::elbo) return acc;
+    // sums by value and by observed pair (one task per component or pair: rows in order)
+    const VectorXd gq = gam.cwiseMin(0.0);  // Q from the concave part, as accumulate()
+    const bool raw = pass == Pass::gradient && (gam.array() > 0.0).any();
+    std::vector<VectorXd> G(C), Gam(C), Gp(pp.size()), Gam_raw(raw ? C : 0), Gp_raw(raw ? pp.size() : 0);
+    pfor(C + pp.size(), [&](std::size_t t0, std::size_t t1) {
+      for (std::size_t t = t0; t < t1; ++t) {
+        if (t < C) {
+          const std::vector<int>& id = dd.id[t];
+          const Index D = k.f[t].F.rows();
+          G[t] = VectorXd::Zero(D);
+          Gam[t] = VectorXd::Zero(D);
+          for (std::size_t i = 0; i < N; ++i) {
+            G[t](id[i]) += g(static_cast<Index>(i));
+            Gam[t](id[i]) += gq(static_cast<Index>(i));
+          }
+          if (raw) {
+            Gam_raw[t] = VectorXd::Zero(D);
+            for (std::size_t i = 0; i < N; ++i) Gam_raw[t](id[i]) += gam(static_cast<Index>(i));
+          }
+        } else {
+          const std::size_t q = t - C;
+          const std::vector<int>& pos = pp[q]->pos;
+          Gp[q] = VectorXd::Zero(pp[q]->pattern.nonZeros());
+          for (std::size_t i = 0; i < N; ++i) Gp[q](pos[i]) += gq(static_cast<Index>(i));
+          if (raw) {
+            Gp_raw[q] = VectorXd::Zero(Gp[q].size());
+            for (std::size_t i = 0; i < N; ++i) Gp_raw[q](pos[i]) += gam(static_cast<Index>(i));
+          }
+        }
+      }
+    });
+    // r, Q (lower triangle; block (l, c) = F_l' Gamma_cl' F_c), and for the
+    // gradient the pair products T[c][l] = Gamma_cl F_l, T[l][c] = Gamma_cl' F_c
+    std::vector<std::vector<MatrixXd>> T(C, std::vector<MatrixXd>(C));
+    for (std::size_t c = 0; c < C; ++c) {
+      const Index o = offsets_[c], M = comps[c].size();
+      const MatrixXd& F = k.f[c].F;
+      acc.r.segment(o, M).noalias() = F.transpose() * G[c];
+      acc.Q.block(o, o, M, M) = weighted_crossprod(F, Gam[c], F, pfor);
+    }
+    for (std::size_t q = 0; q < pp.size(); ++q) {
+      const std::size_t c = pc[q].first, l = pc[q].second;
+      T[l][c] = DiscretePair::sparse_times(pp[q]->trans_with_values(Gp[q]), k.f[c].F, pfor);
+      acc.Q.block(offsets_[l], offsets_[c], comps[l].size(), comps[c].size()) =
+          weighted_crossprod(k.f[l].F, VectorXd(), T[l][c], pfor);
+    }
+    if (pass != Pass::gradient) return acc;
+    for (std::size_t q = 0; q < pp.size(); ++q) {
+      const std::size_t c = pc[q].first, l = pc[q].second;
+      const VectorXd& v = raw ? Gp_raw[q] : Gp[q];
+      T[c][l] = DiscretePair::sparse_times(pp[q]->with_values(v), k.f[l].F, pfor);
+      if (raw) T[l][c] = DiscretePair::sparse_times(pp[q]->trans_with_values(v), k.f[c].F, pfor);
+    }
+    const std::vector<VectorXd>& Gg = raw ? Gam_raw : Gam;
+    for (std::size_t c = 0; c < C; ++c) {
+      const Index o = offsets_[c], M = comps[c].size();
+      const MatrixXd& F = k.f[c].F;
+      const std::size_t nblocks = k.f[c].rows.size();
+      std::vector<GradAccum> part(nblocks, make_grad());
+      pfor(nblocks, [&](std::size_t b0, std::size_t b1) {
+        for (std::size_t b = b0; b < b1; ++b) {  // (blocks of kChunkRows values)
+          const Index begin = static_cast<Index>(b * kChunkRows), nb = k.f[c].rows[b].resid.size();
+          const auto Fb = F.middleRows(begin, nb);
+          MatrixXd Fbar = G[c].segment(begin, nb) * m.segment(o, M).transpose();
+          Fbar.noalias() += 2.0 * Gg[c].segment(begin, nb).asDiagonal() * (Fb * S.block(o, o, M, M) - Fb);
+          for (std::size_t l = 0; l < C; ++l)
+            if (l != c) Fbar.noalias() += 2.0 * T[c][l].middleRows(begin, nb) * S.block(offsets_[l], o, comps[l].size(), M);
+          component_gradient(c, k.f[c].rows[b], Fbar, Gg[c].segment(begin, nb), part[b].g_kern[c], part[b].g_Z[c]);
+        }
+      });
+      for (const GradAccum& gp : part) {
+        acc.grad.g_kern[c] += gp.g_kern[c];
+        acc.grad.g_Z[c] += gp.g_Z[c];
+      }
+    }
+    return acc;
+  }
+
+  // Discretises the data for the fit when the options ask for it (all rows
+  // per iteration); the number of distinct values.
   std::size_t use_discrete(bool full, double dense_cells = kDenseCells) {
     disc_.reset();
-    if (!opt.discrete || !full || lik.family != Family::gaussian) return 0;
-    disc_ = std::make_shared<const DiscreteData>(discretise(comps, X_, y_, w_, o_, opt.bins, dense_cells));
+    if (!opt.discrete || !full) return 0;
+    disc_ = std::make_shared<const DiscreteData>(
+        discretise(comps, X_, y_, w_, o_, opt.bins, dense_cells, lik.family != Family::gaussian));
     cache_ = DiscreteCache();
     return disc_->n_distinct();
   }
@@ -405,7 +592,7 @@ class Svgp : public WhitenedGaussianModel {
   // q optimal at the current hyperparameters, then the ELBO and its gradient.
   // Gaussian, full rank and coupled: one natural step of size 1 is exact.
   // Otherwise: natural steps of size 1 (halved after a step that lowers the
-  // ELBO) until the ELBO changes by less than 1e-10 relative and the mean by
+  // ELBO, doubled again after two accepted steps) until the ELBO changes by less than 1e-10 relative and the mean by
   // less than 1e-8 (at most 500).
   Step profile() {
     refresh_prior();
@@ -419,6 +606,7 @@ class Svgp : public WhitenedGaussianModel {
       Accum acc = evaluate(nullptr, Pass::natural, *pfor_);
       double last = acc.sum_v - kl();
       VectorXd m0 = m;
+      int accepted_run = 0;
       for (int k = 0; k < 500; ++k) {
         const MatrixXd P0 = P;
         const VectorXd h0 = h, mk = m;
@@ -435,6 +623,7 @@ class Svgp : public WhitenedGaussianModel {
           better = false;
         }
         if (!better) {  // the step lowered the ELBO (or left q invalid): back, and a shorter one
+          accepted_run = 0;
           P = P0;
           h = h0;
           refresh_q();
@@ -443,6 +632,9 @@ class Svgp : public WhitenedGaussianModel {
           continue;
         }
         m0 = mk;
+        // (after two accepted steps in a row, a longer one: a step that had
+        // to be shortened far from the optimum need not stay short near it)
+        if (++accepted_run >= 2) rho = std::min(1.0, 2.0 * rho);
         const double gain = value - last;
         last = value;
         acc = std::move(next);
