@@ -8,8 +8,9 @@
 #            probability) covering the truth;  cover_y: predictive intervals
 #            covering new y (Gaussian only).
 #   Rscript bench/gam_vs_mgcv.R [sizes, e.g. 1e4,1e5,1e6] [families] [gam_max_n]
-# Gaussian fits from 5000 rows use discretised covariates (vi_options(discrete));
-# up to 1e5 rows the same fit over the rows (discrete = FALSE) is timed too.
+# Fits from 5000 rows use discretised covariates (vi_options(discrete)); up to
+# 1e5 rows the fit over the rows (discrete = FALSE; binomial beyond 20 000
+# rows: minibatches) is timed too.
 # Writes bench/results/gam_vs_mgcv.md (and .csv).
 suppressMessages({library(scalegp); library(mgcv)})
 args <- commandArgs(TRUE)
@@ -65,7 +66,9 @@ for (family in families) for (n in sizes) {
                                   control = gp_control(threads = 2, seed = 1, verbose = FALSE,
                                                        discrete = FALSE)))[["elapsed"]]
     p <- predict(fit, test, se.fit = TRUE)
-    rows <- rbind(rows, score("gpgam (rows)", family, n, t, p$fit, p$se.fit, sigma(fit), test))
+    mu <- p$fit
+    if (family == "binomial") attr(mu, "p") <- predict(fit, test, type = "response")
+    rows <- rbind(rows, score("gpgam (rows)", family, n, t, mu, p$se.fit, sigma(fit), test))
     print(rows[nrow(rows), ])
   }
   # mgcv::bam
