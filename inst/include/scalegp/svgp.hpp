@@ -28,8 +28,8 @@ struct SvgpSettings {
   bool meanfield = false;    // block-diagonal q over components
   int rank = 0;              // > 0: P = I + W W' with W of this many columns
   bool lbfgs = true;         // full batch: L-BFGS with q optimal at each step (else Adam steps)
-  // Gaussian, full batch: products over distinct (rounded) values of each
-  // component (discrete.hpp); the R default decides (vi_discrete()).
+  // Full batch: products over distinct (rounded) values of each component
+  // (discrete.hpp); the R default decides (vi_discrete()).
   bool discrete = false;
   double bins = 1000;  // values per gp() input (<= 0: exact values)
 };
@@ -592,8 +592,8 @@ class Svgp : public WhitenedGaussianModel {
   // q optimal at the current hyperparameters, then the ELBO and its gradient.
   // Gaussian, full rank and coupled: one natural step of size 1 is exact.
   // Otherwise: natural steps of size 1 (halved after a step that lowers the
-  // ELBO, doubled again after two accepted steps) until the ELBO changes by less than 1e-10 relative and the mean by
-  // less than 1e-8 (at most 500).
+  // ELBO, doubled again after two accepted steps) until the ELBO changes by
+  // less than 1e-10 relative and the mean by less than 1e-8 (at most 500).
   Step profile() {
     refresh_prior();
     if (lik.family == Family::gaussian && !opt.meanfield && opt.rank == 0) {
