@@ -25,7 +25,8 @@
 engine_registry <- function() {
   list(
     vi = vi_engine,
-    ep = ep_engine
+    ep = ep_engine,
+    decoupled = decoupled_engine
   )
 }
 

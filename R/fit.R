@@ -56,7 +56,7 @@ collect_fit <- function(setup, res, control, engine) {
   fit$control$cluster <- NULL  # connections; not part of the result
   class(fit) <- c(paste0("gpgam_", engine$name), "gpgam", "scalegp")
   fit <- engine_collect(engine, fit, res)
-  names(fit$gradient) <- parameter_names(fit, length(fit$gradient))
+  if (is.null(names(fit$gradient))) names(fit$gradient) <- parameter_names(fit, length(fit$gradient))
   fit$state$center <- term_centres(fit, setup, res$feature_means)
   fit$title <- "Gaussian-process additive model"
   fit$params <- natural_params(fit)
@@ -188,7 +188,9 @@ param_posterior <- function(fit) {
   }
   b <- drop(L %*% fit$state$m)
   V <- L %*% fit$state$S %*% t(L)
-  if (fit$intercept) b[1] <- b[1] + ysc$center
+  # (mean_shift: the data average of a part of the mean outside q, which a
+  # centred term hands to the intercept; the decoupled engine's mean bases)
+  if (fit$intercept) b[1] <- b[1] + ysc$center + ysc$scale * (fit$state$mean_shift %||% 0)
   names(b) <- rownames(A)
   dimnames(V) <- list(names(b), names(b))
   list(coef = b, vcov = V)

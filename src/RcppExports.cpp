@@ -11,6 +11,43 @@ Rcpp::Rostream<true>&  Rcpp::Rcout = Rcpp::Rcpp_cout_get();
 Rcpp::Rostream<false>& Rcpp::Rcerr = Rcpp::Rcpp_cerr_get();
 #endif
 
+// decoupled_fit
+Rcpp::List decoupled_fit(Eigen::Map<Eigen::MatrixXd> X, Eigen::Map<Eigen::VectorXd> y, Eigen::Map<Eigen::VectorXd> w, Eigen::Map<Eigen::VectorXd> offset, Rcpp::List specs, std::string family, double log_noise, Rcpp::List control, Rcpp::List options, int threads, double seed, Rcpp::Function monitor);
+RcppExport SEXP _scalegp_decoupled_fit(SEXP XSEXP, SEXP ySEXP, SEXP wSEXP, SEXP offsetSEXP, SEXP specsSEXP, SEXP familySEXP, SEXP log_noiseSEXP, SEXP controlSEXP, SEXP optionsSEXP, SEXP threadsSEXP, SEXP seedSEXP, SEXP monitorSEXP) {
+BEGIN_RCPP
+    Rcpp::RObject rcpp_result_gen;
+    Rcpp::RNGScope rcpp_rngScope_gen;
+    Rcpp::traits::input_parameter< Eigen::Map<Eigen::MatrixXd> >::type X(XSEXP);
+    Rcpp::traits::input_parameter< Eigen::Map<Eigen::VectorXd> >::type y(ySEXP);
+    Rcpp::traits::input_parameter< Eigen::Map<Eigen::VectorXd> >::type w(wSEXP);
+    Rcpp::traits::input_parameter< Eigen::Map<Eigen::VectorXd> >::type offset(offsetSEXP);
+    Rcpp::traits::input_parameter< Rcpp::List >::type specs(specsSEXP);
+    Rcpp::traits::input_parameter< std::string >::type family(familySEXP);
+    Rcpp::traits::input_parameter< double >::type log_noise(log_noiseSEXP);
+    Rcpp::traits::input_parameter< Rcpp::List >::type control(controlSEXP);
+    Rcpp::traits::input_parameter< Rcpp::List >::type options(optionsSEXP);
+    Rcpp::traits::input_parameter< int >::type threads(threadsSEXP);
+    Rcpp::traits::input_parameter< double >::type seed(seedSEXP);
+    Rcpp::traits::input_parameter< Rcpp::Function >::type monitor(monitorSEXP);
+    rcpp_result_gen = Rcpp::wrap(decoupled_fit(X, y, w, offset, specs, family, log_noise, control, options, threads, seed, monitor));
+    return rcpp_result_gen;
+END_RCPP
+}
+// decoupled_mean
+Eigen::VectorXd decoupled_mean(Rcpp::List spec, Eigen::Map<Eigen::MatrixXd> basis, Eigen::Map<Eigen::VectorXd> coef, Eigen::Map<Eigen::MatrixXd> X, int threads);
+RcppExport SEXP _scalegp_decoupled_mean(SEXP specSEXP, SEXP basisSEXP, SEXP coefSEXP, SEXP XSEXP, SEXP threadsSEXP) {
+BEGIN_RCPP
+    Rcpp::RObject rcpp_result_gen;
+    Rcpp::RNGScope rcpp_rngScope_gen;
+    Rcpp::traits::input_parameter< Rcpp::List >::type spec(specSEXP);
+    Rcpp::traits::input_parameter< Eigen::Map<Eigen::MatrixXd> >::type basis(basisSEXP);
+    Rcpp::traits::input_parameter< Eigen::Map<Eigen::VectorXd> >::type coef(coefSEXP);
+    Rcpp::traits::input_parameter< Eigen::Map<Eigen::MatrixXd> >::type X(XSEXP);
+    Rcpp::traits::input_parameter< int >::type threads(threadsSEXP);
+    rcpp_result_gen = Rcpp::wrap(decoupled_mean(spec, basis, coef, X, threads));
+    return rcpp_result_gen;
+END_RCPP
+}
 // ep_fit
 Rcpp::List ep_fit(Eigen::Map<Eigen::MatrixXd> X, Eigen::Map<Eigen::VectorXd> y, Eigen::Map<Eigen::VectorXd> w, Eigen::Map<Eigen::VectorXd> offset, Rcpp::List specs, Rcpp::List control, Rcpp::List options, int threads, double seed, Rcpp::Function monitor, Rcpp::Nullable<Rcpp::Function> remote, double n_total);
 RcppExport SEXP _scalegp_ep_fit(SEXP XSEXP, SEXP ySEXP, SEXP wSEXP, SEXP offsetSEXP, SEXP specsSEXP, SEXP controlSEXP, SEXP optionsSEXP, SEXP threadsSEXP, SEXP seedSEXP, SEXP monitorSEXP, SEXP remoteSEXP, SEXP n_totalSEXP) {
@@ -184,6 +221,8 @@ END_RCPP
 }
 
 static const R_CallMethodDef CallEntries[] = {
+    {"_scalegp_decoupled_fit", (DL_FUNC) &_scalegp_decoupled_fit, 12},
+    {"_scalegp_decoupled_mean", (DL_FUNC) &_scalegp_decoupled_mean, 5},
     {"_scalegp_ep_fit", (DL_FUNC) &_scalegp_ep_fit, 12},
     {"_scalegp_ep_shard_pass", (DL_FUNC) &_scalegp_ep_shard_pass, 13},
     {"_scalegp_gp_predict", (DL_FUNC) &_scalegp_gp_predict, 9},

@@ -113,6 +113,7 @@ FitInfo fit_loop(Engine& e, Sampler& sampler, const Settings& set, Monitor monit
   const int warmup = e.warmup(), stop_warmup = e.stop_warmup();
   const std::size_t per_epoch = sampler.per_epoch();
   Adam adam(set.learning_rate);
+  adam.set_decay(set.rate_decay);
   Stopper stop(set.tol, set.patience, static_cast<double>(sampler.n()));
   auto good = e.snapshot();  // the last state whose objective was finite
   double epoch_sum = 0;

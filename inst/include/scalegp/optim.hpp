@@ -12,6 +12,9 @@ class Adam {
       : lr_(lr), b1_(b1), b2_(b2), eps_(eps) {}
   void scale_rate(double f) { lr_ *= f; }
   double rate() const { return lr_; }
+  // Step size lr / (1 + decay sqrt(t)) at the t-th step (Cheng and Boots
+  // 2017; t counts every step, also across reset()); 0: constant.
+  void set_decay(double decay) { decay_ = decay; }
   // Forgets the moment estimates (after a step was undone: they hold its gradient).
   void reset() {
     m_.resize(0);
@@ -26,16 +29,19 @@ class Adam {
       t_ = 0;
     }
     ++t_;
+    ++steps_;
     m_ = b1_ * m_ + (1 - b1_) * g;
     v_ = b2_ * v_ + (1 - b2_) * g.cwiseProduct(g);
     const double c1 = 1 - std::pow(b1_, t_), c2 = 1 - std::pow(b2_, t_);
-    x.array() += lr_ * (m_.array() / c1) / ((v_.array() / c2).sqrt() + eps_);
+    const double lr = decay_ > 0 ? lr_ / (1.0 + decay_ * std::sqrt(static_cast<double>(steps_))) : lr_;
+    x.array() += lr * (m_.array() / c1) / ((v_.array() / c2).sqrt() + eps_);
   }
 
  private:
-  double lr_, b1_, b2_, eps_;
+  double lr_, b1_, b2_, eps_, decay_ = 0;
   VectorXd m_, v_;
   int t_ = 0;
+  long steps_ = 0;
 };
 
 // Stops when the per-epoch mean objective has not improved by more than

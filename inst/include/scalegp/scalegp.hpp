@@ -5,6 +5,7 @@
 //   gaussian_q                           the whitened Gaussian q of the VI and EP engines
 //   fit_loop                             the fit loop every engine runs
 //   svgp                                 engine: sparse variational GP
+//   decoupled                            engine: decoupled variational GP (extends svgp)
 //   ep (ep_site, ep_model, ep_minibatch) engine: expectation propagation
 #pragma once
 #include "anova.hpp"
@@ -20,4 +21,5 @@
 #include "gaussian_q.hpp"
 #include "fit_loop.hpp"
 #include "svgp.hpp"
+#include "decoupled.hpp"
 #include "ep.hpp"

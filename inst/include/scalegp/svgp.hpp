@@ -77,26 +77,32 @@ class Svgp : public WhitenedGaussianModel {
   // and, from Pass::natural on, the statistics of the natural-gradient step
   // and, for Pass::gradient, the data part of the hyperparameter gradient
   // (all unscaled).
-  Accum evaluate(const std::vector<std::size_t>* idx, Pass pass, const ParallelFor& pfor) const {
-    if (!idx && disc_)
+  // `shift` (optional, one entry per row of the pass) is added to the
+  // predictor's mean (the decoupled engine's mean bases outside q); `g_rows`
+  // (optional) receives the per-row dE/dmu.
+  Accum evaluate(const std::vector<std::size_t>* idx, Pass pass, const ParallelFor& pfor,
+                 const VectorXd* shift = nullptr, VectorXd* g_rows = nullptr) const {
+    if (!idx && disc_ && !shift && !g_rows)
       return lik.family == Family::gaussian ? evaluate_discrete(pass, pfor) : evaluate_discrete_rows(pass, pfor);
     const std::size_t nrows = idx ? idx->size() : n();
+    if (g_rows) g_rows->resize(static_cast<Index>(nrows));
     return deterministic_reduce<Accum>(
         nrows, pfor, [this] { return make_accum(); },
-        [&](Accum& acc, std::size_t begin, std::size_t end) { accumulate(acc, idx, begin, end, pass); });
+        [&](Accum& acc, std::size_t begin, std::size_t end) { accumulate(acc, idx, begin, end, pass, shift, g_rows); });
   }
   Accum evaluate(const std::vector<std::size_t>* idx, bool grad, const ParallelFor& pfor) const {
     return evaluate(idx, grad ? Pass::gradient : Pass::natural, pfor);
   }
 
   void accumulate(Accum& acc, const std::vector<std::size_t>* idx, std::size_t begin, std::size_t end,
-                  Pass pass) const {
+                  Pass pass, const VectorXd* shift = nullptr, VectorXd* g_rows = nullptr) const {
     const bool grad = pass == Pass::gradient;
     Block b;
     gather(b, idx, begin, end);
     features(b);
     const Index nb = b.X.rows();
-    const VectorXd mu = b.Phi * m + b.o;
+    VectorXd mu = b.Phi * m + b.o;
+    if (shift) mu += shift->segment(static_cast<Index>(begin), nb);
     MatrixXd T;
     if (grad) T.noalias() = b.Phi * S;
     // plug_in_: variances set to zero (the initial Newton steps for q)
@@ -112,6 +118,7 @@ class Svgp : public WhitenedGaussianModel {
       g(i) = e.dm;
       gam(i) = e.dv;
     }
+    if (g_rows) g_rows->segment(static_cast<Index>(begin), nb) = g;
     if (pass == Pass::elbo) return;
     acc.r.noalias() += b.Phi.transpose() * g;
     const MatrixXd U = b.Phi.transpose() * (-gam.array()).max(0.0).sqrt().matrix().asDiagonal();
@@ -707,7 +714,7 @@ class Svgp : public WhitenedGaussianModel {
     }
   }
 
- private:
+ protected:  // (the decoupled engine, decoupled.hpp, extends this one)
   bool plug_in_ = false;
   double rank_loss_ = 0;
   // state of a fit

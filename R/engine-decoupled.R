@@ -1,0 +1,184 @@
+# inference = "decoupled": the decoupled variational GP (core: decoupled.hpp,
+# glue: decoupled.cpp).  One gp() term plus parametric terms; the posterior
+# mean has the inducing inputs plus many more mean bases, the covariance the
+# inducing inputs only.
+
+#' Options of the decoupled variational engine
+#'
+#' Options of `gpgam(inference = "decoupled")`, the decoupled variational GP
+#' of Cheng and Boots (2017): the posterior mean of the GP has
+#' \eqn{M_\alpha}{M_alpha} basis functions (`mean_basis`) at a cost linear in
+#' \eqn{M_\alpha}{M_alpha}, the posterior covariance only the
+#' \eqn{M_\beta}{M_beta} inducing inputs (`gp_control(inducing = )`), whose
+#' cost is cubic.  So the mean can follow a complex function that a sparse
+#' variational GP with \eqn{M_\beta}{M_beta} inducing points would smooth
+#' over, at about the price of that GP.  Pass the options to [gp_control()] by
+#' name, e.g. `gp_control(mean_basis = 4096)`.
+#'
+#' The fit uses the hybrid parametrisation of Cheng and Boots (2017,
+#' Appendix A.3): the mean is that of the sparse variational GP on the
+#' inducing inputs plus \eqn{k(x, A) a}{k(x, A) a} over
+#' \eqn{M_\alpha - M_\beta}{M_alpha - M_beta} further bases \eqn{A}{A}
+#' (placed at data rows, `add_basis` per iteration, their Algorithm 1), and
+#' the covariance is that of the sparse variational GP.  With `mean_basis`
+#' equal to the number of inducing points the model is `inference = "vi"`.
+#' The Gaussian posterior of the inducing variables takes natural-gradient
+#' steps (as with `inference = "vi"`); the coefficients \eqn{a}{a}, the basis
+#' locations, the inducing inputs, the kernel hyperparameters and the noise
+#' take Adam steps of size `learning_rate / (1 + rate_decay * sqrt(t))` (the
+#' paper's schedule) on minibatches of rows.  The bases use the kernel of the
+#' `gp()` term (the paper's generalised SE bases with their own lengthscales
+#' are not implemented).  `logLik()` is the ELBO on all rows, with the exact
+#' KL term.
+#'
+#' Only one `gp()` term (over any number of inputs, without `by`) plus
+#' parametric terms is supported; a formula with several `gp()` terms is
+#' refused (use `inference = "vi"` for additive models).
+#'
+#' @param mean_basis \eqn{M_\alpha}{M_alpha}, the number of basis functions of
+#'   the posterior mean, including the inducing points.  `NULL` (default):
+#'   `min(16384, max(M_beta, 8 * sqrt(n)))` rounded, and at most the number
+#'   of distinct input rows (about 800 bases at 1e4 rows, 3600 at 2e5).
+#' @param add_basis bases added per iteration until there are `mean_basis`
+#'   (the paper's \eqn{N_\Delta}{N_Delta} = 128).
+#' @param kl_columns the KL term's \eqn{a' K_{AA} a}{a' K_AA a} is estimated
+#'   at each iteration from this many columns of \eqn{K_{AA}}{K_AA} (a
+#'   window at a random start), which is unbiased and costs
+#'   O(`kl_columns` x \eqn{M_\alpha}{M_alpha}) instead of
+#'   O(\eqn{M_\alpha^2}{M_alpha^2}); all columns when there are fewer.
+#' @param rate_decay the Adam step size at iteration t is `learning_rate /
+#'   (1 + rate_decay * sqrt(t))` (0: constant).
+#' @param natgrad_step step size of the natural-gradient update of the
+#'   posterior of the inducing variables; `NULL` chooses 1 (Gaussian, all
+#'   rows), 0.5 (other families, all rows) or 0.1 (minibatches).
+#' @return A list of the options.
+#' @references Cheng and Boots (2017) Variational inference for Gaussian
+#'   process models with linear complexity. NeurIPS.  Hensman, Fusi and
+#'   Lawrence (2013) Gaussian processes for big data. UAI.
+#' @seealso [gp_control()], [vi_options()]
+#' @examples
+#' decoupled_options()
+#' gp_control(inducing = 64, mean_basis = 1024)
+#' @export
+decoupled_options <- function(mean_basis = NULL, add_basis = 128, kl_columns = 128, rate_decay = 0.1,
+                              natgrad_step = NULL) {
+  if (!is.null(mean_basis)) check_count(mean_basis, "mean_basis")
+  check_count(add_basis, "add_basis")
+  check_count(kl_columns, "kl_columns")
+  if (!is.numeric(rate_decay) || length(rate_decay) != 1 || !is.finite(rate_decay) || rate_decay < 0)
+    stop_arg("rate_decay", "must be a single non-negative number")
+  if (!is.null(natgrad_step)) {
+    check_positive(natgrad_step, "natgrad_step")
+    if (natgrad_step > 1) stop_arg("natgrad_step", "must be in (0, 1]")
+  }
+  list(mean_basis = if (!is.null(mean_basis)) as.integer(mean_basis), add_basis = as.integer(add_basis),
+       kl_columns = as.integer(kl_columns), rate_decay = rate_decay, natgrad_step = natgrad_step)
+}
+
+decoupled_engine <- function() {
+  new_engine("decoupled", label = "decoupled variational GP", objective = "ELBO",
+             objective_note = "a lower bound on the log marginal likelihood", options = decoupled_options)
+}
+
+# Minibatches of 1024 rows (the paper's) beyond 4096 rows.
+default_batch_size.engine_decoupled <- function(engine, n, family, opts) if (n <= 4096) n else 1024L
+
+# One stationary gp() term without `by`, plus parametric blocks; the index of its component.
+check_decoupled_setup <- function(setup) {
+  kinds <- vapply(setup$comps, `[[`, "", "kind")
+  gp <- which(kinds != "linear")
+  labels <- vapply(setup$terms$gp, function(g) g$spec$label, "")
+  if (length(gp) != 1)
+    stop_arg("formula", "has ", length(gp), " gp() components (", paste(labels, collapse = ", "),
+             "); inference = \"decoupled\" fits one gp() term (over any number of inputs) plus parametric ",
+             "terms: write gp(x1, x2, ...) for a joint term, or use inference = \"vi\" for additive models")
+  s <- setup$comps[[gp]]
+  if (s$kind == "factor")
+    stop_arg("formula", "has the random effect ", labels, "; inference = \"decoupled\" needs a gp() term of numeric inputs")
+  if (!is.null(s$by_col))
+    stop_arg("formula", "has ", labels, " with 'by'; inference = \"decoupled\" does not support 'by'")
+  if (s$kind != "stationary")
+    stop_arg("formula", labels, " has centre = TRUE; inference = \"decoupled\" fits the uncentred kernel")
+  gp
+}
+
+# M_alpha: the user's (at least M_beta), or the default; at most M_beta plus
+# the number of distinct input rows.
+decoupled_mean_basis <- function(given, M, setup, gp) {
+  n <- setup$n
+  distinct <- n_unique_rows(setup$X[, setup$comps[[gp]]$cols + 1L, drop = FALSE])
+  if (!is.null(given)) {
+    if (given < M)
+      stop_arg("mean_basis", "(", given, ") must be at least the number of inducing points (", M, ")")
+    if (given - M > distinct) {
+      warning(sprintf("'mean_basis' = %d exceeds the %d inducing points plus the %d distinct input rows; using %d",
+                      given, M, distinct, M + distinct), call. = FALSE)
+      given <- M + distinct
+    }
+    return(as.integer(given))
+  }
+  as.integer(min(M + distinct, max(M, min(16384, round(8 * sqrt(n))))))
+}
+
+engine_fit.engine_decoupled <- function(engine, setup, control) {
+  gp <- check_decoupled_setup(setup)
+  M <- nrow(setup$comps[[gp]]$Z)
+  Malpha <- decoupled_mean_basis(control$mean_basis, M, setup, gp)
+  options <- list(natgrad_step = control$natgrad_step %||% -1, mean_basis = Malpha - M,
+                  add_basis = control$add_basis %||% 128L, kl_columns = control$kl_columns %||% 128L,
+                  rate_decay = control$rate_decay %||% 0.1)
+  res <- .decoupled_fit(setup$X, setup$y, setup$w, setup$offset, setup$comps, setup$lik, setup$log_noise,
+                        common_settings(control), options, control$threads, control$seed,
+                        progress_monitor(control, engine$objective, jacobian(setup)))
+  res$gp_index <- gp
+  res$mean_basis_total <- Malpha
+  res
+}
+
+engine_collect.engine_decoupled <- function(engine, fit, res) {
+  fit$elbo <- fit$objective
+  fit$kl <- res$kl
+  g <- fit$terms$gp[[1]]
+  centred <- fit$intercept && !identical(g$spec$centre, FALSE)
+  # the mean bases: locations (internal input scale), coefficients; their
+  # average over the data, which a centred term hands to the intercept
+  fit$state$basis <- list(A = res$basis, a = res$coef, index = res$gp_index,
+                          center = if (centred) res$basis_mean else 0)
+  fit$state$mean_shift <- fit$state$basis$center
+  fit$mean_basis <- c(total = res$mean_basis_total, inducing = nrow(fit$state$specs[[res$gp_index]]$Z),
+                      active = nrow(res$basis))
+  # gradient names: the hyperparameters as for inference = "vi", then a and A
+  Ma <- res$mean_basis_total - fit$mean_basis[["inducing"]]
+  d <- ncol(res$basis)
+  nbase <- length(fit$gradient) - Ma - if (!("inducing" %in% fit$control$fixed)) Ma * d else 0
+  names(fit$gradient) <- c(parameter_names(fit, nbase), paste0("mean basis ", seq_len(Ma), ": coefficient"),
+                           if (!("inducing" %in% fit$control$fixed))
+                             paste0("mean basis ", rep(seq_len(Ma), d), ": input ", rep(seq_len(d), each = Ma)))
+  fit
+}
+
+# The whitened Gaussian's prediction plus the mean bases' part k(x, A) a.
+latent_predict.gpgam_decoupled <- function(fit, X, offset, terms = FALSE, se = TRUE) {
+  out <- NextMethod()
+  b <- fit$state$basis
+  ysc <- fit$scaling$y$scale
+  r <- ysc * .decoupled_mean(fit$state$specs[[b$index]], b$A, b$a, X, fit$control$threads)
+  out$fit <- out$fit + r
+  if (terms) out$term_fit[, b$index] <- out$term_fit[, b$index] + r - ysc * b$center
+  out
+}
+
+engine_label.gpgam_decoupled <- function(fit) {
+  mb <- fit$mean_basis
+  sprintf("%s, %d mean bases (%d inducing points + %d more), covariance on the %d inducing points, %s",
+          fit$engine$label, mb[["inducing"]] + mb[["active"]], mb[["inducing"]], mb[["active"]], mb[["inducing"]],
+          if (fit$control$batch_size < fit$n) sprintf("minibatches of %d", fit$control$batch_size) else "all rows")
+}
+
+engine_notes.gpgam_decoupled <- function(fit) {
+  mb <- fit$mean_basis
+  c(NextMethod(),
+    if (mb[["active"]] < mb[["total"]] - mb[["inducing"]])
+      sprintf("only %d of the %d further mean bases were placed (the fit ended first, or too few distinct rows)",
+              mb[["active"]], mb[["total"]] - mb[["inducing"]]))
+}

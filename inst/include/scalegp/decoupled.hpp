@@ -1,0 +1,429 @@
+// Decoupled variational GP (Cheng and Boots 2017, "Variational inference for
+// Gaussian process models with linear complexity", NeurIPS) in the hybrid
+// parametrisation of their Appendix A.3: the mean has the M_beta inducing
+// inputs Z of the SVGP engine plus M_a further mean bases A, the covariance
+// only Z.  In whitened coordinates (phi(x) = L^{-1} k(Z, x), K_ZZ = L L'),
+//   mean  mu(x) = phi(x)' m + k(x, A) a + offset
+//   var   s2(x) = k(x, x) - |phi(x)|^2 + phi(x)' S phi(x)
+//   KL    = KL(N(m, S) || N(0, I)) + m_g' c + a' K_AA a / 2,   c = L^{-1} K_ZA a
+// (their eq. 14 with its factor 1/2 on the log-determinant corrected;
+// m_g is the block of m of the GP component).  With M_a = 0 this is the SVGP
+// engine; with M_beta = 0 the mean is kernel ridge regression on A.  The
+// cost of an iteration is O(N_b M_a d) for the mean bases (evaluated in
+// chunks, never stored whole) plus the SVGP engine's O(N_b M_beta^2).
+//
+// The model is one stationary GP component (any number of inputs) plus
+// parametric blocks.  q(v) = N(m, S) takes the SVGP engine's natural-gradient
+// steps, towards P* = I - 2 s Q, h* = s (r - 2 Q m) - c (the linear KL term
+// shifts the prior mean; with a Gaussian likelihood and all rows a step of 1
+// is exact); a, A, Z, the kernel hyperparameters and the noise take Adam
+// steps with the paper's step size lr / (1 + 0.1 sqrt(t)).  Mean bases are
+// added `add` per iteration at data rows drawn without replacement (the
+// online growth of their Algorithm 1) with a = 0, so q is unchanged when
+// they arrive.  The quadratic a' K_AA a is estimated from a window of
+// `kl_columns` columns (a random start, wrapping), scaled by M_a / columns:
+// unbiased; the gradient is the exact one of that estimate.
+//
+// Parametrisation: a = a0 / (sigma_f^2 sqrt(M_a)) (the Jacobi preconditioner
+// of their Appendix A.1 and a scale that keeps an Adam step's change of the
+// mean independent of M_a); Adam moves a0.
+#pragma once
+#include "svgp.hpp"
+#include <set>
+
+namespace scalegp {
+
+struct DecoupledSettings {
+  Index mean_basis = 0;   // M_a: mean bases beyond the inducing inputs
+  Index add = 128;        // bases added per iteration until M_a
+  Index kl_columns = 0;   // columns of K_AA per iteration (0 or >= M_a: all, exact)
+};
+
+// k(x, A) a for the rows of Xs (inputs already divided by the lengthscales,
+// as As), in row blocks (parallel) and chunks of A (fixed order).
+inline VectorXd basis_mean(const Kernel& k, const MatrixXd& Xs, const MatrixXd& As, const VectorXd& a,
+                           const ParallelFor& pfor, Index chunk = 512) {
+  VectorXd out = VectorXd::Zero(Xs.rows());
+  blocked_for(static_cast<std::size_t>(Xs.rows()), pfor, [&](std::size_t begin, std::size_t end) {
+    const Index nb = static_cast<Index>(end - begin);
+    const MatrixXd Xb = Xs.middleRows(static_cast<Index>(begin), nb);
+    VectorXd acc = VectorXd::Zero(nb);
+    MatrixXd K, D;
+    for (Index j = 0; j < As.rows(); j += chunk) {
+      const Index nj = std::min(chunk, As.rows() - j);
+      k.cross(Xb, As.middleRows(j, nj), K, D);
+      acc.noalias() += K * a.segment(j, nj);
+    }
+    out.segment(static_cast<Index>(begin), nb) = acc;
+  });
+  return out;
+}
+
+class Decoupled : public Svgp {
+ public:
+  DecoupledSettings dopt;
+  MatrixXd A;   // mean-basis locations (M_a x d; component inputs on the internal scale)
+  VectorXd a0;  // their coefficients: a = a0 * precond()
+  Index active = 0;  // bases added so far (the first `active` rows of A)
+
+  Decoupled(std::vector<Component> components, Likelihood likelihood, Settings settings, SvgpSettings options,
+            DecoupledSettings dset, const double* X, std::size_t n, std::size_t p, const double* y,
+            const double* w, const double* offset)
+      : Svgp(std::move(components), std::move(likelihood), settings, options, X, n, p, y, w, offset), dopt(dset) {
+    for (std::size_t c = 0; c < comps.size(); ++c) {
+      if (comps[c].kind == Kind::linear) continue;
+      if (comps[c].kind != Kind::stationary || comps[c].by_col >= 0 || cg_ != kNone)
+        throw std::invalid_argument(
+            "the decoupled engine fits one gp() term (stationary kernel, no 'by') plus parametric terms");
+      cg_ = c;
+    }
+    if (cg_ == kNone) throw std::invalid_argument("the decoupled engine needs a gp() term");
+    if (dopt.mean_basis < 0) throw std::invalid_argument("mean_basis must be >= 0");
+    A = MatrixXd::Zero(dopt.mean_basis, comps[cg_].dim());
+    a0 = VectorXd::Zero(dopt.mean_basis);
+    opt.discrete = false;
+  }
+
+  std::size_t gp_component() const { return cg_; }
+  const Kernel& kernel() const { return comps[cg_].kernel; }
+  Index n_basis() const { return dopt.mean_basis; }
+  double precond() const {
+    return 1.0 / (kernel().variance() * std::sqrt(static_cast<double>(std::max<Index>(1, n_basis()))));
+  }
+  // The coefficients of the active bases.
+  VectorXd coef() const { return a0.head(active) * precond(); }
+
+  // Puts the first `k` rows of `locations` in as active bases with coefficients a.
+  void set_basis(const MatrixXd& locations, const VectorXd& a) {
+    if (locations.rows() > n_basis() || locations.cols() != A.cols() || a.size() != locations.rows())
+      throw std::invalid_argument("set_basis(): sizes do not match");
+    active = locations.rows();
+    A.topRows(active) = locations;
+    a0.setZero();
+    a0.head(active) = a / precond();
+  }
+
+  // The component's inputs of rows idx (all rows when null), divided by the lengthscales.
+  MatrixXd scaled_inputs(const std::vector<std::size_t>* idx) const {
+    const Component& k = comps[cg_];
+    const std::size_t nb = idx ? idx->size() : n();
+    MatrixXd Xc(static_cast<Index>(nb), k.dim());
+    for (std::size_t i = 0; i < nb; ++i)
+      for (Index j = 0; j < k.dim(); ++j) Xc(static_cast<Index>(i), j) = X_(static_cast<Index>(idx ? (*idx)[i] : i), k.cols[j]);
+    return kernel().scale(Xc);
+  }
+
+  // k(x_i, A) a for rows idx.
+  VectorXd basis_rows(const std::vector<std::size_t>* idx, const ParallelFor& pfor) const {
+    if (active == 0) return VectorXd::Zero(static_cast<Index>(idx ? idx->size() : n()));
+    return basis_mean(kernel(), scaled_inputs(idx), kernel().scale(A.topRows(active)), coef(), pfor);
+  }
+
+  // ---- parameters moved by Adam: [hyperparameters, noise | a0 | A] --------------------
+  Index n_theta() const { return Svgp::n_theta() + n_basis() + (set.learn_inducing ? A.size() : 0); }
+  VectorXd pack() const {
+    VectorXd th(n_theta());
+    const Index k = Svgp::n_theta();
+    th.head(k) = Svgp::pack();
+    th.segment(k, n_basis()) = a0;
+    if (set.learn_inducing) th.tail(A.size()) = Eigen::Map<const VectorXd>(A.data(), A.size());
+    return th;
+  }
+  void unpack(const VectorXd& th) {
+    const Index k = Svgp::n_theta();
+    Svgp::unpack(th.head(k));
+    a0 = th.segment(k, n_basis());
+    if (set.learn_inducing) Eigen::Map<VectorXd>(A.data(), A.size()) = th.tail(A.size());
+  }
+
+  // ---- the objective ---------------------------------------------------------------------
+  // What one evaluation keeps for the natural step that follows it.
+  struct Eval {
+    Accum acc;
+    VectorXd c;  // L^{-1} K_ZA a
+    double scale = 1;
+  };
+
+  // The ELBO (estimate) on rows idx with scale s, using a window of columns
+  // of K_AA from `start` (`exact`: all columns), and its gradient in the
+  // packed layout when grad.  The log prior of the hyperparameters is not included.
+  Step objective(const std::vector<std::size_t>* idx, double s, bool grad, bool exact, Index start, Eval& ev) const {
+    const ParallelFor& pfor = *pfor_;
+    const Kernel& ker = kernel();
+    const Component& comp = comps[cg_];
+    const ComponentPrior& pr = prior_[cg_];
+    const Index Mg = comp.size(), og = offset_of(cg_), d = comp.dim();
+    const MatrixXd As = ker.scale(A.topRows(active));
+    const VectorXd a = coef();
+    // the data: the mean bases' part of every row, then the SVGP pass
+    const MatrixXd Xs = scaled_inputs(idx);
+    const VectorXd shift = active > 0 ? basis_mean(ker, Xs, As, a, pfor) : VectorXd::Zero(Xs.rows());
+    VectorXd g;
+    ev.acc = evaluate(idx, grad ? Pass::gradient : Pass::natural, pfor, &shift, grad ? &g : nullptr);
+    ev.scale = s;
+    // KL: cross term m_g' c and the quadratic a' K_AA a / 2 (estimated from columns)
+    MatrixXd KZA, DZA;
+    ev.c = VectorXd::Zero(Mg);
+    if (active > 0) {
+      ker.cross(pr.Zs, As, KZA, DZA);
+      ev.c = KZA * a;
+      pr.L.triangularView<Eigen::Lower>().solveInPlace(ev.c);
+    }
+    const VectorXd mg = m.segment(og, Mg);
+    const Index ncol = exact || dopt.kl_columns <= 0 || dopt.kl_columns >= active ? active : dopt.kl_columns;
+    const double cS = ncol > 0 ? static_cast<double>(active) / static_cast<double>(ncol) : 0.0;
+    std::vector<Index> cols(static_cast<std::size_t>(ncol));
+    for (Index j = 0; j < ncol; ++j) cols[static_cast<std::size_t>(j)] = ncol == active ? j : (start + j) % active;
+    // row blocks of A against the window: value, and gradients w.r.t. a, A and the kernel
+    const Index nblk = (active + kBlock - 1) / kBlock;
+    struct Part {
+      double value = 0, glogvar = 0;
+      VectorXd glogls, ga_cols;
+      MatrixXd gA_cols;
+    };
+    std::vector<Part> part(static_cast<std::size_t>(nblk));
+    VectorXd ga = VectorXd::Zero(active);
+    MatrixXd gA = MatrixXd::Zero(active, d);
+    MatrixXd AsS(ncol, d);
+    VectorXd aS(ncol);
+    for (Index j = 0; j < ncol; ++j) {
+      AsS.row(j) = As.row(cols[static_cast<std::size_t>(j)]);
+      aS(j) = a(cols[static_cast<std::size_t>(j)]);
+    }
+    const bool sym = ncol == active;  // all columns: K_AA symmetric, rows own their gradient
+    pfor(static_cast<std::size_t>(nblk), [&](std::size_t b0, std::size_t b1) {
+      MatrixXd K, D;
+      for (std::size_t b = b0; b < b1; ++b) {
+        Part& p = part[b];
+        const Index i0 = static_cast<Index>(b) * kBlock, ni = std::min(kBlock, active - i0);
+        ker.cross(As.middleRows(i0, ni), AsS, K, D);
+        const VectorXd KaS = K * aS;
+        p.value = 0.5 * cS * a.segment(i0, ni).dot(KaS);
+        if (!grad) continue;
+        p.glogls = VectorXd::Zero(ker.log_ls.size());
+        p.glogvar = -p.value;
+        if (sym) {
+          ga.segment(i0, ni) = -cS * KaS;  // d/da of -a'K a / 2
+          const MatrixXd E = (-0.5 * cS * a.segment(i0, ni) * aS.transpose()).cwiseProduct(D);
+          MatrixXd gAi = MatrixXd::Zero(ni, d);
+          cross_gradient(ker, As.middleRows(i0, ni), AsS, E, p.glogls, &gAi, nullptr);
+          gA.middleRows(i0, ni) = 2.0 * gAi;  // the row and the column role of each basis
+        } else {
+          ga.segment(i0, ni) = -0.5 * cS * KaS;
+          p.ga_cols = -0.5 * cS * K.transpose() * a.segment(i0, ni);
+          const MatrixXd E = (-0.5 * cS * a.segment(i0, ni) * aS.transpose()).cwiseProduct(D);
+          MatrixXd gAi = MatrixXd::Zero(ni, d);
+          p.gA_cols = MatrixXd::Zero(ncol, d);
+          cross_gradient(ker, As.middleRows(i0, ni), AsS, E, p.glogls, &gAi, &p.gA_cols);
+          gA.middleRows(i0, ni) = gAi;
+        }
+      }
+    });
+    double quad = 0;
+    for (const Part& p : part) quad += p.value;
+    Step st;
+    st.objective = s * ev.acc.sum_v - kl() - mg.dot(ev.c) - quad;
+    if (!grad) return st;
+
+    // gradient: the SVGP part (hyperparameters through the features, noise)
+    st.gradient = VectorXd::Zero(n_theta());
+    const Index k0 = Svgp::n_theta();
+    st.gradient.head(k0) = Svgp::gradient(ev.acc, s);
+    GradAccum extra = make_grad();
+    VectorXd& gk = extra.g_kern[cg_];  // [log var, log ls]
+    for (const Part& p : part) {
+      gk(0) += p.glogvar;
+      gk.tail(ker.log_ls.size()) += p.glogls;
+      if (!sym) {
+        // (the window's column role)
+      }
+    }
+    if (!sym)
+      for (std::size_t b = 0; b < part.size(); ++b)
+        for (Index j = 0; j < ncol; ++j) {
+          const Index t = cols[static_cast<std::size_t>(j)];
+          ga(t) += part[b].ga_cols(j);
+          gA.row(t) += part[b].gA_cols.row(j);
+        }
+    // the data through the mean bases: d/da = s K_bA' g, and A, kernel via the adjoint s g a'
+    if (active > 0) {
+      const Index nchunk = (active + kBlock - 1) / kBlock;
+      std::vector<VectorXd> cg_ls(static_cast<std::size_t>(nchunk), VectorXd::Zero(ker.log_ls.size()));
+      std::vector<double> cg_var(static_cast<std::size_t>(nchunk), 0.0);
+      const VectorXd gs = s * g;
+      pfor(static_cast<std::size_t>(nchunk), [&](std::size_t c0, std::size_t c1) {
+        MatrixXd K, D;
+        for (std::size_t c = c0; c < c1; ++c) {
+          const Index j0 = static_cast<Index>(c) * kBlock, nj = std::min(kBlock, active - j0);
+          const auto Aj = As.middleRows(j0, nj);
+          VectorXd gaj = VectorXd::Zero(nj);
+          MatrixXd gAj = MatrixXd::Zero(nj, d);
+          for (Index r = 0; r < Xs.rows(); r += kRows) {
+            const Index nr = std::min(kRows, Xs.rows() - r);
+            ker.cross(Xs.middleRows(r, nr), Aj, K, D);
+            gaj.noalias() += K.transpose() * gs.segment(r, nr);
+            const MatrixXd E = (gs.segment(r, nr) * a.segment(j0, nj).transpose()).cwiseProduct(D);
+            cross_gradient(ker, Xs.middleRows(r, nr), Aj, E, cg_ls[c], nullptr, &gAj);
+          }
+          cg_var[c] = a.segment(j0, nj).dot(gaj);
+          ga.segment(j0, nj) += gaj;
+          gA.middleRows(j0, nj) += gAj;
+        }
+      });
+      for (Index c = 0; c < nchunk; ++c) {
+        gk(0) += cg_var[static_cast<std::size_t>(c)];
+        gk.tail(ker.log_ls.size()) += cg_ls[static_cast<std::size_t>(c)];
+      }
+      // the cross term -m_g' L^{-1} K_ZA a: d/da = -K_AZ u with u = L^{-T} m_g; K_ZA's
+      // adjoint -u a'; through L as a feature row c' with adjoint -m_g'
+      VectorXd u = mg;
+      pr.L.transpose().triangularView<Eigen::Upper>().solveInPlace(u);
+      ga.noalias() -= KZA.transpose() * u;
+      gk(0) -= u.dot(KZA * a);
+      const MatrixXd E = (-u * a.transpose()).cwiseProduct(DZA);
+      MatrixXd gZ = MatrixXd::Zero(Mg, d);
+      cross_gradient(ker, pr.Zs, As, E, gk.tail(ker.log_ls.size()), &gZ, &gA);
+      if (set.learn_inducing) extra.g_Z[cg_] += gZ;
+      MatrixXd PtPb = MatrixXd::Zero(total_size(), total_size());
+      PtPb.block(og, og, Mg, Mg) = -ev.c * mg.transpose();
+      // the preconditioner a = a0 / (sigma_f^2 ...): d a / d log var = -a
+      gk(0) -= a.dot(ga);
+      if (comp.learn_kernel || set.learn_inducing)
+        st.gradient.head(n_hyper()) += hyper_gradient(PtPb, extra, 1.0);
+      st.gradient.segment(k0, active) = precond() * ga;
+      if (set.learn_inducing)
+        for (Index j = 0; j < d; ++j) st.gradient.segment(k0 + n_basis() + j * n_basis(), active) = gA.col(j);
+    }
+    return st;
+  }
+
+  // ---- the fit (fit_loop.hpp) ---------------------------------------------------------
+  template <class Monitor>
+  FitInfo fit(const ParallelFor& pfor, Rng& rng, Monitor monitor) {
+    pfor_ = &pfor;
+    rng_ = &rng;
+    Sampler sampler(Sampler::Mode::shuffled, n(), set.batch_size, rng);
+    full_ = sampler.full();
+    use_discrete(false);
+    rho_ = opt.natgrad_step > 0 ? opt.natgrad_step
+           : sampler.full() ? (lik.family == Family::gaussian ? 1.0 : 0.5)
+                            : 0.1;
+    warmup_ = rho_ >= 1.0 ? 0 : static_cast<int>(std::ceil(5.0 / rho_));
+    return fit_loop(*this, sampler, set, monitor);
+  }
+
+  // The executor of objective() outside fit() (kept by value).
+  void set_executor(ParallelFor pfor) {
+    own_pfor_ = std::move(pfor);
+    pfor_ = &own_pfor_;
+  }
+
+  struct Snapshot {
+    VectorXd theta, h;
+    MatrixXd P;
+  };
+  Snapshot snapshot() const { return {pack(), h, P}; }
+  void restore(const Snapshot& s) {
+    unpack(s.theta);
+    P = s.P;
+    h = s.h;
+    refresh();
+  }
+
+  void initialise(const Sampler& sampler) {
+    Svgp::initialise(sampler);
+    // candidate rows for the mean bases: a random order of the rows, distinct inputs only
+    order_.resize(n());
+    for (std::size_t i = 0; i < n(); ++i) order_[i] = i;
+    shuffle(order_, *rng_);
+    next_ = 0;
+    seen_.clear();
+    for (Index i = 0; i < active; ++i) seen_.insert(row_key(A.row(i)));
+  }
+
+  Step step(const Sampler& sampler, bool grad) {
+    grow();
+    const Index start = active > 0 ? static_cast<Index>(uniform_index(*rng_, static_cast<std::size_t>(active))) : 0;
+    Step st = objective(sampler.rows(), sampler.scale(), grad, false, start, ev_);
+    st.objective += log_prior(grad ? &st.gradient : nullptr);
+    return st;
+  }
+
+  void update(const Step&) {
+    natural_step(ev_.acc, ev_.scale, rho_);
+    h.segment(offset_of(cg_), comps[cg_].size()) -= rho_ * ev_.c;
+    refresh();
+  }
+
+  // The natural step on all rows (size rho) at the current state.
+  void full_natural_step(double rho) {
+    Eval ev;
+    objective(nullptr, 1.0, false, true, 0, ev);
+    natural_step(ev.acc, 1.0, rho);
+    h.segment(offset_of(cg_), comps[cg_].size()) -= rho * ev.c;
+    refresh();
+  }
+
+  // Gaussian: one full-data natural step of size 1 makes q optimal for the
+  // final mean bases and hyperparameters.  Other likelihoods after
+  // minibatches: damped full-data steps (at most 10).  Then the exact ELBO
+  // and its gradient on all rows.
+  void finish(FitInfo& info) {
+    if (lik.family == Family::gaussian) {
+      full_natural_step(1.0);
+    } else if (!full_) {
+      double last = -std::numeric_limits<double>::infinity();
+      for (int k = 0; k < 10; ++k) {
+        Eval ev;
+        const double value = objective(nullptr, 1.0, false, true, 0, ev).objective;
+        if (value - last < set.tol * static_cast<double>(n())) break;
+        last = value;
+        natural_step(ev.acc, 1.0, 0.5);
+        h.segment(offset_of(cg_), comps[cg_].size()) -= 0.5 * ev.c;
+        refresh();
+      }
+    }
+    Eval ev;
+    Step st = objective(nullptr, 1.0, n_theta() > 0, true, 0, ev);
+    info.objective = st.objective;
+    info.log_prior = log_prior();
+    if (n_theta() > 0) {
+      info.gradient = st.gradient;
+      log_prior(&info.gradient);
+    }
+  }
+
+ private:
+  static constexpr std::size_t kNone = static_cast<std::size_t>(-1);
+  static constexpr Index kBlock = 256;  // bases per block
+  static constexpr Index kRows = 2048;  // rows per block inside a block of bases
+  std::size_t cg_ = kNone;
+  Rng* rng_ = nullptr;
+  ParallelFor own_pfor_;
+  Eval ev_;
+  std::vector<std::size_t> order_;
+  std::size_t next_ = 0;
+  std::set<std::vector<double>> seen_;
+
+  static std::vector<double> row_key(const Eigen::Ref<const Eigen::RowVectorXd>& r) {
+    return std::vector<double>(r.data(), r.data() + r.size());
+  }
+
+  // Algorithm 1's growth: up to `add` new bases at rows not used yet (distinct inputs).
+  void grow() {
+    const Component& k = comps[cg_];
+    Index added = 0;
+    while (active < n_basis() && added < std::max<Index>(1, dopt.add) && next_ < order_.size()) {
+      const Index r = static_cast<Index>(order_[next_++]);
+      Eigen::RowVectorXd x(k.dim());
+      for (Index j = 0; j < k.dim(); ++j) x(j) = X_(r, k.cols[j]);
+      if (!seen_.insert(row_key(x)).second) continue;
+      A.row(active) = x;
+      a0(active) = 0;
+      ++active;
+      ++added;
+    }
+  }
+};
+
+}  // namespace scalegp

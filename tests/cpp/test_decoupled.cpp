@@ -1,0 +1,238 @@
+// Tests of the decoupled engine (decoupled.hpp): every gradient against
+// finite differences (exact and column-sampled KL), the KL against the
+// closed-form Gaussian KL of the inducing values at Z and A, the Titsias
+// bound without mean bases, the kernel-ridge-regression optimum of a with
+// the prior covariance, and bit-identical fits for any thread count.
+#include <catch2/catch.hpp>
+#include "fixtures.hpp"
+
+#include <cmath>
+#include <vector>
+
+using namespace scalegp;
+using namespace fixtures;
+
+namespace {
+
+Decoupled make_decoupled(const Data& d, std::vector<Component> comps, Family fam, Index mean_basis,
+                         Index kl_columns = 0, Settings set = Settings()) {
+  Likelihood lik(fam);
+  lik.log_noise = std::log(0.2);
+  DecoupledSettings ds;
+  ds.mean_basis = mean_basis;
+  ds.kl_columns = kl_columns;
+  return Decoupled(std::move(comps), lik, set, SvgpSettings(), ds, d.X.data(), d.n(),
+                   static_cast<std::size_t>(d.X.cols()), d.y.data(), d.w.data(), d.o.data());
+}
+
+// Random q: P = I + 2 B B' / M, h ~ U(-1, 1); mean bases at random inputs with random a.
+void randomise(Decoupled& s, Index nb, unsigned seed) {
+  const Index Mt = s.total_size();
+  const MatrixXd B = uniform_matrix(Mt, Mt, seed, -1.0, 1.0);
+  s.P = MatrixXd::Identity(Mt, Mt) + 2.0 * B * B.transpose() / static_cast<double>(Mt);
+  s.h = uniform_matrix(Mt, 1, seed + 1, -1.0, 1.0);
+  if (nb > 0) s.set_basis(uniform_matrix(nb, 2, seed + 2, -2.0, 2.0), uniform_matrix(nb, 1, seed + 3, -0.5, 0.5));
+  s.refresh();
+}
+
+Step eval(Decoupled& s, bool grad, bool exact, Index start, double scale = 1.0,
+          const std::vector<std::size_t>* idx = nullptr) {
+  Decoupled::Eval ev;
+  return s.objective(idx, scale, grad, exact, start, ev);
+}
+
+// Gradient of the objective (rows idx, scale) w.r.t. the packed parameters
+// against central differences, q(v) held fixed.
+void check_gradient(Decoupled& s, bool exact, Index start, const std::vector<std::size_t>* idx, double scale) {
+  const ParallelFor pfor = serial_for;
+  s.set_executor(pfor);
+  const MatrixXd P0 = s.P;
+  const VectorXd h0 = s.h;
+  const VectorXd th0 = s.pack();
+  auto F = [&](const VectorXd& th) {
+    s.unpack(th);
+    s.P = P0;
+    s.h = h0;
+    s.refresh();
+    return eval(s, false, exact, start, scale, idx).objective;
+  };
+  F(th0);
+  const VectorXd g = eval(s, true, exact, start, scale, idx).gradient;
+  REQUIRE(g.size() == th0.size());
+  REQUIRE(g.cwiseAbs().maxCoeff() > 0.0);
+  const VectorXd fd = fd_gradient(F, th0, 1e-4);
+  F(th0);
+  check_all_close(g, fd, 1e-5, 1e-6 * fd.cwiseAbs().maxCoeff());
+}
+
+}  // namespace
+
+TEST_CASE("decoupled: gradients of every parameter match finite differences", "[decoupled]") {
+  const MatrixXd Z = uniform_matrix(5, 2, 11, -2.0, 2.0);
+  for (Family fam : {Family::gaussian, Family::logit, Family::poisson}) {
+    for (KernelType kt : {KernelType::se, KernelType::matern52}) {
+      const Data d = make_data(60, fam, 3);
+      std::vector<Component> comps{gp_component(kt, true, Z), linear_component({2}, VectorXd::Constant(1, 2.0))};
+      Decoupled s = make_decoupled(d, comps, fam, 9, 0);
+      randomise(s, 7, 5);  // 7 of 9 bases active: the others have no gradient
+      CAPTURE(static_cast<int>(fam), static_cast<int>(kt));
+      check_gradient(s, true, 0, nullptr, 1.0);
+      // a window of 3 of the 7 columns from column 5 (wrapping), a minibatch with its scale
+      Decoupled s2 = make_decoupled(d, comps, fam, 9, 3);
+      randomise(s2, 7, 5);
+      std::vector<std::size_t> idx;
+      for (std::size_t i = 0; i < 60; i += 3) idx.push_back(i);
+      check_gradient(s2, false, 5, &idx, 3.0);
+    }
+  }
+}
+
+TEST_CASE("decoupled: the KL is that of the Gaussian inducing values at Z and A", "[decoupled]") {
+  // q(f) = p(f | u) q(u) with u = f(Z, A): KL(q || p) = KL(N(mu_u, S_u) || N(0, K_UU)) with
+  //   mu_u = K_UZ K_ZZ^{-1} L m + K_UA a,  S_u = K_UU + K_UZ K_ZZ^{-1} (L S L' - K_ZZ) K_ZZ^{-1} K_ZU.
+  const Data d = make_data(40, Family::gaussian, 4);
+  const MatrixXd Z = uniform_matrix(4, 2, 12, -2.0, 2.0);
+  Decoupled s = make_decoupled(d, {gp_component(KernelType::se, true, Z)}, Family::gaussian, 5, 0);
+  randomise(s, 5, 9);
+  s.set_executor(serial_for);
+  Decoupled::Eval ev;
+  const double obj = s.objective(nullptr, 1.0, false, true, 0, ev).objective;
+  const double kl = ev.acc.sum_v - obj;
+  const Kernel& k = s.kernel();
+  MatrixXd U(9, 2);
+  U << Z, s.A;
+  const MatrixXd KUU = k.cross(U, U), KUZ = k.cross(U, Z), KZZ = KUU.topLeftCorner(4, 4), KUA = k.cross(U, s.A);
+  const Eigen::LLT<MatrixXd> cz(KZZ);
+  const MatrixXd L = cz.matrixL();
+  const MatrixXd G = KUZ * cz.solve(MatrixXd::Identity(4, 4));  // K_UZ K_ZZ^{-1}
+  const VectorXd mu = G * L * s.m + KUA * s.coef();
+  const MatrixXd Su = KUU + G * (L * s.S * L.transpose() - KZZ) * G.transpose();
+  const Eigen::LLT<MatrixXd> cu(KUU), cs(Su);
+  const double ld_u = 2.0 * MatrixXd(cu.matrixL()).diagonal().array().log().sum();
+  const double ld_s = 2.0 * MatrixXd(cs.matrixL()).diagonal().array().log().sum();
+  const double want = 0.5 * (cu.solve(Su).trace() + mu.dot(cu.solve(mu)) - 9.0 + ld_u - ld_s);
+  CAPTURE(kl, want);
+  // (the model adds a relative jitter of 1e-6 to K_ZZ)
+  CHECK(std::abs(kl - want) <= 1e-4 * std::abs(want));
+  CHECK(want > 0.1);
+}
+
+TEST_CASE("decoupled: without mean bases the optimal q gives the Titsias bound and the SVGP gradient",
+          "[decoupled]") {
+  const Data d = make_data(50, Family::gaussian, 6, true, true);
+  const MatrixXd Z = uniform_matrix(6, 2, 13, -2.0, 2.0);
+  Settings set;
+  set.rel_jitter = 1e-10;
+  Decoupled s = make_decoupled(d, {gp_component(KernelType::se, true, Z)}, Family::gaussian, 0, 0, set);
+  s.set_executor(serial_for);
+  s.refresh();
+  s.full_natural_step(1.0);
+  const Step st = eval(s, true, true, 0);
+  // Titsias: log N(y | 0, Q + s2 I) - tr(K - Q) / (2 s2)
+  const Kernel& k = s.kernel();
+  const MatrixXd Kxz = k.cross(d.X.leftCols(2), Z), Kzz = k.cross(Z, Z);
+  const MatrixXd Q = Kxz * Kzz.ldlt().solve(Kxz.transpose());
+  const double s2 = s.lik.noise_var();
+  MatrixXd C = Q;
+  C.diagonal().array() += s2;
+  const Eigen::LLT<MatrixXd> cc(C);
+  const double n = 50;
+  const double logdet = 2.0 * MatrixXd(cc.matrixL()).diagonal().array().log().sum();
+  const double bound = -0.5 * (n * std::log(2 * kPi) + logdet + d.y.dot(cc.solve(d.y))) -
+                       (n * k.variance() - Q.trace()) / (2 * s2);
+  CAPTURE(st.objective, bound);
+  CHECK(std::abs(st.objective - bound) <= 1e-8 * std::abs(bound));
+  // the same state in the SVGP engine: the same ELBO and hyperparameter gradient
+  Svgp v(s.comps, s.lik, set, SvgpSettings(), d.X.data(), d.n(), 3, d.y.data(), d.w.data(), d.o.data());
+  v.P = s.P;
+  v.h = s.h;
+  v.refresh();
+  const VectorXd gv = v.gradient(v.evaluate(nullptr, true, serial_for), 1.0);
+  CHECK(std::abs(v.elbo(serial_for) - st.objective) <= 1e-10 * std::abs(bound));
+  check_all_close(st.gradient.head(gv.size()), gv, 1e-9, 1e-9);
+}
+
+TEST_CASE("decoupled: with the prior covariance the optimal a is kernel ridge regression", "[decoupled]") {
+  // q(v) = N(0, I): the objective in a is -|y - o - K_XA a|^2 / (2 s2) - a' K_AA a / 2 + const,
+  // maximised by a = (K_AX K_XA + s2 K_AA)^{-1} K_AX (y - o).
+  const Data d = make_data(70, Family::gaussian, 8, true);
+  const MatrixXd Z = uniform_matrix(3, 2, 14, -2.0, 2.0);
+  Decoupled s = make_decoupled(d, {gp_component(KernelType::matern52, false, Z)}, Family::gaussian, 12, 0);
+  s.set_executor(serial_for);
+  const MatrixXd A = uniform_matrix(12, 2, 15, -2.0, 2.0);
+  const Kernel& k = s.kernel();
+  const MatrixXd KXA = k.cross(d.X.leftCols(2), A), KAA = k.cross(A, A);
+  const double s2 = s.lik.noise_var();
+  const VectorXd a = (KXA.transpose() * KXA + s2 * KAA).ldlt().solve(KXA.transpose() * (d.y - d.o));
+  s.set_basis(A, a);
+  s.refresh();  // P = I, h = 0: the prior
+  const Step st = eval(s, true, true, 0);
+  const Index k0 = st.gradient.size() - 12 - 24;
+  const VectorXd ga = st.gradient.segment(k0, 12);
+  CAPTURE(ga.transpose());
+  CHECK(ga.cwiseAbs().maxCoeff() <= 1e-8 * (1.0 + (KXA.transpose() * (d.y - d.o)).cwiseAbs().maxCoeff()));
+  // and a different a is not stationary
+  s.set_basis(A, 1.1 * a);
+  s.refresh();
+  CHECK(eval(s, true, true, 0).gradient.segment(k0, 12).cwiseAbs().maxCoeff() > 1e-3);
+}
+
+TEST_CASE("decoupled: fits are identical for 1, 2 and 3 threads", "[decoupled]") {
+  const Data d = make_data(700, Family::logit, 9);
+  const MatrixXd Z = uniform_matrix(8, 2, 16, -2.0, 2.0);
+  std::vector<FitInfo> infos;
+  std::vector<VectorXd> thetas;
+  for (unsigned t : {1u, 2u, 3u}) {
+    Settings set;
+    set.batch_size = 300;
+    set.max_iter = 30;
+    set.rate_decay = 0.1;
+    Decoupled s = make_decoupled(d, {gp_component(KernelType::se, true, Z), linear_component({2}, VectorXd::Ones(1))},
+                                 Family::logit, 400, 50, set);
+    Rng rng(42);
+    const ParallelFor pfor = t == 1 ? ParallelFor(serial_for) : thread_for(t);
+    infos.push_back(s.fit(pfor, rng, [](int, double) { return true; }));
+    thetas.push_back(s.pack());
+    CHECK(s.active == 400);
+  }
+  for (std::size_t t = 1; t < 3; ++t) {
+    CHECK(infos[t].trace == infos[0].trace);
+    CHECK(infos[t].objective == infos[0].objective);
+    CHECK((thetas[t].array() == thetas[0].array()).all());
+  }
+}
+
+TEST_CASE("decoupled: a full natural step of 1 gives the optimal q with mean bases (Gaussian)", "[decoupled]") {
+  // h* = r - 2 Q m - c: the ELBO is stationary in the mean and covariance of q(v)
+  const Data d = make_data(80, Family::gaussian, 10);
+  const MatrixXd Z = uniform_matrix(5, 2, 17, -2.0, 2.0);
+  Decoupled s = make_decoupled(d, {gp_component(KernelType::se, true, Z), linear_component({2}, VectorXd::Ones(1))},
+                               Family::gaussian, 8, 0);
+  randomise(s, 8, 21);
+  s.set_executor(serial_for);
+  const VectorXd dir = uniform_matrix(s.total_size(), 1, 22, -1.0, 1.0);
+  const MatrixXd B = uniform_matrix(s.total_size(), s.total_size(), 23, -0.3, 0.3);
+  const MatrixXd dP = B + B.transpose();
+  auto slope = [&]() {  // derivatives along a change of h and of P
+    const VectorXd h0 = s.h;
+    const MatrixXd P0 = s.P;
+    auto F = [&](double t, bool prec) {
+      if (prec) s.P = P0 + t * dP; else s.h = h0 + t * dir;
+      s.refresh();
+      const double v = eval(s, false, true, 0).objective;
+      s.h = h0;
+      s.P = P0;
+      s.refresh();
+      return v;
+    };
+    return std::make_pair(central_difference([&](double t) { return F(t, false); }, 1e-4),
+                          central_difference([&](double t) { return F(t, true); }, 1e-4));
+  };
+  const auto before = slope();
+  s.full_natural_step(1.0);
+  const auto after = slope();
+  CAPTURE(before.first, before.second, after.first, after.second);
+  CHECK(std::abs(before.first) > 1e-2);
+  CHECK(std::abs(after.first) <= 1e-7 * std::abs(before.first));
+  CHECK(std::abs(after.second) <= 1e-7 * std::abs(before.second));
+}
