@@ -151,9 +151,10 @@ engine_collect.engine_decoupled <- function(engine, fit, res) {
   Ma <- res$mean_basis_total - fit$mean_basis[["inducing"]]
   d <- ncol(res$basis)
   nbase <- length(fit$gradient) - Ma - if (!("inducing" %in% fit$control$fixed)) Ma * d else 0
-  names(fit$gradient) <- c(parameter_names(fit, nbase), paste0("mean basis ", seq_len(Ma), ": coefficient"),
-                           if (!("inducing" %in% fit$control$fixed))
-                             paste0("mean basis ", rep(seq_len(Ma), d), ": input ", rep(seq_len(d), each = Ma)))
+  if (length(fit$gradient))
+    names(fit$gradient) <- c(parameter_names(fit, nbase), paste0("mean basis ", seq_len(Ma), ": coefficient"),
+                             if (!("inducing" %in% fit$control$fixed))
+                               paste0("mean basis ", rep(seq_len(Ma), d), ": input ", rep(seq_len(d), each = Ma)))
   fit
 }
 

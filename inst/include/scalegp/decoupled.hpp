@@ -24,9 +24,9 @@
 // `kl_columns` columns (a random start, wrapping), scaled by M_a / columns:
 // unbiased; the gradient is the exact one of that estimate.
 //
-// Parametrisation: a = a0 / (sigma_f^2 sqrt(M_a)) (the Jacobi preconditioner
-// of their Appendix A.1 and a scale that keeps an Adam step's change of the
-// mean independent of M_a); Adam moves a0.
+// Parametrisation: a = a0 / (sigma_f^2 sqrt(max(1, M_a - 2048))) (the Jacobi
+// preconditioner of their Appendix A.1 and the scale of the authors' code);
+// Adam moves a0.
 #pragma once
 #include "svgp.hpp"
 #include <set>
@@ -87,8 +87,11 @@ class Decoupled : public Svgp {
   std::size_t gp_component() const { return cg_; }
   const Kernel& kernel() const { return comps[cg_].kernel; }
   Index n_basis() const { return dopt.mean_basis; }
+  // a = a0 * precond(): Jacobi (1 / sigma_f^2, their Appendix A.1) and the
+  // authors' code's scale 1 / sqrt(max(1, M_a - 2048)), which keeps an Adam
+  // step's change of the mean from growing with M_a.
   double precond() const {
-    return 1.0 / (kernel().variance() * std::sqrt(static_cast<double>(std::max<Index>(1, n_basis()))));
+    return 1.0 / (kernel().variance() * std::sqrt(static_cast<double>(std::max<Index>(1, n_basis() - 2048))));
   }
   // The coefficients of the active bases.
   VectorXd coef() const { return a0.head(active) * precond(); }
