@@ -4,7 +4,8 @@
 #' inference engine reads are arguments of `gp_control()`; the options of one
 #' engine are passed through `...` and validated by that engine's option
 #' constructor ([vi_options()] for `inference = "vi"`, [ep_options()] for
-#' `inference = "ep"`), whose help pages document them.  Setting an option
+#' `inference = "ep"`, [decoupled_options()] for `inference = "decoupled"`),
+#' whose help pages document them.  Setting an option
 #' of another engine than the one a fit uses is an error.
 #'
 #' With all rows in every iteration (the default up to 20000 rows) a fit
@@ -75,11 +76,11 @@
 #'   `FALSE`: maximum likelihood (type II).  [logLik()] is the objective
 #'   without the priors; `fit$log_prior` holds their log density.
 #' @param ... options of one inference engine, by name: see [vi_options()]
-#'   (`natgrad_step`, `posterior`, `rank`) and [ep_options()] (`damping`,
-#'   `sites`, `cluster`).
+#'   (`natgrad_step`, `posterior`, `rank`), [ep_options()] (`damping`,
+#'   `sites`, `cluster`) and [decoupled_options()] (`mean_basis`, ...).
 #' @return An object of class `gp_control`: a list of the arguments (the
 #'   engine options only where given).
-#' @seealso [gpgam()], [vi_options()], [ep_options()]
+#' @seealso [gpgam()], [vi_options()], [ep_options()], [decoupled_options()]
 #' @examples
 #' gp_control(inducing = 50, iterations = 500)
 #' gp_control(batch_size = 1000, epochs = 20, threads = 1, seed = 1)

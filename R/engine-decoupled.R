@@ -48,6 +48,14 @@
 #'   O(\eqn{M_\alpha^2}{M_alpha^2}); all columns when there are fewer.
 #' @param rate_decay the Adam step size at iteration t is `learning_rate /
 #'   (1 + rate_decay * sqrt(t))` (0: constant).
+#' @param mean_learning_rate Adam step size of the coefficients of the mean
+#'   bases, on the scale `sigma_f^2 sqrt(M) a` for M further bases and kernel
+#'   variance sigma_f^2 (the Jacobi preconditioner of Cheng and Boots 2017,
+#'   Appendix A.1, and a scale for M); `NULL`: `learning_rate`.  Cheng and
+#'   Boots chose the step size per method from 0.1, 0.01 and 0.001; on kin40k
+#'   (8 inputs, 128 inducing points, 1024 mean bases, 300 steps of 1024 rows)
+#'   `learning_rate = 0.1` gave a test RMSE of 0.319 against 0.363 with the
+#'   default 0.01.
 #' @param natgrad_step step size of the natural-gradient update of the
 #'   posterior of the inducing variables; `NULL` chooses 1 (Gaussian, all
 #'   rows), 0.5 (other families, all rows) or 0.1 (minibatches).
@@ -61,7 +69,8 @@
 #' gp_control(inducing = 64, mean_basis = 1024)
 #' @export
 decoupled_options <- function(mean_basis = NULL, add_basis = 128, kl_columns = 128, rate_decay = 0.1,
-                              natgrad_step = NULL) {
+                              mean_learning_rate = NULL, natgrad_step = NULL) {
+  if (!is.null(mean_learning_rate)) check_positive(mean_learning_rate, "mean_learning_rate")
   if (!is.null(mean_basis)) check_count(mean_basis, "mean_basis")
   check_count(add_basis, "add_basis")
   check_count(kl_columns, "kl_columns")
@@ -72,7 +81,8 @@ decoupled_options <- function(mean_basis = NULL, add_basis = 128, kl_columns = 1
     if (natgrad_step > 1) stop_arg("natgrad_step", "must be in (0, 1]")
   }
   list(mean_basis = if (!is.null(mean_basis)) as.integer(mean_basis), add_basis = as.integer(add_basis),
-       kl_columns = as.integer(kl_columns), rate_decay = rate_decay, natgrad_step = natgrad_step)
+       kl_columns = as.integer(kl_columns), rate_decay = rate_decay, mean_learning_rate = mean_learning_rate,
+       natgrad_step = natgrad_step)
 }
 
 decoupled_engine <- function() {
@@ -126,7 +136,8 @@ engine_fit.engine_decoupled <- function(engine, setup, control) {
   Malpha <- decoupled_mean_basis(control$mean_basis, M, setup, gp)
   options <- list(natgrad_step = control$natgrad_step %||% -1, mean_basis = Malpha - M,
                   add_basis = control$add_basis %||% 128L, kl_columns = control$kl_columns %||% 128L,
-                  rate_decay = control$rate_decay %||% 0.1)
+                  rate_decay = control$rate_decay %||% 0.1,
+                  rate_ratio = (control$mean_learning_rate %||% control$learning_rate) / control$learning_rate)
   res <- .decoupled_fit(setup$X, setup$y, setup$w, setup$offset, setup$comps, setup$lik, setup$log_noise,
                         common_settings(control), options, control$threads, control$seed,
                         progress_monitor(control, engine$objective, jacobian(setup)))
@@ -166,6 +177,14 @@ latent_predict.gpgam_decoupled <- function(fit, X, offset, terms = FALSE, se = T
   r <- ysc * .decoupled_mean(fit$state$specs[[b$index]], b$A, b$a, X, fit$control$threads)
   out$fit <- out$fit + r
   if (terms) out$term_fit[, b$index] <- out$term_fit[, b$index] + r - ysc * b$center
+  out
+}
+
+# The mean bases' part of the gp() term at rows X (internal scale of y), centred.
+term_extra.gpgam_decoupled <- function(fit, X) {
+  b <- fit$state$basis
+  out <- vector("list", length(fit$terms$gp))
+  out[[b$index]] <- .decoupled_mean(fit$state$specs[[b$index]], b$A, b$a, X, fit$control$threads) - b$center
   out
 }
 

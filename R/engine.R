@@ -19,6 +19,8 @@
 #   latent_predict(fit, X, offset, terms)  link-scale mean and se (per term)
 #   engine_label(fit)                       one line naming the engine and mode
 #   engine_notes(fit)                       warnings for summary()
+#   term_extra(fit, X)                      per gp() term, a part of its (centred)
+#                                           mean outside q at rows X (default NULL)
 # The objective's name and meaning are fields of the engine object.
 
 # inference = name -> engine constructor.
@@ -58,6 +60,10 @@ engine_label <- function(fit) UseMethod("engine_label")
 engine_label.scalegp <- function(fit) fit$engine$label
 
 engine_notes <- function(fit) UseMethod("engine_notes")
+
+term_extra <- function(fit, X) UseMethod("term_extra")
+
+term_extra.scalegp <- function(fit, X) NULL
 
 engine_notes.scalegp <- function(fit) {
   if (isTRUE(fit$failures > 0))

@@ -49,8 +49,11 @@
 #'   proportion with `weights` giving the number of trials, or
 #'   `cbind(successes, failures)`.
 #' @param inference inference engine: `"vi"` (sparse variational GP, any
-#'   family) or `"ep"` (expectation propagation, binary probit
-#'   classification).
+#'   family), `"ep"` (expectation propagation, binary probit
+#'   classification) or `"decoupled"` (decoupled variational GP of Cheng and
+#'   Boots 2017: many basis functions for the posterior mean, the inducing
+#'   points for its covariance; one `gp()` term plus parametric terms; see
+#'   [decoupled_options()]).
 #' @param control a [gp_control()] object (or a list of its arguments).
 #' @param weights optional prior weights (Gaussian: precision weights;
 #'   binomial: number of trials; poisson: multiplies the log-likelihood).

@@ -124,11 +124,14 @@ term_tests <- function(object) {
   feats <- .gp_features(object$state$specs, nd$X[nd$ok, , drop = FALSE], object$control$jitter,
                         object$state$center)
   blocks <- component_blocks(object)
+  extra <- term_extra(object, nd$X[nd$ok, , drop = FALSE])
   tab <- t(vapply(seq_along(object$terms$gp), function(i) {
     idx <- blocks[[i]]
     qx <- qr(feats$Phi[, idx, drop = FALSE], LAPACK = TRUE)
     R <- qr.R(qx)[, order(qx$pivot), drop = FALSE]
     b <- drop(R %*% object$state$m[idx])
+    # a part of the mean outside q (the decoupled engine's mean bases): its projection
+    if (!is.null(extra[[i]])) b <- b + drop(crossprod(qr.Q(qx), extra[[i]]))
     V <- R %*% object$state$S[idx, idx, drop = FALSE] %*% t(R)
     ev <- eigen((V + t(V)) / 2, symmetric = TRUE)
     rank <- sum(ev$values > max(ev$values, 0) * 1e-10)

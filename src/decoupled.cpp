@@ -16,6 +16,7 @@ DecoupledSettings decoupled_settings_from(const Rcpp::List& o) {
   s.mean_basis = Rcpp::as<int>(o["mean_basis"]);
   s.add = Rcpp::as<int>(o["add_basis"]);
   s.kl_columns = Rcpp::as<int>(o["kl_columns"]);
+  s.rate_ratio = Rcpp::as<double>(o["rate_ratio"]);
   return s;
 }
 
@@ -50,7 +51,7 @@ Rcpp::List decoupled_fit(Eigen::Map<Eigen::MatrixXd> X, Eigen::Map<Eigen::Vector
     out["kl"] = model.kl();
     out["basis"] = Rcpp::wrap(Eigen::MatrixXd(model.A.topRows(model.active)));
     out["coef"] = Rcpp::wrap(Eigen::VectorXd(model.coef()));
-    out["basis_mean"] = model.basis_rows(nullptr, pfor).mean();
+    out["basis_mean"] = model.basis_data_mean();
     return out;
   } catch (const std::exception& e) {
     Rcpp::stop(e.what());

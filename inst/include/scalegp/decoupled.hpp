@@ -24,9 +24,9 @@
 // `kl_columns` columns (a random start, wrapping), scaled by M_a / columns:
 // unbiased; the gradient is the exact one of that estimate.
 //
-// Parametrisation: a = a0 / (sigma_f^2 sqrt(max(1, M_a - 2048))) (the Jacobi
-// preconditioner of their Appendix A.1 and the scale of the authors' code);
-// Adam moves a0.
+// Parametrisation: a = a0 * rate_ratio / (sigma_f^2 sqrt(M_a)) (the Jacobi
+// preconditioner of their Appendix A.1, a scale for M_a and a step size of
+// its own); Adam moves a0.
 #pragma once
 #include "svgp.hpp"
 #include <set>
@@ -37,6 +37,7 @@ struct DecoupledSettings {
   Index mean_basis = 0;   // M_a: mean bases beyond the inducing inputs
   Index add = 128;        // bases added per iteration until M_a
   Index kl_columns = 0;   // columns of K_AA per iteration (0 or >= M_a: all, exact)
+  double rate_ratio = 1;  // Adam step of the coefficients a relative to the other parameters
 };
 
 // k(x, A) a for the rows of Xs (inputs already divided by the lengthscales,
@@ -87,11 +88,11 @@ class Decoupled : public Svgp {
   std::size_t gp_component() const { return cg_; }
   const Kernel& kernel() const { return comps[cg_].kernel; }
   Index n_basis() const { return dopt.mean_basis; }
-  // a = a0 * precond(): Jacobi (1 / sigma_f^2, their Appendix A.1) and the
-  // authors' code's scale 1 / sqrt(max(1, M_a - 2048)), which keeps an Adam
-  // step's change of the mean from growing with M_a.
+  // a = a0 * precond(): Jacobi (1 / sigma_f^2, their Appendix A.1), a scale
+  // 1 / sqrt(M_a) that keeps an Adam step's change of the mean from growing
+  // with M_a, and the ratio of a's step size to that of the other parameters.
   double precond() const {
-    return 1.0 / (kernel().variance() * std::sqrt(static_cast<double>(std::max<Index>(1, n_basis() - 2048))));
+    return dopt.rate_ratio / (kernel().variance() * std::sqrt(static_cast<double>(std::max<Index>(1, n_basis()))));
   }
   // The coefficients of the active bases.
   VectorXd coef() const { return a0.head(active) * precond(); }
@@ -150,7 +151,9 @@ class Decoupled : public Svgp {
   // The ELBO (estimate) on rows idx with scale s, using a window of columns
   // of K_AA from `start` (`exact`: all columns), and its gradient in the
   // packed layout when grad.  The log prior of the hyperparameters is not included.
-  Step objective(const std::vector<std::size_t>* idx, double s, bool grad, bool exact, Index start, Eval& ev) const {
+  // `shift_in`: k(x_i, A) a of those rows when already known.
+  Step objective(const std::vector<std::size_t>* idx, double s, bool grad, bool exact, Index start, Eval& ev,
+                 const VectorXd* shift_in = nullptr) const {
     const ParallelFor& pfor = *pfor_;
     const Kernel& ker = kernel();
     const Component& comp = comps[cg_];
@@ -160,7 +163,7 @@ class Decoupled : public Svgp {
     const VectorXd a = coef();
     // the data: the mean bases' part of every row, then the SVGP pass
     const MatrixXd Xs = scaled_inputs(idx);
-    const VectorXd shift = active > 0 ? basis_mean(ker, Xs, As, a, pfor) : VectorXd::Zero(Xs.rows());
+    const VectorXd shift = shift_in ? *shift_in : active > 0 ? basis_mean(ker, Xs, As, a, pfor) : VectorXd::Zero(Xs.rows());
     VectorXd g;
     ev.acc = evaluate(idx, grad ? Pass::gradient : Pass::natural, pfor, &shift, grad ? &g : nullptr);
     ev.scale = s;
@@ -349,6 +352,7 @@ class Decoupled : public Svgp {
     const Index start = active > 0 ? static_cast<Index>(uniform_index(*rng_, static_cast<std::size_t>(active))) : 0;
     Step st = objective(sampler.rows(), sampler.scale(), grad, false, start, ev_);
     st.objective += log_prior(grad ? &st.gradient : nullptr);
+    if (grad) last_gradient_ = st.gradient;
     return st;
   }
 
@@ -358,10 +362,11 @@ class Decoupled : public Svgp {
     refresh();
   }
 
-  // The natural step on all rows (size rho) at the current state.
-  void full_natural_step(double rho) {
+  // The natural step on all rows (size rho) at the current state
+  // (`shift`: k(x_i, A) a of all rows when known).
+  void full_natural_step(double rho, const VectorXd* shift = nullptr) {
     Eval ev;
-    objective(nullptr, 1.0, false, true, 0, ev);
+    objective(nullptr, 1.0, false, true, 0, ev, shift);
     natural_step(ev.acc, 1.0, rho);
     h.segment(offset_of(cg_), comps[cg_].size()) -= rho * ev.c;
     refresh();
@@ -370,15 +375,20 @@ class Decoupled : public Svgp {
   // Gaussian: one full-data natural step of size 1 makes q optimal for the
   // final mean bases and hyperparameters.  Other likelihoods after
   // minibatches: damped full-data steps (at most 10).  Then the exact ELBO
-  // and its gradient on all rows.
+  // on all rows, and its gradient when the stopping rule was met (a fit
+  // stopped by the iteration limit reports the last minibatch estimate:
+  // the exact one costs two more passes over rows and bases).
   void finish(FitInfo& info) {
+    const VectorXd shift = basis_rows(nullptr, *pfor_);  // unchanged by steps on q
+    basis_mean_ = shift.size() ? shift.mean() : 0.0;
+    const VectorXd m0 = m;
     if (lik.family == Family::gaussian) {
-      full_natural_step(1.0);
+      full_natural_step(1.0, &shift);
     } else if (!full_) {
       double last = -std::numeric_limits<double>::infinity();
       for (int k = 0; k < 10; ++k) {
         Eval ev;
-        const double value = objective(nullptr, 1.0, false, true, 0, ev).objective;
+        const double value = objective(nullptr, 1.0, false, true, 0, ev, &shift).objective;
         if (value - last < set.tol * static_cast<double>(n())) break;
         last = value;
         natural_step(ev.acc, 1.0, 0.5);
@@ -386,15 +396,22 @@ class Decoupled : public Svgp {
         refresh();
       }
     }
+    info.q_change = (m - m0).lpNorm<Eigen::Infinity>();
+    const bool grad = n_theta() > 0 && (info.converged || last_gradient_.size() == 0);
     Eval ev;
-    Step st = objective(nullptr, 1.0, n_theta() > 0, true, 0, ev);
+    Step st = objective(nullptr, 1.0, grad, true, 0, ev, &shift);
     info.objective = st.objective;
     info.log_prior = log_prior();
-    if (n_theta() > 0) {
+    if (grad) {
       info.gradient = st.gradient;
       log_prior(&info.gradient);
+    } else {
+      info.gradient = last_gradient_;
     }
   }
+
+  // The average of k(x_i, A) a over the rows (after fit()).
+  double basis_data_mean() const { return basis_mean_; }
 
  private:
   static constexpr std::size_t kNone = static_cast<std::size_t>(-1);
@@ -404,6 +421,8 @@ class Decoupled : public Svgp {
   Rng* rng_ = nullptr;
   ParallelFor own_pfor_;
   Eval ev_;
+  VectorXd last_gradient_;
+  double basis_mean_ = 0;
   std::vector<std::size_t> order_;
   std::size_t next_ = 0;
   std::set<std::vector<double>> seen_;
