@@ -240,11 +240,8 @@ class Decoupled : public Svgp {
     for (const Part& p : part) {
       gk(0) += p.glogvar;
       gk.tail(ker.log_ls.size()) += p.glogls;
-      if (!sym) {
-        // (the window's column role)
-      }
     }
-    if (!sym)
+    if (!sym)  // the window's column role
       for (std::size_t b = 0; b < part.size(); ++b)
         for (Index j = 0; j < ncol; ++j) {
           const Index t = cols[static_cast<std::size_t>(j)];
