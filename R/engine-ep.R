@@ -33,7 +33,9 @@
 #'   Rasmussen 2016).  On a test problem of this package (600 rows,
 #'   `gp(x1, x2) + z`, 25 inducing points) freeing them raised the evidence by
 #'   6.8 nats, needed 1766 iterations instead of 9, and worsened the held-out
-#'   NLL from 0.2330 to 0.2406.  `TRUE` learns them, as the paper does.
+#'   NLL from 0.2330 to 0.2406.  `TRUE` learns them, as the paper does.  (A
+#'   number of iterations, which [vi_options()] accepts, counts here as `TRUE`
+#'   when positive: EP moves them throughout or never.)
 #' @param cluster a cluster made by [parallel::makeCluster()] (PSOCK workers on
 #'   this or other hosts, or MPI through snow) on which the data are held in
 #'   shards for distributed batch EP.  Each iteration sends the
@@ -61,8 +63,9 @@ ep_options <- function(damping = NULL, sites = c("separate", "tied"), optimizer 
   }
   sites <- check_choice(sites, "sites", eval(formals(ep_options)$sites))
   optimizer <- check_choice(optimizer, "optimizer", eval(formals(ep_options)$optimizer))
-  if (!is.logical(learn_inducing) || length(learn_inducing) != 1 || is.na(learn_inducing))
-    stop_arg("learn_inducing", "must be TRUE or FALSE")
+  if (!(is.logical(learn_inducing) || is.numeric(learn_inducing)) || length(learn_inducing) != 1 ||
+      is.na(learn_inducing) || learn_inducing < 0)
+    stop_arg("learn_inducing", "must be TRUE, FALSE or a number of iterations >= 0")
   if (!is.null(cluster) && !inherits(cluster, "cluster"))
     stop_arg("cluster", "must be a cluster made by parallel::makeCluster()")
   list(damping = damping, sites = sites, optimizer = optimizer, learn_inducing = learn_inducing, cluster = cluster)
@@ -96,7 +99,7 @@ check_ep_setup <- function(setup, control) {
 engine_fit.engine_ep <- function(engine, setup, control) {
   check_ep_setup(setup, control)
   settings <- common_settings(control)
-  settings$learn_inducing <- settings$learn_inducing && isTRUE(control$learn_inducing)
+  settings$learn_inducing <- settings$learn_inducing && isTRUE(control$learn_inducing > 0)
   options <- ep_core_options(control)
   remote <- NULL
   if (!is.null(control$cluster)) {

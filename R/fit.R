@@ -224,8 +224,7 @@ response_moments <- function(fit, eta, se, y = NULL) {
 # AdditiveModel::pack_hyper() and the Gaussian noise last): per component its
 # log variance and log lengthscales (when learned), then its inducing
 # coordinates (when learned).
-parameter_names <- function(fit, n) {
-  learn_z <- !("inducing" %in% fit$control$fixed)
+parameter_names <- function(fit, n, learn_z = !("inducing" %in% fit$control$fixed)) {
   out <- character()
   for (i in seq_along(fit$state$specs)) {
     s <- fit$state$specs[[i]]
@@ -242,7 +241,8 @@ parameter_names <- function(fit, n) {
                            rep(seq_len(ncol(s$Z)), each = nrow(s$Z))))
   }
   if (length(out) < n) out <- c(out, "log noise variance")
-  if (length(out) != n) out <- paste0("parameter ", seq_len(n))
+  # (a fit that stopped moving the inducing inputs reports the gradient without them)
+  if (length(out) != n) out <- if (learn_z) parameter_names(fit, n, FALSE) else paste0("parameter ", seq_len(n))
   out
 }
 

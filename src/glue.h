@@ -108,6 +108,7 @@ inline Settings settings_from(const Rcpp::List& c) {
   s.tol = Rcpp::as<double>(c["tol"]);
   s.patience = Rcpp::as<int>(c["patience"]);
   s.learn_inducing = Rcpp::as<bool>(c["learn_inducing"]);
+  if (c.containsElementNamed("inducing_iterations")) s.inducing_iterations = Rcpp::as<int>(c["inducing_iterations"]);
   s.learn_noise = Rcpp::as<bool>(c["learn_noise"]);
   return s;
 }

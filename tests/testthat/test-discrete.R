@@ -77,6 +77,38 @@ test_that("discretised fits keep the inducing inputs at their start by default",
   expect_error(gp_control(learn_inducing = NA), "learn_inducing")
 })
 
+test_that("inducing inputs move for a set number of iterations, then the fit converges without them", {
+  set.seed(5)
+  n <- 6000
+  d <- data.frame(x1 = runif(n), x2 = runif(n), x3 = runif(n))
+  d$y <- sin(4 * d$x1) + d$x2 * d$x3 + rnorm(n, sd = 0.2)
+  ctl <- function(...) gp_control(verbose = FALSE, seed = 1, inducing = 10, ...)
+  inducing_inputs <- function(fit) fit$state$specs[[1]]$Z
+  fixed <- gpgam(y ~ gp(x1, x2, x3), data = d, control = ctl(learn_inducing = FALSE))
+  staged <- gpgam(y ~ gp(x1, x2, x3), data = d, control = ctl(learn_inducing = 5))
+  dflt <- gpgam(y ~ gp(x1, x2, x3), data = d, control = ctl())
+  expect_true(fixed$discrete && staged$discrete && dflt$discrete)
+  # three inputs: the default moves them (for up to 200 iterations)
+  expect_gt(max(abs(inducing_inputs(dflt) - inducing_inputs(fixed))), 1e-3)
+  expect_gt(max(abs(inducing_inputs(staged) - inducing_inputs(fixed))), 1e-3)
+  expect_gt(staged$iterations, 5)
+  # the final gradient is over log variance, 3 log lengthscales and log noise only,
+  # and it is a stationary point there
+  expect_equal(length(staged$gradient), 5L)
+  expect_false(any(grepl("inducing", names(staged$gradient))))
+  expect_true(staged$converged)
+  expect_lte(max(abs(staged$gradient)), staged$control$tol * n)
+  expect_true(all(diff(staged$trace) >= -1e-8 * abs(staged$trace[-1])))
+  # moving them for 5 iterations gains over never moving them
+  expect_gt(staged$elbo, fixed$elbo)
+  # 0 iterations is FALSE
+  zero <- gpgam(y ~ gp(x1, x2, x3), data = d, control = ctl(learn_inducing = 0))
+  expect_identical(zero$elbo, fixed$elbo)
+  expect_identical(inducing_inputs(zero), inducing_inputs(fixed))
+  expect_error(gp_control(learn_inducing = -1), "learn_inducing")
+  expect_error(gp_control(learn_inducing = "yes"), "learn_inducing")
+})
+
 test_that("discretisation options are checked", {
   expect_error(gp_control(discrete = "yes"), "discrete")
   expect_error(gp_control(bins = 1), "bins")

@@ -49,6 +49,8 @@ class EpBatch {
     ep_.hyper_bounds(lo, hi);
   }
   void start() { ep_.set_q(reduce_(Ep::Pass::q, 0.0, Ep::Sites::keep)); }
+  // (the workers of a cluster hold their own settings: never staged here)
+  bool fix_inducing() { return false; }
   Step profile() {
     ep_.refresh_prior();
     ep_.set_q(reduce_(Ep::Pass::q, 0.0, Ep::Sites::keep));

@@ -197,6 +197,10 @@ inline bool stationary(const VectorXd& g, double gtol) { return g.size() == 0 ||
 //                               parameters; the objective and its gradient
 //   void bounds(VectorXd& lo, VectorXd& hi)
 //   void finish_profile(FitInfo&)  the inner state's last change (q_change)
+//   bool fix_inducing()         stops moving the inducing inputs (false: they
+//                               were not moving); called after
+//                               set.inducing_iterations iterations, when the
+//                               search restarts over the other parameters
 template <class Engine, class Monitor>
 FitInfo fit_profile(Engine& e, const Settings& set, double n_obs, Monitor monitor) {
   FitInfo info;
@@ -276,6 +280,14 @@ FitInfo fit_profile(Engine& e, const Settings& set, double n_obs, Monitor monito
     if (!monitor(it + 1, cur.objective)) {
       info.stop = "stopped by the monitor";
       break;
+    }
+    if (info.iterations == set.inducing_iterations && e.fix_inducing()) {
+      x = e.pack();
+      e.bounds(lo, hi);
+      cur = e.profile();
+      mem.reset();
+      stall = 0;
+      continue;
     }
     if (gain <= 1e-13 * (1.0 + std::abs(cur.objective))) {
       if (++stall >= 5) {

@@ -52,6 +52,14 @@ class AdditiveModel {
     refresh_prior();
   }
 
+  // Stops moving the inducing inputs (they leave the packed parameters);
+  // false when they were not moving.
+  bool fix_inducing() {
+    if (!set.learn_inducing) return false;
+    set.learn_inducing = false;
+    return true;
+  }
+
   Index total_size() const { return offsets_.back(); }
   std::size_t n() const { return static_cast<std::size_t>(X_.rows()); }
   Index offset_of(std::size_t c) const { return offsets_[c]; }

@@ -19,6 +19,7 @@ struct Settings {
   double tol = 1e-5;            // stopping rule: gain per observation and epoch
   int patience = 10;            // ... on this many consecutive epochs
   bool learn_inducing = true;
+  int inducing_iterations = -1;  // full-data L-BFGS: the inducing inputs move in this many iterations only (-1: all)
   bool learn_noise = true;
   int max_failures = 20;  // failed iterations undone before the fit gives up
   // A fit has converged when no gradient entry (projected on the bounds of
