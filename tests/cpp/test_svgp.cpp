@@ -760,3 +760,48 @@ TEST_CASE("inducing_iterations: the inducing inputs move, then the fit converges
     CHECK(again.objective == Approx(info.objective).epsilon(1e-9));
   }
 }
+
+TEST_CASE("Gaussian mean-field optimum: the coupled mean, diagonal precision blocks, a fixed point", "[svgp][natgrad]") {
+  const Data d = make_data(80, Family::gaussian, 121);
+  const VectorXd tau = VectorXd::Constant(1, 2.0);
+  // two GP components on the same input (their features are strongly
+  // correlated) and a linear one
+  Component a = gp_component(KernelType::se, true, uniform_matrix(5, 2, 122, -2, 2));
+  Component b = gp_component(KernelType::se, true, uniform_matrix(4, 2, 123, -2, 2));
+  auto comps = [&] { return std::vector<Component>{a, b, linear_component({2}, tau)}; };
+  SvgpSettings mf;
+  mf.meanfield = true;
+  Svgp s = make_svgp(d, comps(), Family::gaussian, Settings(), mf);
+  Svgp full = make_svgp(d, comps(), Family::gaussian);
+  randomise_q(s, 124);  // (the optimum does not depend on the start)
+  s.gaussian_meanfield_optimum(s.evaluate(nullptr, false, serial_for));
+  s.refresh();
+  full.natural_step(full.evaluate(nullptr, false, serial_for), 1.0, 1.0);
+  full.refresh();
+  // the mean is the exact posterior mean; the precision is its diagonal blocks
+  CHECK((s.m - full.m).cwiseAbs().maxCoeff() < 1e-10);
+  const Index o[] = {0, 5, 9, 10};
+  for (int c = 0; c < 3; ++c)
+    for (int l = 0; l < 3; ++l) {
+      const auto blk = s.P.block(o[c], o[l], o[c + 1] - o[c], o[l + 1] - o[l]);
+      const auto ref = full.P.block(o[c], o[l], o[c + 1] - o[c], o[l + 1] - o[l]);
+      CHECK((c == l ? (blk - ref).cwiseAbs().maxCoeff() : blk.cwiseAbs().maxCoeff()) < 1e-10);
+    }
+  CHECK(full.P.block(0, 5, 5, 4).cwiseAbs().maxCoeff() > 1e-2);  // the components are coupled in truth
+  // a fixed point of the mean-field natural step of size 1
+  const MatrixXd P1 = s.P;
+  const VectorXd m1 = s.m;
+  const double e1 = s.elbo(serial_for);
+  s.natural_step(s.evaluate(nullptr, false, serial_for), 1.0, 1.0);
+  s.refresh();
+  CHECK((s.P - P1).cwiseAbs().maxCoeff() < 1e-10);
+  CHECK((s.m - m1).cwiseAbs().maxCoeff() < 1e-9);
+  // the optimum of the family: moving the mean or a block lowers the ELBO
+  for (int k = 0; k < 10; ++k) {
+    s.h = P1 * (m1 + 1e-3 * uniform_matrix(10, 1, 130 + k, -1, 1).col(0));
+    s.P = P1;
+    s.refresh();
+    CHECK(s.elbo(serial_for) < e1);
+  }
+  CHECK(full.elbo(serial_for) > e1);
+}
