@@ -138,8 +138,11 @@ engine_fit.engine_decoupled <- function(engine, setup, control) {
                   add_basis = control$add_basis %||% 128L, kl_columns = control$kl_columns %||% 128L,
                   rate_decay = control$rate_decay %||% 0.1,
                   rate_ratio = (control$mean_learning_rate %||% control$learning_rate) / control$learning_rate)
+  settings <- common_settings(control)
+  # (a fit over all rows: the bases and inducing inputs move in the first 200 iterations, as in vi_options())
+  settings$inducing_iterations <- 200L
   res <- .decoupled_fit(setup$X, setup$y, setup$w, setup$offset, setup$comps, setup$lik, setup$log_noise,
-                        common_settings(control), options, control$threads, control$seed,
+                        settings, options, control$threads, control$seed,
                         progress_monitor(control, engine$objective, jacobian(setup)))
   res$gp_index <- gp
   res$mean_basis_total <- Malpha
@@ -158,14 +161,15 @@ engine_collect.engine_decoupled <- function(engine, fit, res) {
   fit$state$mean_shift <- fit$state$basis$center
   fit$mean_basis <- c(total = res$mean_basis_total, inducing = nrow(fit$state$specs[[res$gp_index]]$Z),
                       active = nrow(res$basis))
-  # gradient names: the hyperparameters as for inference = "vi", then a and A
+  # gradient names: the hyperparameters as for inference = "vi", then a and
+  # A (the bases and inducing inputs when they still moved at the end)
   Ma <- res$mean_basis_total - fit$mean_basis[["inducing"]]
   d <- ncol(res$basis)
-  nbase <- length(fit$gradient) - Ma - if (!("inducing" %in% fit$control$fixed)) Ma * d else 0
+  moved <- isTRUE(res$learn_inducing)
+  nbase <- length(fit$gradient) - Ma - if (moved) Ma * d else 0
   if (length(fit$gradient))
-    names(fit$gradient) <- c(parameter_names(fit, nbase), paste0("mean basis ", seq_len(Ma), ": coefficient"),
-                             if (!("inducing" %in% fit$control$fixed))
-                               paste0("mean basis ", rep(seq_len(Ma), d), ": input ", rep(seq_len(d), each = Ma)))
+    names(fit$gradient) <- c(parameter_names(fit, nbase, moved), paste0("mean basis ", seq_len(Ma), ": coefficient"),
+                             if (moved) paste0("mean basis ", rep(seq_len(Ma), d), ": input ", rep(seq_len(d), each = Ma)))
   fit
 }
 

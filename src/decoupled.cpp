@@ -23,7 +23,7 @@ DecoupledSettings decoupled_settings_from(const Rcpp::List& o) {
 SvgpSettings natural_settings_from(const Rcpp::List& o) {
   SvgpSettings s;
   s.natgrad_step = Rcpp::as<double>(o["natgrad_step"]);
-  s.lbfgs = false;
+  s.lbfgs = true;  // (all rows per iteration: L-BFGS with q optimal at each step)
   s.discrete = false;
   return s;
 }
@@ -52,6 +52,7 @@ Rcpp::List decoupled_fit(Eigen::Map<Eigen::MatrixXd> X, Eigen::Map<Eigen::Vector
     out["basis"] = Rcpp::wrap(Eigen::MatrixXd(model.A.topRows(model.active)));
     out["coef"] = Rcpp::wrap(Eigen::VectorXd(model.coef()));
     out["basis_mean"] = model.basis_data_mean();
+    out["learn_inducing"] = model.set.learn_inducing;  // (false once a full-data fit stopped moving them)
     return out;
   } catch (const std::exception& e) {
     Rcpp::stop(e.what());
