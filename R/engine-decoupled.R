@@ -22,11 +22,16 @@
 #' (placed at data rows, `add_basis` per iteration, their Algorithm 1), and
 #' the covariance is that of the sparse variational GP.  With `mean_basis`
 #' equal to the number of inducing points the model is `inference = "vi"`.
-#' The Gaussian posterior of the inducing variables takes natural-gradient
-#' steps (as with `inference = "vi"`); the coefficients \eqn{a}{a}, the basis
-#' locations, the inducing inputs, the kernel hyperparameters and the noise
-#' take Adam steps of size `learning_rate / (1 + rate_decay * sqrt(t))` (the
-#' paper's schedule) on minibatches of rows.  The bases use the kernel of the
+#' On minibatches of rows (the default from 4097 rows) the Gaussian posterior
+#' of the inducing variables takes natural-gradient steps (as with
+#' `inference = "vi"`); the coefficients \eqn{a}{a}, the basis locations, the
+#' inducing inputs, the kernel hyperparameters and the noise take Adam steps
+#' of size `learning_rate / (1 + rate_decay * sqrt(t))` (the paper's
+#' schedule).  A fit over all rows (the default up to 4096 rows) places all
+#' bases at the start and runs L-BFGS over the same parameters with the
+#' posterior of the inducing variables optimal at each step; the bases and
+#' inducing inputs move in its first 200 iterations only, and it stops at a
+#' stationary point of the ELBO in the others.  The bases use the kernel of the
 #' `gp()` term (the paper's generalised SE bases with their own lengthscales
 #' are not implemented).  `logLik()` is the ELBO on all rows, with the exact
 #' KL term.
