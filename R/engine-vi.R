@@ -60,7 +60,7 @@
 #'   have at most two inputs each (there they are many and well placed: the
 #'   test NLPD of the benchmark in `bench/gam_vs_mgcv.R` changed by 1e-5 at
 #'   1e4 rows while the fit took a third of the time); otherwise in the first
-#'   200 iterations of a full-data fit (on kin8nm, eight inputs and 7372 rows,
+#'   200 iterations of a full-data fit (on kin8nm, eight inputs and 7373 rows,
 #'   test RMSE 0.116 with fixed centres, 0.083 after 200 iterations that move
 #'   them, 0.082 after 2000, which still did not reach a stationary point) and
 #'   throughout a minibatch fit.  `gp_control(fixed = "inducing")` fixes them
