@@ -621,9 +621,10 @@ class Svgp : public WhitenedGaussianModel {
 
   // q optimal at the current hyperparameters, then the ELBO and its gradient.
   // Gaussian, full rank: exact in one step (coupled: a natural step of size
-  // 1; mean field: gaussian_meanfield_optimum()).  Otherwise: natural steps of size 1 (halved after a step that lowers the
-  // ELBO, doubled again after two accepted steps) until the ELBO changes by
-  // less than 1e-10 relative and the mean by less than 1e-8 (at most 500).
+  // 1; mean field: gaussian_meanfield_optimum()).  Otherwise: natural steps
+  // of size 1 (halved after a step that lowers the ELBO, doubled again after
+  // two accepted steps) until the ELBO changes by less than 1e-10 relative
+  // and the mean by less than 1e-8 (at most 500).
   Step profile() {
     refresh_prior();
     if (lik.family == Family::gaussian && opt.rank == 0) {
