@@ -335,54 +335,23 @@ class Decoupled : public Svgp {
     hi.head(k) = h.head(k);
   }
   // q optimal for the current parameters (Gaussian: one natural step of size
-  // 1; otherwise steps of size 1, halved after one that lowers the ELBO,
-  // until it changes by less than 1e-10 relative and the mean by less than
-  // 1e-8, at most 500), then the exact ELBO on all rows and its gradient.
+  // 1; otherwise Svgp::optimise_q()), then the exact ELBO on all rows and
+  // its gradient.
   Step profile() {
     refresh_prior();
     const VectorXd shift = basis_rows(nullptr, *pfor_);
-    const VectorXd m_start = m;
     VectorXd m0 = m;
     if (lik.family == Family::gaussian) {
       full_natural_step(1.0, &shift);
     } else {
-      double rho = 1.0;
-      Eval ev;
-      double last = objective(nullptr, 1.0, false, true, 0, ev, &shift).objective;
-      int accepted_run = 0;
-      for (int k = 0; k < 500; ++k) {
-        const MatrixXd P0 = P;
-        const VectorXd h0 = h, mk = m;
-        Eval next;
-        double value = -std::numeric_limits<double>::infinity();
-        bool better = false;
-        try {
-          natural_step(ev.acc, 1.0, rho);
-          h.segment(offset_of(cg_), comps[cg_].size()) -= rho * ev.c;
-          refresh_q();
-          value = objective(nullptr, 1.0, false, true, 0, next, &shift).objective;
-          better = value >= last - 1e-12 * std::abs(last);
-        } catch (const numerical_error&) {
-          better = false;
-        }
-        if (!better) {
-          accepted_run = 0;
-          P = P0;
-          h = h0;
-          refresh_q();
-          rho *= 0.5;
-          if (rho < 1e-3) break;
-          continue;
-        }
-        m0 = mk;
-        if (++accepted_run >= 2) rho = std::min(1.0, 2.0 * rho);
-        const double gain = value - last;
-        last = value;
-        ev = std::move(next);
-        if (gain <= 1e-10 * (1.0 + std::abs(value)) && (m - m0).lpNorm<Eigen::Infinity>() <= 1e-8) break;
-      }
+      m0 = optimise_q<Eval>(
+          [&](Eval& e) { return objective(nullptr, 1.0, false, true, 0, e, &shift).objective; },
+          [this](const Eval& e, double rho) {
+            natural_step(e.acc, 1.0, rho);
+            h.segment(offset_of(cg_), comps[cg_].size()) -= rho * e.c;
+          });
     }
-    q_change_ = (m - (lik.family == Family::gaussian ? m_start : m0)).lpNorm<Eigen::Infinity>();
+    q_change_ = (m - m0).lpNorm<Eigen::Infinity>();
     Eval ev;
     Step st = objective(nullptr, 1.0, true, true, 0, ev, &shift);
     st.objective += log_prior(&st.gradient);

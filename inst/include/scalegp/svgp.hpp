@@ -621,10 +621,8 @@ class Svgp : public WhitenedGaussianModel {
 
   // q optimal at the current hyperparameters, then the ELBO and its gradient.
   // Gaussian, full rank: exact in one step (coupled: a natural step of size
-  // 1; mean field: gaussian_meanfield_optimum()).  Otherwise: natural steps
-  // of size 1 (halved after a step that lowers the ELBO, doubled again after
-  // two accepted steps) until the ELBO changes by less than 1e-10 relative
-  // and the mean by less than 1e-8 (at most 500).
+  // 1; mean field: gaussian_meanfield_optimum()).  Otherwise: damped
+  // natural steps to convergence (optimise_q()).
   Step profile() {
     refresh_prior();
     if (lik.family == Family::gaussian && opt.rank == 0) {
@@ -636,44 +634,12 @@ class Svgp : public WhitenedGaussianModel {
       refresh_q();
       q_change_ = (m - m0).lpNorm<Eigen::Infinity>();
     } else {
-      double rho = 1.0;
-      Accum acc = evaluate(nullptr, Pass::natural, *pfor_);
-      double last = acc.sum_v - kl();
-      VectorXd m0 = m;
-      int accepted_run = 0;
-      for (int k = 0; k < 500; ++k) {
-        const MatrixXd P0 = P;
-        const VectorXd h0 = h, mk = m;
-        bool better = false;
-        Accum next;
-        double value = -std::numeric_limits<double>::infinity();
-        try {
-          natural_step(acc, 1.0, rho);
-          refresh_q();
-          next = evaluate(nullptr, Pass::natural, *pfor_);
-          value = next.sum_v - kl();
-          better = value >= last - 1e-12 * std::abs(last);
-        } catch (const numerical_error&) {
-          better = false;
-        }
-        if (!better) {  // the step lowered the ELBO (or left q invalid): back, and a shorter one
-          accepted_run = 0;
-          P = P0;
-          h = h0;
-          refresh_q();
-          rho *= 0.5;
-          if (rho < 1e-3) break;
-          continue;
-        }
-        m0 = mk;
-        // (after two accepted steps in a row, a longer one: a step that had
-        // to be shortened far from the optimum need not stay short near it)
-        if (++accepted_run >= 2) rho = std::min(1.0, 2.0 * rho);
-        const double gain = value - last;
-        last = value;
-        acc = std::move(next);
-        if (gain <= 1e-10 * (1.0 + std::abs(value)) && (m - m0).lpNorm<Eigen::Infinity>() <= 1e-8) break;
-      }
+      const VectorXd m0 = optimise_q<Accum>(
+          [this](Accum& a) {
+            a = evaluate(nullptr, Pass::natural, *pfor_);
+            return a.sum_v - kl();
+          },
+          [this](const Accum& a, double rho) { natural_step(a, 1.0, rho); });
       q_change_ = (m - m0).lpNorm<Eigen::Infinity>();
     }
     const Accum acc = evaluate(nullptr, Pass::gradient, *pfor_);
@@ -681,6 +647,55 @@ class Svgp : public WhitenedGaussianModel {
     st.gradient = gradient(acc, 1.0);
     st.objective = acc.sum_v - kl() + log_prior(&st.gradient);
     return st;
+  }
+
+  // The inner loop of profile() for likelihoods without a closed-form q:
+  // natural steps of size 1, halved after a step that lowers the ELBO (or
+  // leaves q invalid; the step is undone), doubled again after two accepted
+  // steps in a row (a step that had to be shortened far from the optimum
+  // need not stay short near it), until the ELBO changes by less than 1e-10
+  // relative and the mean by less than 1e-8 (at most 500 steps).
+  // `value(E&)` returns the ELBO at the current q and fills what a step
+  // needs; `take(const E&, rho)` changes P and h (refresh_q() follows).
+  // Returns the mean before the last accepted step.
+  template <class E, class Value, class Take>
+  VectorXd optimise_q(Value value_of, Take take) {
+    double rho = 1.0;
+    E cur;
+    double last = value_of(cur);
+    VectorXd m0 = m;
+    int accepted_run = 0;
+    for (int k = 0; k < 500; ++k) {
+      const MatrixXd P0 = P;
+      const VectorXd h0 = h, mk = m;
+      bool better = false;
+      E next;
+      double value = -std::numeric_limits<double>::infinity();
+      try {
+        take(cur, rho);
+        refresh_q();
+        value = value_of(next);
+        better = value >= last - 1e-12 * std::abs(last);
+      } catch (const numerical_error&) {
+        better = false;
+      }
+      if (!better) {
+        accepted_run = 0;
+        P = P0;
+        h = h0;
+        refresh_q();
+        rho *= 0.5;
+        if (rho < 1e-3) break;
+        continue;
+      }
+      m0 = mk;
+      if (++accepted_run >= 2) rho = std::min(1.0, 2.0 * rho);
+      const double gain = value - last;
+      last = value;
+      cur = std::move(next);
+      if (gain <= 1e-10 * (1.0 + std::abs(value)) && (m - m0).lpNorm<Eigen::Infinity>() <= 1e-8) break;
+    }
+    return m0;
   }
 
   // The fit maximised the ELBO plus the log prior: report them apart.
