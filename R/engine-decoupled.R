@@ -27,7 +27,7 @@
 #' `inference = "vi"`); the coefficients \eqn{a}{a}, the basis locations, the
 #' inducing inputs, the kernel hyperparameters and the noise take Adam steps
 #' of size `learning_rate / (1 + rate_decay * sqrt(t))` (the paper's
-#' schedule).  A fit over all rows (the default up to 4096 rows) places all
+#' schedule).  A Gaussian fit over all rows (the default up to 4096 rows) places all
 #' bases at the start and runs L-BFGS over the same parameters with the
 #' posterior of the inducing variables optimal at each step; the bases and
 #' inducing inputs move in its first 200 iterations only, and it stops at a

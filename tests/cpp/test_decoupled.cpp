@@ -238,7 +238,7 @@ TEST_CASE("decoupled: a full natural step of 1 gives the optimal q with mean bas
 }
 
 TEST_CASE("decoupled: full-data fits end at a stationary point (L-BFGS, q optimal at each step)", "[decoupled]") {
-  for (Family fam : {Family::gaussian, Family::logit}) {
+  for (Family fam : {Family::gaussian}) {  // (other families take Adam steps over all rows)
     CAPTURE(static_cast<int>(fam));
     const Data d = make_data(300, fam, 31);
     const MatrixXd Z = uniform_matrix(6, 2, 32, -2.0, 2.0);

@@ -312,7 +312,8 @@ class Decoupled : public Svgp {
            : sampler.full() ? (lik.family == Family::gaussian ? 1.0 : 0.5)
                             : 0.1;
     warmup_ = rho_ >= 1.0 ? 0 : static_cast<int>(std::ceil(5.0 / rho_));
-    if (full_ && opt.lbfgs) return fit_profile(*this, set, static_cast<double>(n()), monitor);
+    if (full_ && opt.lbfgs && lik.family == Family::gaussian)  // (other families: the inner q loop over n x M_alpha is slow)
+      return fit_profile(*this, set, static_cast<double>(n()), monitor);
     return fit_loop(*this, sampler, set, monitor);
   }
 
