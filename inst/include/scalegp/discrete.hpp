@@ -83,8 +83,11 @@ struct DiscretePair {
     return out;
   }
   static MatrixXd sparse_times(const Sparse& A, const MatrixXd& F, const ParallelFor& pfor) {
-    const MatrixXd FT = F.transpose();  // rows of F as contiguous columns
-    MatrixXd outT = MatrixXd::Zero(F.cols(), A.rows());
+    return sparse_times_t(A, F.transpose(), pfor);  // rows of F as contiguous columns
+  }
+  // A F from FT = F'.
+  static MatrixXd sparse_times_t(const Sparse& A, const MatrixXd& FT, const ParallelFor& pfor) {
+    MatrixXd outT = MatrixXd::Zero(FT.rows(), A.rows());
     blocked_for(static_cast<std::size_t>(A.rows()), pfor, [&](std::size_t b, std::size_t e) {
       for (Index a = static_cast<Index>(b); a < static_cast<Index>(e); ++a)
         for (Sparse::InnerIterator it(A, a); it; ++it) outT.col(a).noalias() += it.value() * FT.col(it.col());

@@ -140,6 +140,7 @@ class Svgp : public WhitenedGaussianModel {
   // with variance adjoints gamma_c = -n_c / (2 s^2).
   struct DiscreteFeatures {
     MatrixXd F;
+    MatrixXd FT;                      // F' (rows of F as contiguous columns; non-Gaussian likelihoods)
     std::vector<ComponentRows> rows;  // per block of kChunkRows values
   };
 
@@ -180,6 +181,7 @@ class Svgp : public WhitenedGaussianModel {
     k.resid.assign(C, VectorXd());
     for (std::size_t c = 0; c < C; ++c) {
       k.f.push_back(discrete_features(c, pfor));
+      if (lik.family != Family::gaussian) k.f[c].FT = k.f[c].F.transpose();
       k.resid[c].resize(k.f[c].F.rows());
       for (std::size_t b = 0; b < k.f[c].rows.size(); ++b)
         k.resid[c].segment(static_cast<Index>(b * kChunkRows), k.f[c].rows[b].resid.size()) = k.f[c].rows[b].resid;
@@ -272,18 +274,61 @@ class Svgp : public WhitenedGaussianModel {
   //              - 2 diag(Gamma_c) F_c,
   // with variance adjoints Gamma_c (the row formulas of accumulate(), summed
   // over the rows of each value).
+  // (2 F_c S_cl F_l')[a, b] at the observed pairs: the product with S is
+  // taken on the side with fewer value-times-basis cells.
   VectorXd pair_variance(std::size_t c, std::size_t l, const DiscreteCache& k, const ParallelFor& pfor) const {
     const DiscretePair& pr = disc_->pair[c][l - c - 1];
-    const MatrixXd HT = (k.f[c].F * S.block(offsets_[c], offsets_[l], comps[c].size(), comps[l].size())).transpose();
-    const MatrixXd FT = k.f[l].F.transpose();
+    const MatrixXd& Fc = k.f[c].F;
+    const MatrixXd& Fl = k.f[l].F;
+    const auto Scl = S.block(offsets_[c], offsets_[l], comps[c].size(), comps[l].size());
+    const bool left = static_cast<double>(Fc.rows()) * static_cast<double>(Fc.cols()) <=
+                      static_cast<double>(Fl.rows()) * static_cast<double>(Fl.cols());
+    // left: H' = (F_c S_cl)' against F_l'; else H' = (F_l S_cl')' against F_c'
+    const MatrixXd HT = left ? MatrixXd((Fc * Scl).transpose()) : MatrixXd((Fl * Scl.transpose()).transpose());
+    const MatrixXd& GT = left ? k.f[l].FT : k.f[c].FT;
     VectorXd v(pr.pattern.nonZeros());
     const int* outer = pr.pattern.outerIndexPtr();
     const int* inner = pr.pattern.innerIndexPtr();
     blocked_for(static_cast<std::size_t>(pr.pattern.rows()), pfor, [&](std::size_t b, std::size_t e) {
       for (std::size_t a = b; a < e; ++a)
-        for (int j = outer[a]; j < outer[a + 1]; ++j) v(j) = 2.0 * HT.col(static_cast<Index>(a)).dot(FT.col(inner[j]));
+        for (int j = outer[a]; j < outer[a + 1]; ++j) {
+          const Index ia = static_cast<Index>(a), ib = inner[j];
+          v(j) = 2.0 * (left ? HT.col(ia).dot(GT.col(ib)) : GT.col(ia).dot(HT.col(ib)));
+        }
     });
     return v;
+  }
+
+  // diag(F S F') for a symmetric positive definite S: the squared row norms
+  // of F L (S = L L'; a triangular product, half the work of F S), by blocks
+  // of rows (the same result for any thread count).
+  static VectorXd diag_quadratic(const MatrixXd& F, const Eigen::Ref<const MatrixXd>& Sb, const ParallelFor& pfor) {
+    VectorXd v(F.rows());
+    const Eigen::LLT<MatrixXd> llt(Sb);
+    const bool chol = llt.info() == Eigen::Success;
+    const MatrixXd L = chol ? MatrixXd(llt.matrixL()) : MatrixXd(Sb);
+    blocked_for(static_cast<std::size_t>(F.rows()), pfor, [&](std::size_t b, std::size_t e) {
+      const Index bb = static_cast<Index>(b), nb = static_cast<Index>(e - b);
+      if (chol) {
+        const MatrixXd FL = F.middleRows(bb, nb) * L.triangularView<Eigen::Lower>();
+        v.segment(bb, nb) = FL.rowwise().squaredNorm();
+      } else {
+        v.segment(bb, nb) = (F.middleRows(bb, nb) * L).cwiseProduct(F.middleRows(bb, nb)).rowwise().sum();
+      }
+    });
+    return v;
+  }
+
+  // The lower triangle of F' diag(d) F (upper triangle zero), summed by
+  // groups of rows in a fixed order.
+  static MatrixXd weighted_gram_lower(const MatrixXd& F, const VectorXd& d, const ParallelFor& pfor) {
+    const auto make = [&] { return MatrixXd(MatrixXd::Zero(F.cols(), F.cols())); };
+    return deterministic_reduce<MatrixXd>(static_cast<std::size_t>(F.rows()), pfor, make,
+                                          [&](MatrixXd& acc, std::size_t b, std::size_t e) {
+                                            const Index bb = static_cast<Index>(b), nb = static_cast<Index>(e - b);
+                                            const MatrixXd G = d.segment(bb, nb).asDiagonal() * F.middleRows(bb, nb);
+                                            acc.triangularView<Eigen::Lower>() += F.middleRows(bb, nb).transpose() * G;
+                                          });
   }
 
   // A' diag(d) B (A' B when d is empty) over the rows of A and B, summed by
@@ -313,14 +358,7 @@ class Svgp : public WhitenedGaussianModel {
       const Index o = offsets_[c], M = comps[c].size();
       const MatrixXd& F = k.f[c].F;
       mv[c].noalias() = F * m.segment(o, M);
-      if (!plug_in_) {
-        vd[c].resize(F.rows());
-        blocked_for(static_cast<std::size_t>(F.rows()), pfor, [&](std::size_t b, std::size_t e) {
-          const Index bb = static_cast<Index>(b), nb = static_cast<Index>(e - b);
-          vd[c].segment(bb, nb) = k.resid[c].segment(bb, nb) +
-                                  (F.middleRows(bb, nb) * S.block(o, o, M, M)).cwiseProduct(F.middleRows(bb, nb)).rowwise().sum();
-        });
-      }
+      if (!plug_in_) vd[c] = k.resid[c] + diag_quadratic(F, S.block(o, o, M, M), pfor);
       for (std::size_t l = c + 1; l < C; ++l) {
         pp.push_back(&dd.pair[c][l - c - 1]);
         pc.emplace_back(c, l);
@@ -393,27 +431,34 @@ class Svgp : public WhitenedGaussianModel {
         }
       }
     });
-    // r, Q (lower triangle; block (l, c) = F_l' Gamma_cl' F_c), and for the
+    // r, Q (lower triangle; block (l, c) = F_l' Gamma_cl' F_c, contracted
+    // through the side with fewer values: F_l' (Gamma_cl' F_c) costs
+    // D_l M_l M_c, (F_c' (Gamma_cl F_l))' costs D_c M_c M_l), and for the
     // gradient the pair products T[c][l] = Gamma_cl F_l, T[l][c] = Gamma_cl' F_c
     std::vector<std::vector<MatrixXd>> T(C, std::vector<MatrixXd>(C));
     for (std::size_t c = 0; c < C; ++c) {
       const Index o = offsets_[c], M = comps[c].size();
       const MatrixXd& F = k.f[c].F;
       acc.r.segment(o, M).noalias() = F.transpose() * G[c];
-      acc.Q.block(o, o, M, M) = weighted_crossprod(F, Gam[c], F, pfor);
+      acc.Q.block(o, o, M, M) = weighted_gram_lower(F, Gam[c], pfor);
     }
     for (std::size_t q = 0; q < pp.size(); ++q) {
       const std::size_t c = pc[q].first, l = pc[q].second;
-      T[l][c] = DiscretePair::sparse_times(pp[q]->trans_with_values(Gp[q]), k.f[c].F, pfor);
-      acc.Q.block(offsets_[l], offsets_[c], comps[l].size(), comps[c].size()) =
-          weighted_crossprod(k.f[l].F, VectorXd(), T[l][c], pfor);
+      auto block = acc.Q.block(offsets_[l], offsets_[c], comps[l].size(), comps[c].size());
+      if (k.f[c].F.rows() <= k.f[l].F.rows()) {
+        T[c][l] = DiscretePair::sparse_times_t(pp[q]->with_values(Gp[q]), k.f[l].FT, pfor);
+        block = weighted_crossprod(k.f[c].F, VectorXd(), T[c][l], pfor).transpose();
+      } else {
+        T[l][c] = DiscretePair::sparse_times_t(pp[q]->trans_with_values(Gp[q]), k.f[c].FT, pfor);
+        block = weighted_crossprod(k.f[l].F, VectorXd(), T[l][c], pfor);
+      }
     }
     if (pass != Pass::gradient) return acc;
     for (std::size_t q = 0; q < pp.size(); ++q) {
       const std::size_t c = pc[q].first, l = pc[q].second;
       const VectorXd& v = raw ? Gp_raw[q] : Gp[q];
-      T[c][l] = DiscretePair::sparse_times(pp[q]->with_values(v), k.f[l].F, pfor);
-      if (raw) T[l][c] = DiscretePair::sparse_times(pp[q]->trans_with_values(v), k.f[c].F, pfor);
+      if (raw || T[c][l].size() == 0) T[c][l] = DiscretePair::sparse_times_t(pp[q]->with_values(v), k.f[l].FT, pfor);
+      if (raw || T[l][c].size() == 0) T[l][c] = DiscretePair::sparse_times_t(pp[q]->trans_with_values(v), k.f[c].FT, pfor);
     }
     const std::vector<VectorXd>& Gg = raw ? Gam_raw : Gam;
     for (std::size_t c = 0; c < C; ++c) {
@@ -693,7 +738,7 @@ class Svgp : public WhitenedGaussianModel {
       const double gain = value - last;
       last = value;
       cur = std::move(next);
-      if (gain <= 1e-10 * (1.0 + std::abs(value)) && (m - m0).lpNorm<Eigen::Infinity>() <= 1e-8) break;
+      if (gain <= 1e-10 * (1.0 + std::abs(value)) && (m - m0).lpNorm<Eigen::Infinity>() <= 1e-6) break;
     }
     return m0;
   }
