@@ -105,7 +105,14 @@ gp_inputs <- function(mf, spec, what = "data") {
 # Number of unique rows (estimated on a subset of very large inputs).
 n_unique_rows <- function(X) {
   if (nrow(X) > 50000) X <- X[seq(1, nrow(X), length.out = 50000), , drop = FALSE]
-  sum(!duplicated(X))
+  n <- nrow(X)
+  if (ncol(X) == 0L) return(min(n, 1L))
+  if (n < 2L) return(n)
+  if (ncol(X) == 1L) return(sum(!duplicated(X[, 1L])))
+  # rows in sorted order; a row is new when it differs from the one before
+  # (as sum(!duplicated(X)), without duplicated.matrix's split into rows)
+  Xs <- X[do.call(order, unname(lapply(seq_len(ncol(X)), function(j) X[, j]))), , drop = FALSE]
+  1L + sum(rowSums(Xs[-1L, , drop = FALSE] != Xs[-n, , drop = FALSE]) > 0)
 }
 
 # Internal design matrix for the stored terms and scalings.

@@ -43,7 +43,7 @@ struct DiscreteComponent {
 };
 
 // Weighted counts of the value pairs of two components c < l (D_c x D_l),
-// dense when small, sparse otherwise.
+// dense when small and not sparse, sparse otherwise.
 // The products are cut into blocks of rows of the result (parallel, each
 // block computed alike for any thread count).
 struct DiscretePair {
@@ -248,7 +248,22 @@ inline DiscreteData discretise(const std::vector<Component>& comps, const Eigen:
         dd.pair[c].push_back(std::move(pr));
         continue;
       }
-      pr.dense = static_cast<double>(Dc) * static_cast<double>(Dl) <= dense_cells;
+      // dense when small and at least 1/8 full (a product with a sparse
+      // matrix costs a few times more per entry than a dense one)
+      const double cells = static_cast<double>(Dc) * static_cast<double>(Dl);
+      pr.dense = cells <= dense_cells;
+      if (pr.dense) {
+        std::vector<char> seen(static_cast<std::size_t>(cells), 0);
+        double filled = 0;
+        for (Index r = 0; r < nr; ++r) {
+          char& s = seen[static_cast<std::size_t>(id[c][r]) * static_cast<std::size_t>(Dl) + static_cast<std::size_t>(id[l][r])];
+          if (!s && w(rows[r]) != 0) {
+            s = 1;
+            filled += 1;
+          }
+        }
+        pr.dense = 8.0 * filled >= cells;
+      }
       if (pr.dense) {
         pr.C = MatrixXd::Zero(Dc, Dl);
         for (Index r = 0; r < nr; ++r) pr.C(id[c][r], id[l][r]) += w(rows[r]);

@@ -202,10 +202,11 @@ class Svgp : public WhitenedGaussianModel {
       const Index o = offsets_[c], M = comps[c].size();
       const DiscreteComponent& dc = dd.comp[c];
       const MatrixXd& F = k.f[c].F;
-      k.A.block(o, o, M, M).noalias() = F.transpose() * dc.count.asDiagonal() * F;
+      k.A.block(o, o, M, M) = weighted_gram_lower(F, dc.count, pfor);
+      k.A.block(o, o, M, M).triangularView<Eigen::StrictlyUpper>() = k.A.block(o, o, M, M).transpose();
       for (std::size_t l = c + 1; l < C; ++l) {
         const Index ol = offsets_[l], Ml = comps[l].size();
-        k.A.block(o, ol, M, Ml).noalias() = F.transpose() * k.T[c][l];
+        k.A.block(o, ol, M, Ml) = weighted_crossprod(F, VectorXd(), k.T[c][l], pfor);
         k.A.block(ol, o, Ml, M) = k.A.block(o, ol, M, Ml).transpose();
       }
       k.bw.segment(o, M).noalias() = F.transpose() * dc.wy;
