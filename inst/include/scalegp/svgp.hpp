@@ -275,15 +275,25 @@ class Svgp : public WhitenedGaussianModel {
   //              - 2 diag(Gamma_c) F_c,
   // with variance adjoints Gamma_c (the row formulas of accumulate(), summed
   // over the rows of each value).
-  // (2 F_c S_cl F_l')[a, b] at the observed pairs: the product with S is
-  // taken on the side with fewer value-times-basis cells.
+  // Work of the two ways to contract a pair (c, l) of components through
+  // their observed value pairs: first taking F_c (D_c x M_c) to the
+  // M_l-space, then one entry of length M_l per observed pair, or the
+  // other way round.  True when the first costs no more.
+  bool contract_left(std::size_t c, std::size_t l, const DiscreteCache& k) const {
+    const double nnz = static_cast<double>(disc_->pair[c][l - c - 1].pattern.nonZeros());
+    const double Dc = static_cast<double>(k.f[c].F.rows()), Dl = static_cast<double>(k.f[l].F.rows());
+    const double Mc = static_cast<double>(comps[c].size()), Ml = static_cast<double>(comps[l].size());
+    return Dc * Mc * Ml + nnz * Ml <= Dl * Ml * Mc + nnz * Mc;
+  }
+
+  // (2 F_c S_cl F_l')[a, b] at the observed pairs (contract_left(): the
+  // product with S on the side of c).
   VectorXd pair_variance(std::size_t c, std::size_t l, const DiscreteCache& k, const ParallelFor& pfor) const {
     const DiscretePair& pr = disc_->pair[c][l - c - 1];
     const MatrixXd& Fc = k.f[c].F;
     const MatrixXd& Fl = k.f[l].F;
     const auto Scl = S.block(offsets_[c], offsets_[l], comps[c].size(), comps[l].size());
-    const bool left = static_cast<double>(Fc.rows()) * static_cast<double>(Fc.cols()) <=
-                      static_cast<double>(Fl.rows()) * static_cast<double>(Fl.cols());
+    const bool left = contract_left(c, l, k);
     // left: H' = (F_c S_cl)' against F_l'; else H' = (F_l S_cl')' against F_c'
     const MatrixXd HT = left ? MatrixXd((Fc * Scl).transpose()) : MatrixXd((Fl * Scl.transpose()).transpose());
     const MatrixXd& GT = left ? k.f[l].FT : k.f[c].FT;
@@ -432,9 +442,8 @@ class Svgp : public WhitenedGaussianModel {
         }
       }
     });
-    // r, Q (lower triangle; block (l, c) = F_l' Gamma_cl' F_c, contracted
-    // through the side with fewer values: F_l' (Gamma_cl' F_c) costs
-    // D_l M_l M_c, (F_c' (Gamma_cl F_l))' costs D_c M_c M_l), and for the
+    // r, Q (lower triangle; block (l, c) = F_l' Gamma_cl' F_c, as
+    // F_l' (Gamma_cl' F_c) or, when contract_left(), (F_c' (Gamma_cl F_l))'), and for the
     // gradient the pair products T[c][l] = Gamma_cl F_l, T[l][c] = Gamma_cl' F_c
     std::vector<std::vector<MatrixXd>> T(C, std::vector<MatrixXd>(C));
     for (std::size_t c = 0; c < C; ++c) {
@@ -446,7 +455,7 @@ class Svgp : public WhitenedGaussianModel {
     for (std::size_t q = 0; q < pp.size(); ++q) {
       const std::size_t c = pc[q].first, l = pc[q].second;
       auto block = acc.Q.block(offsets_[l], offsets_[c], comps[l].size(), comps[c].size());
-      if (k.f[c].F.rows() <= k.f[l].F.rows()) {
+      if (contract_left(c, l, k)) {
         T[c][l] = DiscretePair::sparse_times_t(pp[q]->with_values(Gp[q]), k.f[l].FT, pfor);
         block = weighted_crossprod(k.f[c].F, VectorXd(), T[c][l], pfor).transpose();
       } else {
