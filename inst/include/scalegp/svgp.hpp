@@ -709,7 +709,7 @@ class Svgp : public WhitenedGaussianModel {
   // leaves q invalid; the step is undone), doubled again after two accepted
   // steps in a row (a step that had to be shortened far from the optimum
   // need not stay short near it), until the ELBO changes by less than 1e-10
-  // relative and the mean by less than 1e-8 (at most 500 steps).
+  // relative and the mean by less than 1e-6 (at most 500 steps).
   // `value(E&)` returns the ELBO at the current q and fills what a step
   // needs; `take(const E&, rho)` changes P and h (refresh_q() follows).
   // Returns the mean before the last accepted step.
