@@ -45,6 +45,10 @@
     .Call(`_scalegp_group_bounds_r`, n)
 }
 
+.tune_malloc <- function() {
+    .Call(`_scalegp_tune_malloc`)
+}
+
 .svgp_fit <- function(X, y, w, offset, specs, family, log_noise, control, options, threads, seed, monitor) {
     .Call(`_scalegp_svgp_fit`, X, y, w, offset, specs, family, log_noise, control, options, threads, seed, monitor)
 }

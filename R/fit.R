@@ -38,6 +38,15 @@ progress_monitor <- function(control, label, shift = 0, envir = parent.frame()) 
 # Log-Jacobian of the response standardisation: ELBO(y) = ELBO(y_std) - this.
 jacobian <- function(setup) setup$n * log(setup$yscaling$scale)
 
+# Once per session, the malloc settings under which a fit's large temporary
+# matrices are reused rather than returned to the system and faulted in again
+# (glibc; .tune_malloc() in src/model.cpp), unless
+# options(scalegp.tune_malloc = FALSE).
+tune_allocator <- function() {
+  if (isTRUE(getOption("scalegp.tune_malloc", TRUE))) .tune_malloc()
+  invisible()
+}
+
 # The fit object of every engine from the model setup and the engine's raw result.
 collect_fit <- function(setup, res, control, engine) {
   jac <- jacobian(setup)

@@ -97,6 +97,7 @@ gpgam <- function(formula, data, family = gaussian(), inference = "vi", control 
   mf <- gp_model_frame(cl, parent.frame(), parsed$full)
   control <- resolve_control(control, nrow(mf), engine, fam$lik)
   setup <- gp_setup(parsed, mf, fam, control)
+  tune_allocator()
   t0 <- proc.time()[["elapsed"]]
   res <- engine_fit(engine, setup, control)
   elapsed <- proc.time()[["elapsed"]] - t0

@@ -197,6 +197,16 @@ BEGIN_RCPP
     return rcpp_result_gen;
 END_RCPP
 }
+// tune_malloc
+bool tune_malloc();
+RcppExport SEXP _scalegp_tune_malloc() {
+BEGIN_RCPP
+    Rcpp::RObject rcpp_result_gen;
+    Rcpp::RNGScope rcpp_rngScope_gen;
+    rcpp_result_gen = Rcpp::wrap(tune_malloc());
+    return rcpp_result_gen;
+END_RCPP
+}
 // svgp_fit
 Rcpp::List svgp_fit(Eigen::Map<Eigen::MatrixXd> X, Eigen::Map<Eigen::VectorXd> y, Eigen::Map<Eigen::VectorXd> w, Eigen::Map<Eigen::VectorXd> offset, Rcpp::List specs, std::string family, double log_noise, Rcpp::List control, Rcpp::List options, int threads, double seed, Rcpp::Function monitor);
 RcppExport SEXP _scalegp_svgp_fit(SEXP XSEXP, SEXP ySEXP, SEXP wSEXP, SEXP offsetSEXP, SEXP specsSEXP, SEXP familySEXP, SEXP log_noiseSEXP, SEXP controlSEXP, SEXP optionsSEXP, SEXP threadsSEXP, SEXP seedSEXP, SEXP monitorSEXP) {
@@ -232,6 +242,7 @@ static const R_CallMethodDef CallEntries[] = {
     {"_scalegp_lik_predictive", (DL_FUNC) &_scalegp_lik_predictive, 6},
     {"_scalegp_kmeans_centres", (DL_FUNC) &_scalegp_kmeans_centres, 3},
     {"_scalegp_group_bounds_r", (DL_FUNC) &_scalegp_group_bounds_r, 1},
+    {"_scalegp_tune_malloc", (DL_FUNC) &_scalegp_tune_malloc, 0},
     {"_scalegp_svgp_fit", (DL_FUNC) &_scalegp_svgp_fit, 12},
     {NULL, NULL, 0}
 };

@@ -1,8 +1,13 @@
 // Rcpp glue shared by the engines: latent prediction from a whitened
 // Gaussian posterior (the VI and EP engines), likelihood helpers used by the
 // R methods and tests, k-means for initial inducing inputs, and the fixed row
-// groups of a deterministic pass.
+// groups of a deterministic pass, and the allocator setting of a fit.
 #include "glue.h"
+
+#include <cstdlib>
+#if defined(__GLIBC__)
+#include <malloc.h>
+#endif
 
 // [[Rcpp::depends(RcppEigen, RcppParallel)]]
 
@@ -136,4 +141,23 @@ std::vector<double> group_bounds_r(double n) {
   std::vector<double> out;
   for (std::size_t b : group_bounds(static_cast<std::size_t>(n))) out.push_back(static_cast<double>(b));
   return out;
+}
+
+// glibc's malloc (Linux) hands blocks above a dynamic threshold (128 KB at
+// first) to mmap and returns them to the system when freed, and trims the
+// top of its heaps once 2x that threshold is free: a fit, which allocates and
+// frees matrices of some MB in every iteration, then spends a large part of
+// its time in page faults.  This keeps blocks up to 32 MB in the heaps and up
+// to 64 MB of free memory in each, once per session.  True when it changed
+// the settings (glibc only).
+// [[Rcpp::export(.tune_malloc)]]
+bool tune_malloc() {
+#if defined(__GLIBC__) && defined(M_MMAP_THRESHOLD) && defined(M_TRIM_THRESHOLD)
+  static bool done = false;
+  if (done) return false;
+  done = mallopt(M_MMAP_THRESHOLD, 32 << 20) == 1 && mallopt(M_TRIM_THRESHOLD, 64 << 20) == 1;
+  return done;
+#else
+  return false;
+#endif
 }
