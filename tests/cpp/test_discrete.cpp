@@ -225,3 +225,24 @@ TEST_CASE("a discretised fit equals the fit of the rows, for any thread count", 
 TEST_CASE("a discretised binary fit equals the fit of the rows, for any thread count", "[discrete][fit]") {
   check_fit_equals_rows(with_family(coarse_data(600, 87, 16), Family::logit), Family::logit);
 }
+
+// The latent variances diag(F S F') of a discretised pass: squared row norms
+// of F L (S = L L') when S is positive definite, else the row sums of
+// (F S) o F; both against the explicit product, for 1 and 3 threads (more
+// rows than one block, so the blocks split differently).
+TEST_CASE("diag_quadratic: Cholesky and fallback paths", "[discrete]") {
+  const MatrixXd F = uniform_matrix(3000, 7, 41, -1, 1);
+  const MatrixXd G = uniform_matrix(7, 7, 42, -1, 1);
+  MatrixXd pd = G * G.transpose();
+  pd.diagonal().array() += 0.1;
+  MatrixXd indefinite = 0.5 * (G + G.transpose());  // symmetric, eigenvalues of both signs
+  indefinite(0, 0) = -2.0;
+  REQUIRE(Eigen::LLT<MatrixXd>(indefinite).info() != Eigen::Success);
+  for (const MatrixXd* S : {&pd, &indefinite}) {
+    const VectorXd ref = (F * *S).cwiseProduct(F).rowwise().sum();
+    const VectorXd one = Svgp::diag_quadratic(F, *S, serial_for);
+    const VectorXd three = Svgp::diag_quadratic(F, *S, thread_for(3));
+    for (Index i = 0; i < F.rows(); ++i) CHECK(std::abs(one(i) - ref(i)) <= 1e-12 * (1 + std::abs(ref(i))));
+    CHECK(one == three);
+  }
+}

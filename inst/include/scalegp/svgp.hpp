@@ -297,15 +297,17 @@ class Svgp : public WhitenedGaussianModel {
     // left: H' = (F_c S_cl)' against F_l'; else H' = (F_l S_cl')' against F_c'
     const MatrixXd HT = left ? MatrixXd((Fc * Scl).transpose()) : MatrixXd((Fl * Scl.transpose()).transpose());
     const MatrixXd& GT = left ? k.f[l].FT : k.f[c].FT;
+    // columns by value of component c (A) and of component l (B)
+    const MatrixXd& A = left ? HT : GT;
+    const MatrixXd& B = left ? GT : HT;
     VectorXd v(pr.pattern.nonZeros());
     const int* outer = pr.pattern.outerIndexPtr();
     const int* inner = pr.pattern.innerIndexPtr();
     blocked_for(static_cast<std::size_t>(pr.pattern.rows()), pfor, [&](std::size_t b, std::size_t e) {
-      for (std::size_t a = b; a < e; ++a)
-        for (int j = outer[a]; j < outer[a + 1]; ++j) {
-          const Index ia = static_cast<Index>(a), ib = inner[j];
-          v(j) = 2.0 * (left ? HT.col(ia).dot(GT.col(ib)) : GT.col(ia).dot(HT.col(ib)));
-        }
+      for (std::size_t a = b; a < e; ++a) {
+        const auto Aa = A.col(static_cast<Index>(a));
+        for (int j = outer[a]; j < outer[a + 1]; ++j) v(j) = 2.0 * Aa.dot(B.col(inner[j]));
+      }
     });
     return v;
   }
