@@ -44,7 +44,8 @@ gp_one <- function(spec, mf, others, n_terms, ysc, control, col, by) {
   d <- ncol(Xg)
   # the centred (ANOVA) kernel: asked for, a pure interaction, or several terms without 'by'
   centre <- isTRUE(spec$pure) || (spec$centre %||% (n_terms > 1 && is.null(by)))
-  Z <- inducing_init(Xg, spec, sc, control)
+  Xs <- standardise(Xg, sc)
+  Z <- inducing_init(Xg, Xs, spec, sc, control)
   ls0 <- if (!is.null(spec$lengthscale)) log(spec$lengthscale / sc$scale[seq_along(spec$lengthscale)])
          else log(if (centre) 1 else sqrt(d))
   ls0 <- rep(ls0, length.out = if (spec$ard) d else 1)
@@ -53,10 +54,9 @@ gp_one <- function(spec, mf, others, n_terms, ysc, control, col, by) {
                kernel = spec$kernel, log_var = log(var0), log_ls = ls0, Z = Z,
                learn_kernel = !("kernel" %in% control$fixed))
   if (!is.null(by)) comp$by_col <- col + d
-  if (isTRUE(control$priors)) comp <- c(comp, hyper_priors(standardise(Xg, sc), spec, nrow(Z), ysc))
+  if (isTRUE(control$priors)) comp <- c(comp, hyper_priors(Xs, spec, nrow(Z), ysc))
   term <- list(spec = spec, type = comp$kind, scaling = sc, range = apply(Xg, 2, range), by = by)
   if (centre) {
-    Xs <- standardise(Xg, sc)
     q <- (seq_len(40) - 0.5) / 40
     comp$nodes <- lapply(seq_len(d), function(j) unname(stats::quantile(Xs[, j], q, type = 7)))
     comp$weights <- rep(list(rep(1 / 40, 40)), d)
@@ -117,9 +117,9 @@ anova_products <- function(vars, others) {
 }
 
 # Initial inducing inputs (standardised scale) of one gp() term: the user's,
-# or k-means centres of the term's inputs (all unique rows when there are
-# fewer than k).
-inducing_init <- function(Xg, spec, sc, control) {
+# or k-means centres of the term's inputs Xg (standardised: Xs; all unique
+# rows when there are fewer than k).
+inducing_init <- function(Xg, Xs, spec, sc, control) {
   if (!is.null(spec$inducing)) {
     Z <- standardise(spec$inducing, sc)
     if (nrow(Z) > 1 && anyDuplicated(Z)) stop_arg("inducing", "has duplicated rows")
@@ -133,7 +133,6 @@ inducing_init <- function(Xg, spec, sc, control) {
                       spec$label, if (is.null(spec$k)) "inducing" else "k", k, nu, nu), call. = FALSE)
     k <- nu
   }
-  Xs <- standardise(Xg, sc)
   if (k == nu) return(unname(utils::head(Xs[!duplicated(Xs), , drop = FALSE], k)))
   unname(.kmeans(Xs, k, control$seed))
 }

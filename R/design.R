@@ -60,7 +60,10 @@ input_scaling <- function(X, spec) {
   list(center = ctr, scale = scl)
 }
 
-standardise <- function(X, sc) sweep(sweep(X, 2, sc$center), 2, sc$scale, "/")
+standardise <- function(X, sc) {
+  for (j in seq_len(ncol(X))) X[, j] <- (X[, j] - sc$center[j]) / sc$scale[j]
+  X
+}
 
 # Standardisation of the parametric design: non-intercept columns are scaled
 # (and centred when there is an intercept); coefficients map back through

@@ -30,7 +30,10 @@ gp_setup <- function(parsed, mf, fam, control) {
   w <- stats::model.weights(mf) %||% rep(1, n)
   if (!is.numeric(w) || any(!is.finite(w) | w < 0)) stop_arg("weights", "must be finite and non-negative")
   w <- as.numeric(w)
-  y <- stats::model.response(mf)
+  # the response as model.response() gives it, without the row names it
+  # attaches (a million strings at 1e6 rows)
+  y <- if (attr(attr(mf, "terms"), "response") > 0) mf[[1L]]
+  if (is.matrix(y) && ncol(y) == 1L) dim(y) <- NULL
   if (is.matrix(y) && fam$lik %in% c("probit", "logit")) {  # cbind(successes, failures), as in glm()
     if (ncol(y) != 2 || !is.numeric(y) || any(!is.finite(y) | y < 0))
       stop_arg("y", "of binomial() as a matrix must be cbind(successes, failures) of non-negative counts")
