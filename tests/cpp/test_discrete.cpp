@@ -246,3 +246,24 @@ TEST_CASE("diag_quadratic: Cholesky and fallback paths", "[discrete]") {
     CHECK(one == three);
   }
 }
+
+// predict() without variances (fitted values of a Gaussian model) forms the
+// mean as K(x, Z) (L^{-T} m) for each component instead of from the
+// whitened features: the same means as the full path for every kind of
+// component (stationary, with a `by` column, centred, factor, linear), on
+// 1 and 3 threads, and no variances.
+TEST_CASE("predict: the mean alone equals the mean of the full path", "[discrete][predict]") {
+  const Data d = coarse_data(400, 61, 12);
+  Svgp s = make(d, model_components(), false, 0);
+  random_q(s, 62);
+  VectorXd mean, var, mean1, var1, mean3, var3;
+  s.predict(d.X, d.o, mean, var, nullptr, nullptr, serial_for);
+  REQUIRE(var.minCoeff() > 0);
+  s.predict(d.X, d.o, mean1, var1, nullptr, nullptr, serial_for, nullptr, false);
+  s.predict(d.X, d.o, mean3, var3, nullptr, nullptr, thread_for(3), nullptr, false);
+  for (Index i = 0; i < mean.size(); ++i) CHECK(std::abs(mean1(i) - mean(i)) <= 1e-12 * (1 + std::abs(mean(i))));
+  CHECK(mean1 == mean3);
+  CHECK(var1.cwiseAbs().maxCoeff() == 0.0);
+  // each component contributes (a wrong whitening of one would show)
+  REQUIRE(mean.cwiseAbs().maxCoeff() > 0.1);
+}

@@ -126,6 +126,29 @@ inline void component_features(const Component& k, const ComponentPrior& p, cons
   }
 }
 
+// The component's part of the predictor's mean, Phic m_c, at rows Xc without
+// forming the features: K(Xc, Z) (L^{-T} m_c), the whitening applied once to
+// m_c instead of to every row (and no variances).
+inline VectorXd component_mean(const Component& k, const ComponentPrior& p, const MatrixXd& Xc, const VectorXd& mc,
+                               ComponentRows& r) {
+  switch (k.kind) {
+    case Kind::stationary:
+      r.Xs = k.kernel.scale(Xc);
+      k.kernel.cross(r.Xs, p.Zs, r.K, r.D);
+      return r.K * p.L.transpose().triangularView<Eigen::Upper>().solve(mc);
+    case Kind::centred:
+      r.side = centred_side(k.centred, p.measure, Xc);
+      r.K = centred_cross(k.centred, p.measure, r.side, p.zside, r.F, r.Dx);
+      return r.K * p.L.transpose().triangularView<Eigen::Upper>().solve(mc);
+    default: {
+      MatrixXd Phic(Xc.rows(), k.size());
+      VectorXd resid = VectorXd::Zero(Xc.rows());
+      component_features(k, p, Xc, Phic, resid, r);
+      return Phic * mc;
+    }
+  }
+}
+
 // Data part of the gradient w.r.t. [kernel parameters] (g) and Z (gZ, may be
 // null) given the adjoint of the features, Phibar_c, and of the variances, gam.
 inline void component_row_gradient(const Component& k, const ComponentPrior& p, const ComponentRows& r,

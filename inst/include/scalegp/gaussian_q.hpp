@@ -98,6 +98,14 @@ class WhitenedGaussianModel : public AdditiveModel {
     blocked_for(static_cast<std::size_t>(nn), pfor, [&](std::size_t begin, std::size_t end) {
       Block b;
       b.X = Xnew.middleRows(begin, end - begin);
+      if (!variance && !term_mean) {  // the mean alone: no features (component_block_mean())
+        VectorXd mu = offset.segment(begin, end - begin);
+        for (std::size_t c = 0; c < comps.size(); ++c)
+          mu += component_block_mean(c, b.X, m.segment(offsets_[c], comps[c].size()));
+        mean.segment(begin, end - begin) = mu;
+        var.segment(begin, end - begin).setZero();
+        return;
+      }
       features(b);
       mean.segment(begin, end - begin) = b.Phi * m + offset.segment(begin, end - begin);
       var.segment(begin, end - begin) =

@@ -119,6 +119,17 @@ class AdditiveModel {
   void component_block(std::size_t c, const MatrixXd& X, Eigen::Ref<MatrixXd> Phic, ComponentRows& r) const {
     component_block(comps[c], prior_[c], X, Phic, r);
   }
+  // Phic m_c at rows X (all columns of the data) without the features
+  // (component_mean()).
+  VectorXd component_block_mean(std::size_t c, const MatrixXd& X, const VectorXd& mc) const {
+    const Component& k = comps[c];
+    MatrixXd Xc(X.rows(), k.dim());
+    for (Index j = 0; j < k.dim(); ++j) Xc.col(j) = X.col(k.cols[j]);
+    ComponentRows r;
+    VectorXd mean = component_mean(k, prior_[c], Xc, mc, r);
+    if (k.by_col >= 0) mean.array() *= X.col(k.by_col).array();
+    return mean;
+  }
 
   // Gathers rows idx[begin, end) (or begin..end when idx is null) of the data.
   void gather(Block& b, const std::vector<std::size_t>* idx, std::size_t begin, std::size_t end) const {
