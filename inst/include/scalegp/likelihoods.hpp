@@ -203,16 +203,16 @@ class Likelihood {
   Expectation expect_gh(double y, double w, double m, double s2) const {
     Expectation e;
     s2 = std::max(s2, 0.0);
-    const GaussHermite& gh = rule_for(s2);
+    const GaussHermite& rule = rule_for(s2);
     const double sd = std::sqrt(2.0 * s2);
     double dt = 0, d2sum = 0;
-    for (Index i = 0; i < gh.t.size(); ++i) {
+    for (Index i = 0; i < rule.t.size(); ++i) {
       double l, d1, d2;
-      loglik(y, w, m + sd * gh.t(i), l, d1, d2);
-      e.v += gh.w(i) * l;
-      e.dm += gh.w(i) * d1;
-      dt += gh.w(i) * d1 * gh.t(i);
-      d2sum += gh.w(i) * d2;
+      loglik(y, w, m + sd * rule.t(i), l, d1, d2);
+      e.v += rule.w(i) * l;
+      e.dm += rule.w(i) * d1;
+      dt += rule.w(i) * d1 * rule.t(i);
+      d2sum += rule.w(i) * d2;
     }
     const double c = 1.0 / std::sqrt(kPi);
     e.v *= c;
