@@ -49,7 +49,19 @@
     .Call(`_scalegp_tune_malloc`)
 }
 
-.svgp_fit <- function(X, y, w, offset, specs, family, log_noise, control, options, threads, seed, monitor) {
-    .Call(`_scalegp_svgp_fit`, X, y, w, offset, specs, family, log_noise, control, options, threads, seed, monitor)
+.discrete_shard_values <- function(X, specs, bins, round) {
+    .Call(`_scalegp_discrete_shard_values`, X, specs, bins, round)
+}
+
+.discrete_merge <- function(specs, bins, round, shard_values) {
+    .Call(`_scalegp_discrete_merge`, specs, bins, round, shard_values)
+}
+
+.discrete_shard_sums <- function(X, y, w, offset, specs, bins, round, values, bounds) {
+    .Call(`_scalegp_discrete_shard_sums`, X, y, w, offset, specs, bins, round, values, bounds)
+}
+
+.svgp_fit <- function(X, y, w, offset, specs, family, log_noise, control, options, threads, seed, monitor, shards) {
+    .Call(`_scalegp_svgp_fit`, X, y, w, offset, specs, family, log_noise, control, options, threads, seed, monitor, shards)
 }
 

@@ -76,7 +76,7 @@
 #'   `FALSE`: maximum likelihood (type II).  [logLik()] is the objective
 #'   without the priors; `fit$log_prior` holds their log density.
 #' @param ... options of one inference engine, by name: see [vi_options()]
-#'   (`natgrad_step`, `posterior`, `rank`), [ep_options()] (`damping`,
+#'   (`natgrad_step`, `posterior`, `rank`, `discrete`, `cluster`, ...), [ep_options()] (`damping`,
 #'   `sites`, `cluster`) and [decoupled_options()] (`mean_basis`, ...).
 #' @return An object of class `gp_control`: a list of the arguments (the
 #'   engine options only where given).

@@ -66,8 +66,7 @@ ep_options <- function(damping = NULL, sites = c("separate", "tied"), optimizer 
   if (!(is.logical(learn_inducing) || is.numeric(learn_inducing)) || length(learn_inducing) != 1 ||
       is.na(learn_inducing) || learn_inducing < 0)
     stop_arg("learn_inducing", "must be TRUE, FALSE or a number of iterations >= 0")
-  if (!is.null(cluster) && !inherits(cluster, "cluster"))
-    stop_arg("cluster", "must be a cluster made by parallel::makeCluster()")
+  check_cluster(cluster)
   list(damping = damping, sites = sites, optimizer = optimizer, learn_inducing = learn_inducing, cluster = cluster)
 }
 
@@ -104,7 +103,7 @@ engine_fit.engine_ep <- function(engine, setup, control) {
   remote <- NULL
   if (!is.null(control$cluster)) {
     remote <- ep_cluster_start(control$cluster, setup, settings, options)
-    on.exit(ep_cluster_stop(control$cluster, attr(remote, "key")), add = TRUE)
+    on.exit(cluster_close(attr(remote, "handle")), add = TRUE)
   }
   local <- is.null(remote)
   res <- .ep_fit(if (local) setup$X else setup$X[0, , drop = FALSE], if (local) setup$y else numeric(),
@@ -130,51 +129,17 @@ engine_label.gpgam_ep <- function(fit) {
 }
 
 # ---- distributed EP --------------------------------------------------------------
-# The rows are cut into the same fixed groups as a pass in one process
-# (.group_bounds); each worker holds whole consecutive groups, computes one
+# Each worker holds whole groups of rows (cluster.R), computes one
 # accumulator per group and the master adds them in group order, so the fit
 # is identical to the one in one process.  Per pass, a worker receives the
 # hyperparameters and q (O(M^2)) and returns O(M^2) numbers per group.
 
-# Registry of the shards held by this R process when it is a worker (and, on
-# the master, the count of distributed fits, which makes their keys unique).
-worker_store <- new.env(parent = emptyenv())
-
 ep_cluster_start <- function(cl, setup, settings, options) {
-  b <- .group_bounds(setup$n)
-  G <- length(b) - 1L
-  K <- min(length(cl), G)
-  cl <- cl[seq_len(K)]
-  owner <- split(seq_len(G), rep(seq_len(K), diff(round(seq(0, G, length.out = K + 1)))))
-  shards <- lapply(owner, function(gs) {
-    rows <- (b[gs[1]] + 1):b[gs[length(gs)] + 1L]
-    list(X = setup$X[rows, , drop = FALSE], y = setup$y[rows], w = setup$w[rows],
-         offset = setup$offset[rows], bounds = b[c(gs, gs[length(gs)] + 1L)] - b[gs[1]])
-  })
-  worker_store$.fits <- (worker_store$.fits %||% 0) + 1
-  key <- paste0("ep", Sys.getpid(), "_", worker_store$.fits)
-  # (a base function: a closure defined here would carry this frame, data and all, to the workers)
-  ok <- cluster_try(parallel::clusterCall(cl, base::requireNamespace, "scalegp", quietly = TRUE), "start")
-  if (!all(unlist(ok)))
-    stop_arg("cluster", "has workers where the scalegp package cannot be loaded; install it there first")
-  cluster_try(parallel::clusterApply(cl, shards, ep_worker_init, key = key, settings = settings, options = options),
-              "receive its shard")
-  remote <- function(kind, rho, sites, state) {
-    res <- cluster_try(parallel::clusterCall(cl, ep_worker_pass, key, kind, rho, sites, state), "run an EP pass")
-    unlist(res, recursive = FALSE)
-  }
-  attr(remote, "key") <- key
+  h <- cluster_open(cl, setup, ep_worker_init, settings = settings, options = options)
+  remote <- function(kind, rho, sites, state)
+    unlist(cluster_run(h, ep_worker_pass, kind, rho, sites, state, what = "run an EP pass"), recursive = FALSE)
+  attr(remote, "handle") <- h
   remote
-}
-
-ep_cluster_stop <- function(cl, key) {
-  try(parallel::clusterCall(cl, ep_worker_stop, key), silent = TRUE)
-  invisible()
-}
-
-cluster_try <- function(expr, what) {
-  tryCatch(expr, error = function(e)
-    stop("distributed EP: a worker of 'cluster' failed to ", what, ": ", conditionMessage(e), call. = FALSE))
 }
 
 ep_worker_init <- function(shard, key, settings, options) {
@@ -187,15 +152,9 @@ ep_worker_init <- function(shard, key, settings, options) {
 }
 
 ep_worker_pass <- function(key, kind, rho, sites, state) {
-  s <- get0(key, envir = worker_store, inherits = FALSE)
-  if (is.null(s)) stop("this worker holds no shard '", key, "' (was it restarted?)")
+  s <- worker_shard(key)
   res <- .ep_shard_pass(s$X, s$y, s$w, s$offset, s$settings, s$options, s$sites, s$bounds, kind, rho, sites, state, 1L)
   s$sites <- res$sites
   assign(key, s, envir = worker_store)
   res$groups
-}
-
-ep_worker_stop <- function(key) {
-  if (exists(key, envir = worker_store, inherits = FALSE)) rm(list = key, envir = worker_store)
-  TRUE
 }

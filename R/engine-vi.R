@@ -65,6 +65,16 @@
 #'   them, 0.082 after 2000, which still did not reach a stationary point) and
 #'   throughout a minibatch fit.  `gp_control(fixed = "inducing")` fixes them
 #'   in every case.
+#' @param cluster a cluster made by [parallel::makeCluster()] (PSOCK workers on
+#'   this or other hosts, or MPI through snow) on which the rows are held in
+#'   shards while the discretised sums of a Gaussian fit are formed: each
+#'   worker finds the distinct values of its rows and returns its weighted
+#'   counts by value and by pair of values (at most the number of distinct
+#'   value pairs per group of rows), which add up exactly; the fit then runs
+#'   on the master, whose iterations do not touch the rows.  The fit is
+#'   identical to the one in a single process.  Gaussian family, all rows per
+#'   iteration and discretised covariates only (for classification on a
+#'   cluster use `inference = "ep"`).  The workers need scalegp installed.
 #' @return A list of the options.
 #' @references Hensman, Fusi and Lawrence (2013) Gaussian processes for big
 #'   data. UAI.  Hensman, Matthews and Ghahramani (2015) Scalable variational
@@ -78,7 +88,8 @@
 #' gp_control(posterior = "meanfield", natgrad_step = 0.5)
 #' @export
 vi_options <- function(natgrad_step = NULL, posterior = c("coupled", "meanfield"), rank = NULL,
-                       optimizer = c("lbfgs", "adam"), discrete = NA, bins = 1000, learn_inducing = NULL) {
+                       optimizer = c("lbfgs", "adam"), discrete = NA, bins = 1000, learn_inducing = NULL,
+                       cluster = NULL) {
   if (!is.null(natgrad_step)) {
     check_positive(natgrad_step, "natgrad_step")
     if (natgrad_step > 1) stop_arg("natgrad_step", "must be in (0, 1]")
@@ -95,8 +106,9 @@ vi_options <- function(natgrad_step = NULL, posterior = c("coupled", "meanfield"
        is.na(learn_inducing) || learn_inducing < 0))
     stop_arg("learn_inducing", "must be TRUE, FALSE, NULL or a number of iterations >= 0")
   if (is.numeric(learn_inducing)) learn_inducing <- if (is.finite(learn_inducing)) round(learn_inducing) else TRUE
+  check_cluster(cluster)
   list(natgrad_step = natgrad_step, posterior = posterior, rank = if (!is.null(rank)) as.integer(rank),
-       optimizer = optimizer, discrete = discrete, bins = bins, learn_inducing = learn_inducing)
+       optimizer = optimizer, discrete = discrete, bins = bins, learn_inducing = learn_inducing, cluster = cluster)
 }
 
 vi_engine <- function() {
@@ -105,9 +117,10 @@ vi_engine <- function() {
 }
 
 # Whether a fit of `setup` under `control` uses discretised covariates
-# (vi_options(discrete = NA): all rows per iteration, n >= 5000).
+# (vi_options(discrete = NA): all rows per iteration, n >= 5000, or on a cluster).
 vi_discrete <- function(setup, control) {
-  control$batch_size >= setup$n && !isFALSE(control$discrete) && (isTRUE(control$discrete) || setup$n >= 5000)
+  control$batch_size >= setup$n && !isFALSE(control$discrete) &&
+    (isTRUE(control$discrete) || setup$n >= 5000 || !is.null(control$cluster))
 }
 
 # The largest number of inputs of one GP component of `setup` (0: none).
@@ -135,9 +148,55 @@ engine_fit.engine_vi <- function(engine, setup, control) {
                   rank = control$rank %||% 0L, lbfgs = control$optimizer == "lbfgs",
                   discrete = vi_discrete(setup, control),
                   bins = if (is.finite(control$bins %||% 1000)) control$bins %||% 1000 else 0)
-  .svgp_fit(setup$X, setup$y, setup$w, setup$offset, setup$comps, setup$lik, setup$log_noise,
-            settings, options, control$threads, control$seed,
-            progress_monitor(control, engine$objective, jacobian(setup)))
+  shards <- NULL
+  if (!is.null(control$cluster)) {
+    check_vi_cluster(setup, control)
+    shards <- vi_cluster_sums(control$cluster, setup, options$bins)
+  }
+  res <- .svgp_fit(setup$X, setup$y, setup$w, setup$offset, setup$comps, setup$lik, setup$log_noise,
+                   settings, options, control$threads, control$seed,
+                   progress_monitor(control, engine$objective, jacobian(setup)), shards)
+  res$distributed <- if (!is.null(shards)) length(control$cluster)
+  res
+}
+
+# ---- the discretised sums over the shards of a cluster (cluster.R) ------------------
+# Each worker returns the distinct values of its rows (exact, then rounded
+# over the ranges of all rows where the exact values are too many), then,
+# given the values of all shards, its sums by value and pair of values per
+# group of rows; .svgp_fit() adds the group sums in order (svgp.cpp).
+
+check_vi_cluster <- function(setup, control) {
+  if (setup$lik != "gaussian")
+    stop_arg("cluster", "works with a Gaussian family in the variational engine; for classification on a ",
+             "cluster use inference = \"ep\"")
+  if (control$batch_size < setup$n)
+    stop_arg("cluster", "works with all rows per iteration; leave 'batch_size' unset (or set it to the number of rows)")
+  if (isFALSE(control$discrete))
+    stop_arg("cluster", "works with discretised covariates; leave 'discrete' unset")
+}
+
+vi_cluster_sums <- function(cl, setup, bins) {
+  h <- cluster_open(cl, setup, worker_init)
+  on.exit(cluster_close(h))
+  specs <- setup$comps
+  m <- .discrete_merge(specs, bins, list(),
+                       cluster_run(h, vi_worker_values, specs, bins, list(), what = "find its distinct values"))
+  if (m$again)
+    m <- .discrete_merge(specs, bins, m$round,
+                         cluster_run(h, vi_worker_values, specs, bins, m$round, what = "find its distinct values"))
+  sums <- cluster_run(h, vi_worker_sums, specs, bins, m$round, m$values, what = "sum its rows")
+  list(round = m$round, values = m$values, bins = bins, sums = unlist(sums, recursive = FALSE))
+}
+
+vi_worker_values <- function(key, specs, bins, round) {
+  s <- worker_shard(key)
+  .discrete_shard_values(s$X, specs, bins, round)
+}
+
+vi_worker_sums <- function(key, specs, bins, round, values) {
+  s <- worker_shard(key)
+  .discrete_shard_sums(s$X, s$y, s$w, s$offset, specs, bins, round, values, s$bounds)
 }
 
 # A fit with discretised covariates costs little per row: all rows.
@@ -150,6 +209,7 @@ engine_collect.engine_vi <- function(engine, fit, res) {
   fit$kl <- res$kl
   fit$rank_loss <- res$rank_loss
   fit$discrete <- isTRUE(res$discrete)
+  fit$control$distributed <- res$distributed
   fit
 }
 
@@ -157,7 +217,8 @@ engine_label.gpgam_vi <- function(fit) {
   paste0(fit$engine$label, ", ",
          if (!is.null(fit$control$rank)) sprintf("coupled posterior of rank %d", fit$control$rank)
          else paste(fit$control$posterior, "posterior"),
-         if (isTRUE(fit$discrete)) sprintf(", discretised covariates (bins = %s)", format(fit$control$bins)))
+         if (isTRUE(fit$discrete)) sprintf(", discretised covariates (bins = %s)", format(fit$control$bins)),
+         if (!is.null(fit$control$distributed)) paste0(", sums over ", fit$control$distributed, " workers"))
 }
 
 engine_notes.gpgam_vi <- function(fit) {

@@ -14,6 +14,9 @@
 #' `coef()`/`vcov()` report its mean and covariance.  Without `gp()` terms (or
 #' with a flat GP) a Gaussian model reproduces the coefficients of [lm()].
 #' The objective is the evidence lower bound (ELBO), reported by [logLik()].
+#' A Gaussian fit can form its discretised sums on the workers of a parallel
+#' cluster that hold the rows in shards (`gp_control(cluster = )`, see
+#' [vi_options()]; identical results).
 #'
 #' `inference = "ep"` is expectation propagation for GP classification with a
 #' probit likelihood (Hernandez-Lobato and Hernandez-Lobato 2016): the same

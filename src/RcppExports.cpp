@@ -207,9 +207,56 @@ BEGIN_RCPP
     return rcpp_result_gen;
 END_RCPP
 }
+// discrete_shard_values
+Rcpp::List discrete_shard_values(Eigen::Map<Eigen::MatrixXd> X, Rcpp::List specs, double bins, Rcpp::List round);
+RcppExport SEXP _scalegp_discrete_shard_values(SEXP XSEXP, SEXP specsSEXP, SEXP binsSEXP, SEXP roundSEXP) {
+BEGIN_RCPP
+    Rcpp::RObject rcpp_result_gen;
+    Rcpp::RNGScope rcpp_rngScope_gen;
+    Rcpp::traits::input_parameter< Eigen::Map<Eigen::MatrixXd> >::type X(XSEXP);
+    Rcpp::traits::input_parameter< Rcpp::List >::type specs(specsSEXP);
+    Rcpp::traits::input_parameter< double >::type bins(binsSEXP);
+    Rcpp::traits::input_parameter< Rcpp::List >::type round(roundSEXP);
+    rcpp_result_gen = Rcpp::wrap(discrete_shard_values(X, specs, bins, round));
+    return rcpp_result_gen;
+END_RCPP
+}
+// discrete_merge
+Rcpp::List discrete_merge(Rcpp::List specs, double bins, Rcpp::List round, Rcpp::List shard_values);
+RcppExport SEXP _scalegp_discrete_merge(SEXP specsSEXP, SEXP binsSEXP, SEXP roundSEXP, SEXP shard_valuesSEXP) {
+BEGIN_RCPP
+    Rcpp::RObject rcpp_result_gen;
+    Rcpp::RNGScope rcpp_rngScope_gen;
+    Rcpp::traits::input_parameter< Rcpp::List >::type specs(specsSEXP);
+    Rcpp::traits::input_parameter< double >::type bins(binsSEXP);
+    Rcpp::traits::input_parameter< Rcpp::List >::type round(roundSEXP);
+    Rcpp::traits::input_parameter< Rcpp::List >::type shard_values(shard_valuesSEXP);
+    rcpp_result_gen = Rcpp::wrap(discrete_merge(specs, bins, round, shard_values));
+    return rcpp_result_gen;
+END_RCPP
+}
+// discrete_shard_sums
+Rcpp::List discrete_shard_sums(Eigen::Map<Eigen::MatrixXd> X, Eigen::Map<Eigen::VectorXd> y, Eigen::Map<Eigen::VectorXd> w, Eigen::Map<Eigen::VectorXd> offset, Rcpp::List specs, double bins, Rcpp::List round, Rcpp::List values, std::vector<double> bounds);
+RcppExport SEXP _scalegp_discrete_shard_sums(SEXP XSEXP, SEXP ySEXP, SEXP wSEXP, SEXP offsetSEXP, SEXP specsSEXP, SEXP binsSEXP, SEXP roundSEXP, SEXP valuesSEXP, SEXP boundsSEXP) {
+BEGIN_RCPP
+    Rcpp::RObject rcpp_result_gen;
+    Rcpp::RNGScope rcpp_rngScope_gen;
+    Rcpp::traits::input_parameter< Eigen::Map<Eigen::MatrixXd> >::type X(XSEXP);
+    Rcpp::traits::input_parameter< Eigen::Map<Eigen::VectorXd> >::type y(ySEXP);
+    Rcpp::traits::input_parameter< Eigen::Map<Eigen::VectorXd> >::type w(wSEXP);
+    Rcpp::traits::input_parameter< Eigen::Map<Eigen::VectorXd> >::type offset(offsetSEXP);
+    Rcpp::traits::input_parameter< Rcpp::List >::type specs(specsSEXP);
+    Rcpp::traits::input_parameter< double >::type bins(binsSEXP);
+    Rcpp::traits::input_parameter< Rcpp::List >::type round(roundSEXP);
+    Rcpp::traits::input_parameter< Rcpp::List >::type values(valuesSEXP);
+    Rcpp::traits::input_parameter< std::vector<double> >::type bounds(boundsSEXP);
+    rcpp_result_gen = Rcpp::wrap(discrete_shard_sums(X, y, w, offset, specs, bins, round, values, bounds));
+    return rcpp_result_gen;
+END_RCPP
+}
 // svgp_fit
-Rcpp::List svgp_fit(Eigen::Map<Eigen::MatrixXd> X, Eigen::Map<Eigen::VectorXd> y, Eigen::Map<Eigen::VectorXd> w, Eigen::Map<Eigen::VectorXd> offset, Rcpp::List specs, std::string family, double log_noise, Rcpp::List control, Rcpp::List options, int threads, double seed, Rcpp::Function monitor);
-RcppExport SEXP _scalegp_svgp_fit(SEXP XSEXP, SEXP ySEXP, SEXP wSEXP, SEXP offsetSEXP, SEXP specsSEXP, SEXP familySEXP, SEXP log_noiseSEXP, SEXP controlSEXP, SEXP optionsSEXP, SEXP threadsSEXP, SEXP seedSEXP, SEXP monitorSEXP) {
+Rcpp::List svgp_fit(Eigen::Map<Eigen::MatrixXd> X, Eigen::Map<Eigen::VectorXd> y, Eigen::Map<Eigen::VectorXd> w, Eigen::Map<Eigen::VectorXd> offset, Rcpp::List specs, std::string family, double log_noise, Rcpp::List control, Rcpp::List options, int threads, double seed, Rcpp::Function monitor, Rcpp::Nullable<Rcpp::List> shards);
+RcppExport SEXP _scalegp_svgp_fit(SEXP XSEXP, SEXP ySEXP, SEXP wSEXP, SEXP offsetSEXP, SEXP specsSEXP, SEXP familySEXP, SEXP log_noiseSEXP, SEXP controlSEXP, SEXP optionsSEXP, SEXP threadsSEXP, SEXP seedSEXP, SEXP monitorSEXP, SEXP shardsSEXP) {
 BEGIN_RCPP
     Rcpp::RObject rcpp_result_gen;
     Rcpp::RNGScope rcpp_rngScope_gen;
@@ -225,7 +272,8 @@ BEGIN_RCPP
     Rcpp::traits::input_parameter< int >::type threads(threadsSEXP);
     Rcpp::traits::input_parameter< double >::type seed(seedSEXP);
     Rcpp::traits::input_parameter< Rcpp::Function >::type monitor(monitorSEXP);
-    rcpp_result_gen = Rcpp::wrap(svgp_fit(X, y, w, offset, specs, family, log_noise, control, options, threads, seed, monitor));
+    Rcpp::traits::input_parameter< Rcpp::Nullable<Rcpp::List> >::type shards(shardsSEXP);
+    rcpp_result_gen = Rcpp::wrap(svgp_fit(X, y, w, offset, specs, family, log_noise, control, options, threads, seed, monitor, shards));
     return rcpp_result_gen;
 END_RCPP
 }
@@ -243,7 +291,10 @@ static const R_CallMethodDef CallEntries[] = {
     {"_scalegp_kmeans_centres", (DL_FUNC) &_scalegp_kmeans_centres, 3},
     {"_scalegp_group_bounds_r", (DL_FUNC) &_scalegp_group_bounds_r, 1},
     {"_scalegp_tune_malloc", (DL_FUNC) &_scalegp_tune_malloc, 0},
-    {"_scalegp_svgp_fit", (DL_FUNC) &_scalegp_svgp_fit, 12},
+    {"_scalegp_discrete_shard_values", (DL_FUNC) &_scalegp_discrete_shard_values, 4},
+    {"_scalegp_discrete_merge", (DL_FUNC) &_scalegp_discrete_merge, 4},
+    {"_scalegp_discrete_shard_sums", (DL_FUNC) &_scalegp_discrete_shard_sums, 9},
+    {"_scalegp_svgp_fit", (DL_FUNC) &_scalegp_svgp_fit, 13},
     {NULL, NULL, 0}
 };
 

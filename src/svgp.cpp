@@ -19,17 +19,189 @@ static SvgpSettings svgp_settings_from(const Rcpp::List& o) {
   return s;
 }
 
+// ---- discretised covariates from the shards of a cluster (R: engine-vi.R) ------------
+// A worker's shard goes through three calls: its distinct values (exact, or
+// rounded as the master says), then its sums by value per group of rows.
+// The master merges values (.discrete_merge) and adds the group sums in
+// order (discrete_from_shards), so the DiscreteData equals discretise()'s on
+// all rows.
+
+static std::vector<VectorXd> vectors_from(const Rcpp::List& l) {
+  std::vector<VectorXd> out;
+  for (R_xlen_t i = 0; i < l.size(); ++i) out.push_back(Rcpp::as<VectorXd>(l[i]));
+  return out;
+}
+static Rcpp::List vectors_to(const std::vector<VectorXd>& v) {
+  Rcpp::List out(v.size());
+  for (std::size_t i = 0; i < v.size(); ++i) out[i] = Rcpp::wrap(v[i]);
+  return out;
+}
+
+// The rules of the components: exact, or rounded over round[[c]] = list(lo, hi).
+static std::vector<KeyRule> rules_from(const std::vector<Component>& comps, double bins, const Rcpp::List& round) {
+  std::vector<KeyRule> rules;
+  for (std::size_t c = 0; c < comps.size(); ++c) {
+    rules.push_back(key_rule(comps[c], bins));
+    if (round.size() > 0 && !Rf_isNull(round[c])) {
+      const Rcpp::List r = round[c];
+      round_rule(rules.back(), Rcpp::as<std::vector<double>>(r["lo"]), Rcpp::as<std::vector<double>>(r["hi"]));
+    }
+  }
+  return rules;
+}
+
+// A shard's distinct values per component, with the ranges of its rounded
+// inputs; under an exact rule `values` is NULL when there are more than the
+// grid has points (the component must be rounded).
+// [[Rcpp::export(.discrete_shard_values)]]
+Rcpp::List discrete_shard_values(Eigen::Map<Eigen::MatrixXd> X, Rcpp::List specs, double bins, Rcpp::List round) {
+  try {
+    const std::vector<Component> comps = components_from(specs);
+    const std::vector<KeyRule> rules = rules_from(comps, bins, round);
+    Rcpp::List out(comps.size());
+    for (std::size_t c = 0; c < comps.size(); ++c) {
+      const KeyRule& r = rules[c];
+      std::vector<double> lo, hi;
+      key_range(r, X, lo, hi);
+      const MatrixXd U = distinct_keys(make_keys(r, X), X.rows(), r.dk(), nullptr);
+      const bool exact = r.n_round == 0 || r.step[0] == 0;
+      out[c] = Rcpp::List::create(
+          Rcpp::Named("lo") = lo, Rcpp::Named("hi") = hi,
+          Rcpp::Named("values") = exact && r.too_many(static_cast<double>(U.rows())) ? R_NilValue : Rcpp::wrap(U));
+    }
+    return out;
+  } catch (const std::exception& e) {
+    Rcpp::stop(e.what());
+  }
+}
+
+// The values of all shards: per component the union of theirs, or, where a
+// component must be rounded and was not yet (round[[c]] NULL), its range
+// over all shards (round) and no values (again = TRUE: ask the shards for
+// their rounded values).
+// [[Rcpp::export(.discrete_merge)]]
+Rcpp::List discrete_merge(Rcpp::List specs, double bins, Rcpp::List round, Rcpp::List shard_values) {
+  try {
+    const std::vector<Component> comps = components_from(specs);
+    const std::vector<KeyRule> rules = rules_from(comps, bins, round);
+    Rcpp::List values(comps.size()), new_round(comps.size());
+    bool again = false;
+    for (std::size_t c = 0; c < comps.size(); ++c) {
+      const KeyRule& r = rules[c];
+      if (round.size() > 0 && !Rf_isNull(round[c])) new_round[c] = round[c];
+      std::vector<MatrixXd> parts;
+      std::vector<double> lo(r.n_round, std::numeric_limits<double>::infinity()), hi(r.n_round, -lo[0]);
+      bool missing = false;
+      for (R_xlen_t s = 0; s < shard_values.size(); ++s) {
+        const Rcpp::List v = Rcpp::List(shard_values[s])[c];
+        const std::vector<double> l = Rcpp::as<std::vector<double>>(v["lo"]), h = Rcpp::as<std::vector<double>>(v["hi"]);
+        for (std::size_t j = 0; j < r.n_round; ++j) {
+          lo[j] = std::min(lo[j], l[j]);
+          hi[j] = std::max(hi[j], h[j]);
+        }
+        if (Rf_isNull(v["values"])) missing = true;
+        else parts.push_back(Rcpp::as<MatrixXd>(v["values"]));
+      }
+      const bool exact = r.n_round == 0 || r.step[0] == 0;
+      MatrixXd U;
+      if (!missing) U = union_keys(parts, r.dk());
+      if (exact && (missing || r.too_many(static_cast<double>(U.rows())))) {
+        new_round[c] = Rcpp::List::create(Rcpp::Named("lo") = lo, Rcpp::Named("hi") = hi);
+        again = true;
+      } else {
+        values[c] = U;
+      }
+    }
+    return Rcpp::List::create(Rcpp::Named("round") = new_round, Rcpp::Named("values") = values,
+                              Rcpp::Named("again") = again);
+  } catch (const std::exception& e) {
+    Rcpp::stop(e.what());
+  }
+}
+
+// A shard's sums by value and pair of values, one list per group of rows
+// (bounds: the groups' boundaries within the shard).
+// [[Rcpp::export(.discrete_shard_sums)]]
+Rcpp::List discrete_shard_sums(Eigen::Map<Eigen::MatrixXd> X, Eigen::Map<Eigen::VectorXd> y,
+                               Eigen::Map<Eigen::VectorXd> w, Eigen::Map<Eigen::VectorXd> offset, Rcpp::List specs,
+                               double bins, Rcpp::List round, Rcpp::List values, std::vector<double> bounds) {
+  try {
+    const std::vector<Component> comps = components_from(specs);
+    const std::vector<KeyRule> rules = rules_from(comps, bins, round);
+    const std::size_t C = comps.size();
+    std::vector<std::vector<int>> id(C);
+    std::vector<Index> D(C);
+    for (std::size_t c = 0; c < C; ++c) {
+      const MatrixXd U = Rcpp::as<MatrixXd>(values[c]);
+      id[c] = global_ids(make_keys(rules[c], X), X.rows(), rules[c].dk(), U);
+      D[c] = U.rows();
+    }
+    Rcpp::List out(bounds.size() - 1);
+    for (std::size_t g = 0; g + 1 < bounds.size(); ++g) {
+      const DiscreteSums s = range_sums(id, D, y, w, offset, static_cast<std::size_t>(bounds[g]),
+                                        static_cast<std::size_t>(bounds[g + 1]), true);
+      Rcpp::List pairs(s.pair.size());
+      for (std::size_t q = 0; q < s.pair.size(); ++q) {
+        Rcpp::NumericMatrix e(static_cast<int>(s.pair[q].size()), 3);
+        for (std::size_t t = 0; t < s.pair[q].size(); ++t) {
+          e(t, 0) = s.pair[q][t].row();
+          e(t, 1) = s.pair[q][t].col();
+          e(t, 2) = s.pair[q][t].value();
+        }
+        pairs[q] = e;
+      }
+      out[g] = Rcpp::List::create(Rcpp::Named("count") = vectors_to(s.count), Rcpp::Named("wy") = vectors_to(s.wy),
+                                  Rcpp::Named("rows") = vectors_to(s.rows), Rcpp::Named("pair") = pairs,
+                                  Rcpp::Named("n_pos") = s.n_pos, Rcpp::Named("sum_log_w") = s.sum_log_w,
+                                  Rcpp::Named("wyy") = s.wyy);
+    }
+    return out;
+  } catch (const std::exception& e) {
+    Rcpp::stop(e.what());
+  }
+}
+
+// The DiscreteData of list(round, values, bins, sums = the shards' group sums, in row order).
+static DiscreteData discrete_from_shards(const std::vector<Component>& comps, const Rcpp::List& d, Index p) {
+  const std::vector<KeyRule> rules = rules_from(comps, Rcpp::as<double>(d["bins"]), d["round"]);
+  const Rcpp::List values = d["values"], sums = d["sums"];
+  std::vector<MatrixXd> U;
+  for (std::size_t c = 0; c < comps.size(); ++c) U.push_back(Rcpp::as<MatrixXd>(values[c]));
+  DiscreteSums total;
+  for (R_xlen_t g = 0; g < sums.size(); ++g) {
+    const Rcpp::List s = sums[g];
+    DiscreteSums part;
+    part.count = vectors_from(s["count"]);
+    part.wy = vectors_from(s["wy"]);
+    part.rows = vectors_from(s["rows"]);
+    part.n_pos = Rcpp::as<double>(s["n_pos"]);
+    part.sum_log_w = Rcpp::as<double>(s["sum_log_w"]);
+    part.wyy = Rcpp::as<double>(s["wyy"]);
+    const Rcpp::List pairs = s["pair"];
+    for (R_xlen_t q = 0; q < pairs.size(); ++q) {
+      const Rcpp::NumericMatrix e = pairs[q];
+      std::vector<Eigen::Triplet<double>> t;
+      t.reserve(static_cast<std::size_t>(e.nrow()));
+      for (int r = 0; r < e.nrow(); ++r) t.emplace_back(static_cast<int>(e(r, 0)), static_cast<int>(e(r, 1)), e(r, 2));
+      part.pair.push_back(std::move(t));
+    }
+    add_sums(total, std::move(part), kDenseCells);
+  }
+  return discrete_data(rules, U, p, std::move(total));
+}
+
 // [[Rcpp::export(.svgp_fit)]]
 Rcpp::List svgp_fit(Eigen::Map<Eigen::MatrixXd> X, Eigen::Map<Eigen::VectorXd> y,
                     Eigen::Map<Eigen::VectorXd> w, Eigen::Map<Eigen::VectorXd> offset, Rcpp::List specs,
                     std::string family, double log_noise, Rcpp::List control, Rcpp::List options, int threads,
-                    double seed, Rcpp::Function monitor) {
+                    double seed, Rcpp::Function monitor, Rcpp::Nullable<Rcpp::List> shards) {
   try {
     Likelihood lik(family_from_string(family), Rcpp::as<int>(control["gh_points"]));
     lik.log_noise = log_noise;
     Svgp model(components_from(specs), lik, settings_from(control), svgp_settings_from(options), X.data(),
                static_cast<std::size_t>(X.rows()), static_cast<std::size_t>(X.cols()), y.data(), w.data(),
                offset.data());
+    if (shards.isNotNull()) model.use_discrete_data(discrete_from_shards(model.comps, Rcpp::List(shards), X.cols()));
     Rng rng(static_cast<std::uint64_t>(seed));
     const FitInfo info = model.fit(make_pfor(threads), rng, monitor_from(monitor));
     Rcpp::List out = fit_result(model, info, specs);

@@ -117,3 +117,45 @@ test_that("discretisation options are checked", {
   expect_identical(vi_options()$bins, 1000)
   expect_true(is.na(vi_options()$discrete))
 })
+
+test_that("a Gaussian fit with its sums formed on a 2-worker PSOCK cluster equals the fit in one process", {
+  set.seed(12)
+  n <- 3000
+  d <- data.frame(x1 = round(runif(n), 1), x2 = runif(n), x3 = runif(n), g = factor(sample(letters[1:5], n, TRUE)),
+                  z = rnorm(n), wt = runif(n, 0.5, 2), off = rnorm(n, sd = 0.1))
+  d$y <- sin(2 * pi * d$x1) + d$x2^2 + cos(3 * d$x2 * d$x3) + as.numeric(d$g) / 4 + 0.3 * d$z + d$off +
+    rnorm(n, sd = 0.3)
+  d$y[c(5, 77)] <- NA
+  d$x2[9] <- NA
+  f <- y ~ gp(x1) + gp(x2) + gp(x2, x3) + gp(g) + z + offset(off)
+  # x1 (11 values) and (x2, x3) (fewer values than its 100^2 grid points) stay exact; x2 is rounded
+  ctl <- gp_control(verbose = FALSE, seed = 3, inducing = 8, bins = 200, discrete = TRUE)
+  f1 <- gpgam(f, data = d, weights = wt, control = ctl)
+  old <- Sys.getenv("R_TESTS")
+  Sys.setenv(R_TESTS = "")
+  cl <- parallel::makeCluster(2)
+  Sys.setenv(R_TESTS = old)
+  on.exit(parallel::stopCluster(cl))
+  ctl2 <- gp_control(verbose = FALSE, seed = 3, inducing = 8, bins = 200, cluster = cl)
+  f2 <- gpgam(f, data = d, weights = wt, control = ctl2)
+  expect_true(f1$converged && f1$discrete && f2$discrete)
+  expect_identical(f2$elbo, f1$elbo)
+  expect_identical(f2$trace, f1$trace)
+  expect_identical(f2$state$m, f1$state$m)
+  expect_identical(fitted(f2), fitted(f1))
+  expect_equal(f2$control$distributed, 2L)
+  expect_null(f2$control$cluster)
+  expect_output(print(f2), "sums over 2 workers")
+  expect_equal(unlist(parallel::clusterEvalQ(cl, length(ls(scalegp:::worker_store)))), c(0L, 0L))
+  # exact values everywhere (bins = Inf): the union of the shards' values
+  e1 <- gpgam(y ~ gp(x1) + gp(x2) + z, data = d, control = gp_control(verbose = FALSE, seed = 3, inducing = 8,
+                                                                       bins = Inf, discrete = TRUE))
+  e2 <- gpgam(y ~ gp(x1) + gp(x2) + z, data = d, control = gp_control(verbose = FALSE, seed = 3, inducing = 8,
+                                                                       bins = Inf, cluster = cl))
+  expect_identical(e2$elbo, e1$elbo)
+  expect_error(gpgam(I(y > 1) ~ gp(x1), data = d, family = binomial(), control = gp_control(cluster = cl)),
+               "'cluster'.*Gaussian")
+  expect_error(gpgam(y ~ gp(x1), data = d, control = gp_control(cluster = cl, batch_size = 100)), "'cluster'")
+  expect_error(gpgam(y ~ gp(x1), data = d, control = gp_control(cluster = cl, discrete = FALSE)), "'cluster'")
+  expect_error(gp_control(cluster = "cl"), "'cluster'")
+})

@@ -168,7 +168,7 @@ test_that("distributed EP on a 2-worker PSOCK cluster equals the fit in one proc
   # a dead worker: a clear error, not a hang
   try(parallel::clusterEvalQ(cl[2], quit(save = "no")), silent = TRUE)
   expect_error(gpgam(y ~ gp(x1, x2), data = d, family = binomial("probit"), inference = "ep", control = ctl),
-               "distributed EP: a worker of 'cluster' failed")
+               "distributed fit: a worker of 'cluster' failed")
 })
 
 test_that("EP: separable data, duplicated rows, factor and logical responses", {

@@ -28,6 +28,8 @@
 #include "parallel.hpp"
 #include <Eigen/Sparse>
 #include <algorithm>
+#include <limits>
+#include <stdexcept>
 #include <cmath>
 #include <numeric>
 #include <vector>
@@ -145,6 +147,282 @@ inline void pair_pattern(DiscretePair& pr, const std::vector<int>& a, const std:
   for (std::size_t e = 0; e < pr.tperm.size(); ++e) pr.tperm[e] = static_cast<int>(pr.patternT.valuePtr()[e]);
 }
 
+// ---- the pieces of discretise() --------------------------------------------------
+// They are separate so that a fit over the shards of a cluster (R:
+// engine-vi.R) builds the same DiscreteData from per-shard summaries: the
+// rounding is fixed from the ranges of all rows, the distinct values are the
+// union of the shards' distinct values, and every sum is formed per group
+// of rows (group_bounds(), which never depends on the thread count or the
+// number of shards) and the group sums added in group order.
+
+// How the rows of one component become keys: its columns (gp() inputs
+// first, then its by column), the first n_round of them rounded to
+// lo + k step where step > 0.
+struct KeyRule {
+  std::vector<Index> cols;
+  std::size_t n_round = 0;
+  double grid = 0;               // values per rounded input (0: exact values only)
+  std::vector<double> lo, step;  // per column; step 0: exact
+  Index dk() const { return static_cast<Index>(cols.size()); }
+  // whether D distinct exact keys are more than the grid has points (then round)
+  bool too_many(double D) const { return grid > 0 && D > std::pow(grid, static_cast<double>(n_round)); }
+};
+
+// The exact rule of component k.
+inline KeyRule key_rule(const Component& k, double bins) {
+  KeyRule r;
+  r.cols.assign(k.cols.begin(), k.cols.end());
+  r.n_round = r.cols.size();
+  if (k.by_col >= 0) r.cols.push_back(k.by_col);
+  const bool round = k.kind == Kind::stationary || k.kind == Kind::centred;
+  r.grid = round ? discrete_grid(bins, static_cast<Index>(r.n_round)) : 0;
+  r.lo.assign(r.cols.size(), 0.0);
+  r.step.assign(r.cols.size(), 0.0);
+  return r;
+}
+
+// Ranges of the rounded inputs over the rows of X: lo, hi (n_round each).
+inline void key_range(const KeyRule& r, const Eigen::Ref<const MatrixXd>& X, std::vector<double>& lo,
+                      std::vector<double>& hi) {
+  lo.assign(r.n_round, std::numeric_limits<double>::infinity());
+  hi.assign(r.n_round, -std::numeric_limits<double>::infinity());
+  for (std::size_t j = 0; j < r.n_round; ++j)
+    for (Index i = 0; i < X.rows(); ++i) {
+      lo[j] = std::min(lo[j], X(i, r.cols[j]));
+      hi[j] = std::max(hi[j], X(i, r.cols[j]));
+    }
+}
+
+// Switches rule r to rounding over the ranges [lo, hi] of all rows.
+inline void round_rule(KeyRule& r, const std::vector<double>& lo, const std::vector<double>& hi) {
+  for (std::size_t j = 0; j < r.n_round; ++j) {
+    r.lo[j] = lo[j];
+    r.step[j] = (hi[j] - lo[j]) / (r.grid - 1);
+  }
+}
+
+// The keys of the rows of X (row-major, dk per row).
+inline std::vector<double> make_keys(const KeyRule& r, const Eigen::Ref<const MatrixXd>& X) {
+  const Index nr = X.rows(), dk = r.dk();
+  std::vector<double> key(static_cast<std::size_t>(nr) * static_cast<std::size_t>(dk));
+  for (Index j = 0; j < dk; ++j) {
+    const double lo = r.lo[static_cast<std::size_t>(j)], step = r.step[static_cast<std::size_t>(j)];
+    for (Index i = 0; i < nr; ++i) {
+      double x = X(i, r.cols[static_cast<std::size_t>(j)]);
+      if (step > 0) x = lo + std::round((x - lo) / step) * step;
+      key[static_cast<std::size_t>(i) * dk + j] = x;
+    }
+  }
+  return key;
+}
+
+// The distinct keys (sorted lexicographically; D x dk) of nr keys, and each
+// key's index among them (`id`, optional).
+inline MatrixXd distinct_keys(const std::vector<double>& key, Index nr, Index dk, std::vector<int>* id) {
+  auto less = [&](Index a, Index b) {
+    for (Index j = 0; j < dk; ++j) {
+      const double u = key[static_cast<std::size_t>(a) * dk + j], v = key[static_cast<std::size_t>(b) * dk + j];
+      if (u != v) return u < v;
+    }
+    return false;
+  };
+  std::vector<Index> ord(static_cast<std::size_t>(nr)), first;  // first: the first sorted row of each value
+  std::iota(ord.begin(), ord.end(), Index(0));
+  std::stable_sort(ord.begin(), ord.end(), less);
+  if (id) id->resize(static_cast<std::size_t>(nr));
+  for (Index t = 0; t < nr; ++t) {
+    if (t == 0 || less(ord[t - 1], ord[t])) first.push_back(ord[t]);
+    if (id) (*id)[ord[t]] = static_cast<int>(first.size()) - 1;
+  }
+  MatrixXd U(static_cast<Index>(first.size()), dk);
+  for (Index a = 0; a < U.rows(); ++a)
+    for (Index j = 0; j < dk; ++j) U(a, j) = key[static_cast<std::size_t>(first[a]) * dk + j];
+  return U;
+}
+
+// The sorted distinct rows of the union of key matrices (the values of all
+// shards).
+inline MatrixXd union_keys(const std::vector<MatrixXd>& parts, Index dk) {
+  std::vector<double> key;
+  Index nr = 0;
+  for (const MatrixXd& u : parts) {
+    for (Index a = 0; a < u.rows(); ++a)
+      for (Index j = 0; j < dk; ++j) key.push_back(u(a, j));
+    nr += u.rows();
+  }
+  return distinct_keys(key, nr, dk, nullptr);
+}
+
+// Row i's index in the sorted distinct values U of all rows (ids of the
+// local distinct values, mapped by binary search).
+inline std::vector<int> global_ids(const std::vector<double>& key, Index nr, Index dk, const MatrixXd& U) {
+  std::vector<int> local;
+  const MatrixXd L = distinct_keys(key, nr, dk, &local);
+  std::vector<int> map(static_cast<std::size_t>(L.rows()));
+  for (Index a = 0; a < L.rows(); ++a) {
+    Index lo = 0, hi = U.rows();  // first row of U not less than L.row(a)
+    while (lo < hi) {
+      const Index mid = (lo + hi) / 2;
+      bool lt = false;
+      for (Index j = 0; j < dk; ++j)
+        if (U(mid, j) != L(a, j)) {
+          lt = U(mid, j) < L(a, j);
+          break;
+        }
+      if (lt) lo = mid + 1;
+      else hi = mid;
+    }
+    if (lo >= U.rows() || U.row(lo) != L.row(a)) throw std::invalid_argument("discretise: a value missing from the union");
+    map[static_cast<std::size_t>(a)] = static_cast<int>(lo);
+  }
+  for (int& i : local) i = map[static_cast<std::size_t>(i)];
+  return local;
+}
+
+// The additive summaries of a range of rows, given each row's value of every
+// component: counts and sums by value, weighted counts by pair of values
+// (entries (a, b, sum of w), one per observed pair, summed in row order),
+// and the scalars of the Gaussian likelihood.
+struct DiscreteSums {
+  std::vector<VectorXd> count, wy, rows;                    // per component
+  std::vector<std::vector<Eigen::Triplet<double>>> pair;    // pairs c < l, c-major
+  std::vector<MatrixXd> pair_dense;  // a total (add_sums()): the dense pairs' counts (else empty)
+  double n_pos = 0, sum_log_w = 0, wyy = 0;
+};
+
+inline DiscreteSums range_sums(const std::vector<std::vector<int>>& id, const std::vector<Index>& D,
+                               const Eigen::Ref<const VectorXd>& y, const Eigen::Ref<const VectorXd>& w,
+                               const Eigen::Ref<const VectorXd>& offset, std::size_t begin, std::size_t end,
+                               bool pairs) {
+  const std::size_t C = id.size();
+  DiscreteSums s;
+  for (std::size_t c = 0; c < C; ++c) {
+    s.count.push_back(VectorXd::Zero(D[c]));
+    s.wy.push_back(VectorXd::Zero(D[c]));
+    s.rows.push_back(VectorXd::Zero(D[c]));
+  }
+  for (std::size_t i = begin; i < end; ++i) {
+    const Index r = static_cast<Index>(i);
+    const double res = y(r) - offset(r);
+    if (w(r) > 0) {
+      s.n_pos += 1;
+      s.sum_log_w += std::log(w(r));
+      s.wyy += w(r) * res * res;
+    }
+    for (std::size_t c = 0; c < C; ++c) {
+      const int a = id[c][i];
+      s.rows[c](a) += 1;
+      s.count[c](a) += w(r);
+      s.wy[c](a) += w(r) * res;
+    }
+  }
+  if (!pairs) return s;
+  using Sparse = DiscretePair::Sparse;
+  std::vector<Eigen::Triplet<double>> t;
+  for (std::size_t c = 0; c < C; ++c)
+    for (std::size_t l = c + 1; l < C; ++l) {
+      t.clear();
+      for (std::size_t i = begin; i < end; ++i)
+        if (w(static_cast<Index>(i)) != 0) t.emplace_back(id[c][i], id[l][i], w(static_cast<Index>(i)));
+      Sparse g(D[c], D[l]);
+      g.setFromTriplets(t.begin(), t.end());  // (duplicates summed in row order)
+      std::vector<Eigen::Triplet<double>> e;
+      e.reserve(static_cast<std::size_t>(g.nonZeros()));
+      for (Index a = 0; a < g.outerSize(); ++a)
+        for (Sparse::InnerIterator it(g, a); it; ++it) e.emplace_back(static_cast<int>(a), static_cast<int>(it.col()), it.value());
+      s.pair.push_back(std::move(e));
+    }
+  return s;
+}
+
+// Adds the sums of the next range of rows (in row order) to a total, whose
+// pair counts are dense where a pair has at most dense_cells value pairs.
+inline void add_sums(DiscreteSums& total, DiscreteSums&& part, double dense_cells) {
+  if (total.count.empty()) {
+    total = std::move(part);
+    const std::size_t C = total.count.size();
+    total.pair_dense.resize(total.pair.size());
+    std::size_t q = 0;
+    for (std::size_t c = 0; c < C && !total.pair.empty(); ++c)
+      for (std::size_t l = c + 1; l < C; ++l, ++q) {
+        const Index Dc = total.count[c].size(), Dl = total.count[l].size();
+        if (static_cast<double>(Dc) * static_cast<double>(Dl) > dense_cells) continue;
+        MatrixXd& G = total.pair_dense[q];
+        G = MatrixXd::Zero(Dc, Dl);
+        for (const auto& e : total.pair[q]) G(e.row(), e.col()) += e.value();
+        std::vector<Eigen::Triplet<double>>().swap(total.pair[q]);
+      }
+    return;
+  }
+  for (std::size_t c = 0; c < total.count.size(); ++c) {
+    total.count[c] += part.count[c];
+    total.wy[c] += part.wy[c];
+    total.rows[c] += part.rows[c];
+  }
+  for (std::size_t q = 0; q < total.pair.size(); ++q) {
+    if (total.pair_dense[q].size() > 0)
+      for (const auto& e : part.pair[q]) total.pair_dense[q](e.row(), e.col()) += e.value();
+    else
+      total.pair[q].insert(total.pair[q].end(), part.pair[q].begin(), part.pair[q].end());
+  }
+  total.n_pos += part.n_pos;
+  total.sum_log_w += part.sum_log_w;
+  total.wyy += part.wyy;
+}
+
+// The DiscreteData of the distinct values U (per component, dk columns as
+// its rule) and the total of add_sums() (without pair counts when it has
+// none: row level).
+inline DiscreteData discrete_data(const std::vector<KeyRule>& rules, const std::vector<MatrixXd>& U, Index p,
+                                  DiscreteSums&& s) {
+  const std::size_t C = rules.size();
+  DiscreteData dd;
+  dd.n_pos = s.n_pos;
+  dd.sum_log_w = s.sum_log_w;
+  dd.wyy = s.wyy;
+  dd.comp.resize(C);
+  for (std::size_t c = 0; c < C; ++c) {
+    DiscreteComponent& dc = dd.comp[c];
+    dc.X = MatrixXd::Zero(U[c].rows(), p);
+    for (Index j = 0; j < rules[c].dk(); ++j) dc.X.col(rules[c].cols[static_cast<std::size_t>(j)]) = U[c].col(j);
+    dc.count = std::move(s.count[c]);
+    dc.wy = std::move(s.wy[c]);
+    dc.rows = std::move(s.rows[c]);
+  }
+  dd.pair.resize(C);
+  std::size_t q = 0;
+  for (std::size_t c = 0; c < C; ++c)
+    for (std::size_t l = c + 1; l < C; ++l, ++q) {
+      const Index Dc = U[c].rows(), Dl = U[l].rows();
+      DiscretePair pr;
+      if (q < s.pair_dense.size() && s.pair_dense[q].size() > 0) {
+        // dense when at least 1/8 full (a product with a sparse matrix costs
+        // a few times more per entry than a dense one)
+        pr.C = std::move(s.pair_dense[q]);
+        const double filled = static_cast<double>((pr.C.array() != 0.0).count());
+        pr.dense = 8.0 * filled >= static_cast<double>(Dc) * static_cast<double>(Dl);
+        if (pr.dense) {
+          pr.Ct = pr.C.transpose();
+        } else {
+          pr.Cs = pr.C.sparseView();
+          pr.C.resize(0, 0);
+        }
+      } else if (q < s.pair.size()) {
+        pr.dense = false;
+        pr.Cs.resize(Dc, Dl);
+        pr.Cs.setFromTriplets(s.pair[q].begin(), s.pair[q].end());  // (duplicates summed in order)
+        pr.Cs.prune(0.0);
+        std::vector<Eigen::Triplet<double>>().swap(s.pair[q]);
+      }
+      if (!pr.dense) {
+        pr.Cs.makeCompressed();
+        pr.CsT = pr.Cs.transpose();
+      }
+      dd.pair[c].push_back(std::move(pr));
+    }
+  return dd;
+}
+
 // Groups the rows by the (rounded) values of each component and
 // sums counts and data by value and by pair of values (`row_level`: keeps
 // the row indices instead of the pair counts).
@@ -152,134 +430,42 @@ inline DiscreteData discretise(const std::vector<Component>& comps, const Eigen:
                                const Eigen::Ref<const VectorXd>& y, const Eigen::Ref<const VectorXd>& w,
                                const Eigen::Ref<const VectorXd>& offset, double bins,
                                double dense_cells = kDenseCells, bool row_level = false) {
-  const Index n = X.rows(), p = X.cols();
-  DiscreteData dd;
-  std::vector<Index> rows;
-  for (Index i = 0; i < n; ++i) {
-    rows.push_back(i);  // (rows of weight 0 add nothing but their count in `rows`)
-    if (w(i) > 0) {
-      dd.n_pos += 1;
-      dd.sum_log_w += std::log(w(i));
-      const double r = y(i) - offset(i);
-      dd.wyy += w(i) * r * r;
-    }
-  }
-  const Index nr = static_cast<Index>(rows.size());
+  const Index n = X.rows();
   const std::size_t C = comps.size();
-  std::vector<std::vector<int>> id(C, std::vector<int>(nr));
-  dd.comp.resize(C);
+  std::vector<KeyRule> rules;
+  std::vector<MatrixXd> U(C);
+  std::vector<std::vector<int>> id(C);
+  std::vector<Index> D(C);
   for (std::size_t c = 0; c < C; ++c) {
-    const Component& k = comps[c];
-    std::vector<Index> cols(k.cols.begin(), k.cols.end());
-    const std::size_t n_round = cols.size();
-    if (k.by_col >= 0) cols.push_back(k.by_col);
-    const Index dk = static_cast<Index>(cols.size());
-    const bool round = k.kind == Kind::stationary || k.kind == Kind::centred;
-    const double grid = round ? discrete_grid(bins, static_cast<Index>(n_round)) : 0;
-    // key rows (row-major): the component's inputs (rounded when `step`) and its by column
-    std::vector<double> key(static_cast<std::size_t>(nr) * dk);
-    auto make_key = [&](bool rounded) {
-      for (Index j = 0; j < dk; ++j) {
-        double lo = 0, step = 0;
-        if (rounded && static_cast<std::size_t>(j) < n_round && nr > 0) {
-          lo = X(rows[0], cols[j]);
-          double hi = lo;
-          for (Index i : rows) {
-            lo = std::min(lo, X(i, cols[j]));
-            hi = std::max(hi, X(i, cols[j]));
-          }
-          step = (hi - lo) / (grid - 1);
-        }
-        for (Index r = 0; r < nr; ++r) {
-          double x = X(rows[r], cols[j]);
-          if (step > 0) x = lo + std::round((x - lo) / step) * step;
-          key[static_cast<std::size_t>(r) * dk + j] = x;
-        }
-      }
-    };
-    auto less = [&](Index a, Index b) {
-      for (Index j = 0; j < dk; ++j) {
-        const double u = key[static_cast<std::size_t>(a) * dk + j], v = key[static_cast<std::size_t>(b) * dk + j];
-        if (u != v) return u < v;
-      }
-      return false;
-    };
-    std::vector<Index> ord(nr), first;  // first: the first sorted row of each value
-    auto group = [&]() {
-      std::iota(ord.begin(), ord.end(), Index(0));
-      std::stable_sort(ord.begin(), ord.end(), less);
-      first.clear();
-      for (Index t = 0; t < nr; ++t) {
-        if (t == 0 || less(ord[t - 1], ord[t])) first.push_back(ord[t]);
-        id[c][ord[t]] = static_cast<int>(first.size()) - 1;
-      }
-    };
+    rules.push_back(key_rule(comps[c], bins));
+    KeyRule& r = rules.back();
     // Inputs with no more distinct values than the grid has points are kept
     // exact (rounding values that already lie on a coarse grid, e.g. ages in
     // years, would shift them all alike); others are rounded.
-    make_key(false);
-    group();
-    if (grid > 0 && static_cast<double>(first.size()) > std::pow(grid, static_cast<double>(n_round))) {
-      make_key(true);
-      group();
+    U[c] = distinct_keys(make_keys(r, X), n, r.dk(), &id[c]);
+    if (r.too_many(static_cast<double>(U[c].rows()))) {
+      std::vector<double> lo, hi;
+      key_range(r, X, lo, hi);
+      round_rule(r, lo, hi);
+      U[c] = distinct_keys(make_keys(r, X), n, r.dk(), &id[c]);
     }
-    DiscreteComponent& dc = dd.comp[c];
-    const Index D = static_cast<Index>(first.size());
-    dc.X = MatrixXd::Zero(D, p);
-    for (Index a = 0; a < D; ++a)
-      for (Index j = 0; j < dk; ++j) dc.X(a, cols[j]) = key[static_cast<std::size_t>(first[a]) * dk + j];
-    dc.count = VectorXd::Zero(D);
-    dc.wy = VectorXd::Zero(D);
-    dc.rows = VectorXd::Zero(D);
-    for (Index r = 0; r < nr; ++r) {
-      const Index i = rows[r];
-      dc.rows(id[c][r]) += 1;
-      dc.count(id[c][r]) += w(i);
-      dc.wy(id[c][r]) += w(i) * (y(i) - offset(i));
-    }
+    D[c] = U[c].rows();
   }
-  dd.pair.resize(C);
-  for (std::size_t c = 0; c < C; ++c)
-    for (std::size_t l = c + 1; l < C; ++l) {
-      const Index Dc = dd.comp[c].X.rows(), Dl = dd.comp[l].X.rows();
-      DiscretePair pr;
-      if (row_level) {
-        pair_pattern(pr, id[c], id[l], Dc, Dl);
-        dd.pair[c].push_back(std::move(pr));
-        continue;
+  DiscreteSums total;
+  const std::vector<std::size_t> b = group_bounds(static_cast<std::size_t>(n));
+  for (std::size_t g = 0; g + 1 < b.size(); ++g)
+    add_sums(total, range_sums(id, D, y, w, offset, b[g], b[g + 1], !row_level), dense_cells);
+  if (total.count.empty()) add_sums(total, range_sums(id, D, y, w, offset, 0, 0, !row_level), dense_cells);
+  DiscreteData dd = discrete_data(rules, U, X.cols(), std::move(total));
+  if (row_level) {
+    for (std::size_t c = 0; c < C; ++c)
+      for (std::size_t l = c + 1; l < C; ++l) {
+        DiscretePair& pr = dd.pair[c][l - c - 1];
+        pr = DiscretePair();
+        pair_pattern(pr, id[c], id[l], D[c], D[l]);
       }
-      // dense when small and at least 1/8 full (a product with a sparse
-      // matrix costs a few times more per entry than a dense one)
-      const double cells = static_cast<double>(Dc) * static_cast<double>(Dl);
-      pr.dense = cells <= dense_cells;
-      if (pr.dense) {
-        std::vector<char> seen(static_cast<std::size_t>(cells), 0);
-        double filled = 0;
-        for (Index r = 0; r < nr; ++r) {
-          char& s = seen[static_cast<std::size_t>(id[c][r]) * static_cast<std::size_t>(Dl) + static_cast<std::size_t>(id[l][r])];
-          if (!s && w(rows[r]) != 0) {
-            s = 1;
-            filled += 1;
-          }
-        }
-        pr.dense = 8.0 * filled >= cells;
-      }
-      if (pr.dense) {
-        pr.C = MatrixXd::Zero(Dc, Dl);
-        for (Index r = 0; r < nr; ++r) pr.C(id[c][r], id[l][r]) += w(rows[r]);
-        pr.Ct = pr.C.transpose();
-      } else {
-        std::vector<Eigen::Triplet<double>> t;
-        t.reserve(static_cast<std::size_t>(nr));
-        for (Index r = 0; r < nr; ++r) t.emplace_back(id[c][r], id[l][r], w(rows[r]));
-        pr.Cs.resize(Dc, Dl);
-        pr.Cs.setFromTriplets(t.begin(), t.end());
-        pr.Cs.prune(0.0);  // (rows of weight 0)
-        pr.CsT = pr.Cs.transpose();
-      }
-      dd.pair[c].push_back(std::move(pr));
-    }
-  if (row_level) dd.id = std::move(id);
+    dd.id = std::move(id);
+  }
   return dd;
 }
 

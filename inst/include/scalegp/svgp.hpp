@@ -499,7 +499,9 @@ class Svgp : public WhitenedGaussianModel {
 
   // Discretises the data for the fit when the options ask for it (all rows
   // per iteration); the number of distinct values.
+  // (Data given by use_discrete_data() are used as they are.)
   std::size_t use_discrete(bool full, double dense_cells = kDenseCells) {
+    if (given_) return disc_->n_distinct();
     disc_.reset();
     if (!opt.discrete || !full) return 0;
     disc_ = std::make_shared<const DiscreteData>(
@@ -508,6 +510,14 @@ class Svgp : public WhitenedGaussianModel {
     return disc_->n_distinct();
   }
   bool discrete() const { return static_cast<bool>(disc_); }
+  // Uses `d` (discretise()'s result for the data, assembled elsewhere: the
+  // shards of a cluster) in the fit; Gaussian likelihood, all rows.
+  void use_discrete_data(DiscreteData d) {
+    if (lik.family != Family::gaussian) throw std::invalid_argument("discretised sums from shards need a Gaussian likelihood");
+    disc_ = std::make_shared<const DiscreteData>(std::move(d));
+    cache_ = DiscreteCache();
+    given_ = true;
+  }
 
   // Column means of the features over all rows (feature_means()), from the
   // distinct values of a discretised fit (at the rounded inputs).
@@ -829,6 +839,7 @@ class Svgp : public WhitenedGaussianModel {
   int warmup_ = 0;
   Accum acc_;
   std::shared_ptr<const DiscreteData> disc_;
+  bool given_ = false;  // disc_ from use_discrete_data()
   mutable DiscreteCache cache_;
 };
 
