@@ -63,11 +63,10 @@ Rcpp::List discrete_shard_values(Eigen::Map<Eigen::MatrixXd> X, Rcpp::List specs
       const KeyRule& r = rules[c];
       std::vector<double> lo, hi;
       key_range(r, X, lo, hi);
-      const MatrixXd U = distinct_keys(make_keys(r, X), X.rows(), r.dk(), nullptr);
       const bool exact = r.n_round == 0 || r.step[0] == 0;
       out[c] = Rcpp::List::create(
           Rcpp::Named("lo") = lo, Rcpp::Named("hi") = hi,
-          Rcpp::Named("values") = exact && r.too_many(static_cast<double>(U.rows())) ? R_NilValue : Rcpp::wrap(U));
+          Rcpp::Named("values") = exact && exact_too_many(r, X) ? R_NilValue : Rcpp::wrap(rule_values(r, X, nullptr)));
     }
     return out;
   } catch (const std::exception& e) {
@@ -133,7 +132,7 @@ Rcpp::List discrete_shard_sums(Eigen::Map<Eigen::MatrixXd> X, Eigen::Map<Eigen::
     std::vector<Index> D(C);
     for (std::size_t c = 0; c < C; ++c) {
       const MatrixXd U = Rcpp::as<MatrixXd>(values[c]);
-      id[c] = global_ids(make_keys(rules[c], X), X.rows(), rules[c].dk(), U);
+      id[c] = global_ids(rules[c], X, U);
       D[c] = U.rows();
     }
     Rcpp::List out(bounds.size() - 1);

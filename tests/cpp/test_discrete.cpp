@@ -173,6 +173,118 @@ TEST_CASE("rounded inputs: the fit of the rows with rounded inputs", "[discrete]
   check_same_pass(s, t, 1e-10);
 }
 
+// Two DiscreteData are equal entry by entry (bit for bit).
+void check_identical(const DiscreteData& a, const DiscreteData& b) {
+  REQUIRE(a.comp.size() == b.comp.size());
+  CHECK(a.n_pos == b.n_pos);
+  CHECK(a.sum_log_w == b.sum_log_w);
+  CHECK(a.wyy == b.wyy);
+  for (std::size_t c = 0; c < a.comp.size(); ++c) {
+    CHECK(a.comp[c].X == b.comp[c].X);
+    CHECK(a.comp[c].count == b.comp[c].count);
+    CHECK(a.comp[c].wy == b.comp[c].wy);
+    CHECK(a.comp[c].rows == b.comp[c].rows);
+    for (std::size_t l = c + 1; l < a.comp.size(); ++l) {
+      const DiscretePair &p = a.pair[c][l - c - 1], &q = b.pair[c][l - c - 1];
+      REQUIRE(p.dense == q.dense);
+      if (p.dense) CHECK(p.C == q.C);
+      else CHECK(MatrixXd(p.Cs) == MatrixXd(q.Cs));
+    }
+  }
+}
+
+TEST_CASE("discretised sums from shards (values, union, per-group sums) equal discretise() on all rows", "[discrete]") {
+  // 3000 rows: 12 groups of 256 rows; continuous inputs (rounded at 30 bins),
+  // an input with 9 exact values, a factor, non-integer weights with zeros
+  Data d = make_data(3000, Family::gaussian, 91);
+  d.X.conservativeResize(3000, 5);
+  for (Index i = 0; i < 3000; ++i) {
+    d.X(i, 3) = static_cast<double>((i * 7) % 5);
+    d.X(i, 4) = std::round(d.X(i, 1) * 2.0) / 2.0;
+    d.w(i) = i % 13 == 2 ? 0.0 : 0.5 + std::fmod(0.37 * static_cast<double>(i), 1.5);
+  }
+  std::vector<Component> cs = model_components();  // by column in component 1: exact
+  cs.push_back(gp_component(KernelType::se, true, uniform_matrix(4, 1, 92, -2, 2), {4}));
+  const double bins = 30;
+  for (double dense_cells : {kDenseCells, 10.0}) {
+    const DiscreteData all = discretise(cs, d.X, d.y, d.w, d.o, bins, dense_cells);
+    const std::vector<std::size_t> b = group_bounds(3000);
+    REQUIRE(b.size() == 13);
+    const std::vector<std::size_t> cut = {0, 5, 12};  // shards: groups 0-4 and 5-11
+    std::vector<DiscreteData> unused;
+    DiscreteSums total;
+    std::vector<KeyRule> rules;
+    std::vector<MatrixXd> U;
+    std::vector<std::vector<int>> id(cs.size());
+    std::vector<Index> D;
+    for (std::size_t c = 0; c < cs.size(); ++c) {
+      KeyRule r = key_rule(cs[c], bins);
+      bool many = false;
+      std::vector<double> lo(r.n_round, 1e300), hi(r.n_round, -1e300);
+      std::vector<MatrixXd> parts;
+      for (std::size_t s = 0; s + 1 < cut.size(); ++s) {
+        const auto Xs = d.X.middleRows(static_cast<Index>(b[cut[s]]), static_cast<Index>(b[cut[s + 1]] - b[cut[s]]));
+        std::vector<double> l, h;
+        key_range(r, Xs, l, h);
+        for (std::size_t j = 0; j < r.n_round; ++j) {
+          lo[j] = std::min(lo[j], l[j]);
+          hi[j] = std::max(hi[j], h[j]);
+        }
+        many = many || exact_too_many(r, Xs);
+        parts.push_back(rule_values(r, Xs, nullptr));
+      }
+      if (many || r.too_many(static_cast<double>(union_keys(parts, r.dk()).rows()))) {
+        round_rule(r, lo, hi);
+        parts.clear();
+        for (std::size_t s = 0; s + 1 < cut.size(); ++s)
+          parts.push_back(rule_values(r, d.X.middleRows(static_cast<Index>(b[cut[s]]), static_cast<Index>(b[cut[s + 1]] - b[cut[s]])), nullptr));
+      }
+      U.push_back(union_keys(parts, r.dk()));
+      D.push_back(U.back().rows());
+      for (std::size_t s = 0; s + 1 < cut.size(); ++s) {
+        const std::vector<int> g = global_ids(r, d.X.middleRows(static_cast<Index>(b[cut[s]]), static_cast<Index>(b[cut[s + 1]] - b[cut[s]])), U.back());
+        id[c].insert(id[c].end(), g.begin(), g.end());
+      }
+      rules.push_back(r);
+    }
+    // component 0 (continuous) is rounded to 30 values, component 5 (9 values) is not
+    CHECK(rules[0].step[0] > 0);
+    CHECK(rules[5].step[0] == 0);
+    CHECK(U[5].rows() == 9);
+    for (std::size_t g = 0; g + 1 < b.size(); ++g) add_sums(total, range_sums(id, D, d.y, d.w, d.o, b[g], b[g + 1], true), dense_cells);
+    check_identical(discrete_data(rules, U, d.X.cols(), std::move(total)), all);
+  }
+}
+
+TEST_CASE("distinct values: the grid path equals hashing the rounded keys", "[discrete]") {
+  const Data d = make_data(2000, Family::gaussian, 93);
+  Component k = gp_component(KernelType::se, true, uniform_matrix(4, 2, 94, -2, 2), {0, 1});
+  // early stop: more distinct values than 50 grid points (one input), not
+  // more than 100^2 (two inputs: at least 100 per input)
+  CHECK(exact_too_many(key_rule(gp_component(KernelType::se, true, uniform_matrix(4, 1, 95, -2, 2), {0}), 50), d.X));
+  CHECK_FALSE(exact_too_many(key_rule(k, 50), d.X));
+  for (double bins : {50.0, 1e6}) {  // 100 and 1000 values per input
+    KeyRule r = key_rule(k, bins);
+    std::vector<double> lo, hi;
+    key_range(r, d.X, lo, hi);
+    round_rule(r, lo, hi);
+    std::vector<int> a, h;
+    const MatrixXd Ua = rule_values(r, d.X, &a);
+    const MatrixXd Uh = distinct_keys(make_keys(r, d.X), d.X.rows(), r.dk(), &h);
+    CHECK(Ua == Uh);
+    CHECK(a == h);
+    for (Index i = 0; i < d.X.rows(); ++i)  // each row's value is its rounded input
+      for (Index j = 0; j < 2; ++j)
+        CHECK(std::abs(Ua(a[static_cast<std::size_t>(i)], j) - d.X(i, j)) <= 0.5 * r.step[static_cast<std::size_t>(j)] + 1e-12);
+  }
+  // sorted and distinct
+  KeyRule e = key_rule(k, 0);
+  std::vector<int> id;
+  const MatrixXd U = rule_values(e, d.X, &id);
+  CHECK(U.rows() == 2000);
+  for (Index a = 1; a < U.rows(); ++a) CHECK((U(a - 1, 0) < U(a, 0) || (U(a - 1, 0) == U(a, 0) && U(a - 1, 1) < U(a, 1))));
+}
+
 TEST_CASE("discrete_grid: values per input", "[discrete]") {
   CHECK(discrete_grid(1000, 1) == 1000);
   CHECK(discrete_grid(1000, 2) == 100);

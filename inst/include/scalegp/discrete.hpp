@@ -31,6 +31,10 @@
 #include <limits>
 #include <stdexcept>
 #include <cmath>
+#include <cstdint>
+#include <cstring>
+#include <unordered_map>
+#include <unordered_set>
 #include <numeric>
 #include <vector>
 
@@ -210,34 +214,135 @@ inline std::vector<double> make_keys(const KeyRule& r, const Eigen::Ref<const Ma
     for (Index i = 0; i < nr; ++i) {
       double x = X(i, r.cols[static_cast<std::size_t>(j)]);
       if (step > 0) x = lo + std::round((x - lo) / step) * step;
-      key[static_cast<std::size_t>(i) * dk + j] = x;
+      key[static_cast<std::size_t>(i) * dk + j] = x + 0.0;  // (-0 as +0)
     }
   }
   return key;
 }
 
-// The distinct keys (sorted lexicographically; D x dk) of nr keys, and each
-// key's index among them (`id`, optional).
-inline MatrixXd distinct_keys(const std::vector<double>& key, Index nr, Index dk, std::vector<int>* id) {
-  auto less = [&](Index a, Index b) {
+// Hash and equality of key rows (row-major, dk per row; make_keys() has
+// turned -0 into +0, so equal keys have equal bits).
+struct KeyRows {
+  const double* key;
+  Index dk;
+  std::size_t operator()(Index a) const {
+    std::uint64_t h = 1469598103934665603ULL;
     for (Index j = 0; j < dk; ++j) {
-      const double u = key[static_cast<std::size_t>(a) * dk + j], v = key[static_cast<std::size_t>(b) * dk + j];
+      std::uint64_t u;
+      std::memcpy(&u, key + static_cast<std::size_t>(a) * dk + j, sizeof u);
+      h = (h ^ u) * 1099511628211ULL;
+      h ^= h >> 29;
+    }
+    return static_cast<std::size_t>(h);
+  }
+  bool operator()(Index a, Index b) const {
+    for (Index j = 0; j < dk; ++j)
+      if (key[static_cast<std::size_t>(a) * dk + j] != key[static_cast<std::size_t>(b) * dk + j]) return false;
+    return true;
+  }
+};
+
+// The distinct keys (sorted lexicographically; D x dk) of nr keys, and each
+// key's index among them (`id`, optional): the rows are grouped by hashing,
+// then the D distinct keys sorted.
+inline MatrixXd distinct_keys(const std::vector<double>& key, Index nr, Index dk, std::vector<int>* id) {
+  const KeyRows kr{key.data(), dk};
+  std::unordered_map<Index, int, KeyRows, KeyRows> seen(16, kr, kr);
+  std::vector<Index> first;  // first row of each value, in order of appearance
+  std::vector<int> local(static_cast<std::size_t>(nr));
+  for (Index i = 0; i < nr; ++i) {
+    const auto it = seen.emplace(i, static_cast<int>(first.size()));
+    if (it.second) first.push_back(i);
+    local[static_cast<std::size_t>(i)] = it.first->second;
+  }
+  std::vector<int> ord(first.size());
+  std::iota(ord.begin(), ord.end(), 0);
+  std::sort(ord.begin(), ord.end(), [&](int a, int b) {
+    for (Index j = 0; j < dk; ++j) {
+      const double u = key[static_cast<std::size_t>(first[a]) * dk + j], v = key[static_cast<std::size_t>(first[b]) * dk + j];
       if (u != v) return u < v;
     }
     return false;
-  };
-  std::vector<Index> ord(static_cast<std::size_t>(nr)), first;  // first: the first sorted row of each value
-  std::iota(ord.begin(), ord.end(), Index(0));
-  std::stable_sort(ord.begin(), ord.end(), less);
-  if (id) id->resize(static_cast<std::size_t>(nr));
-  for (Index t = 0; t < nr; ++t) {
-    if (t == 0 || less(ord[t - 1], ord[t])) first.push_back(ord[t]);
-    if (id) (*id)[ord[t]] = static_cast<int>(first.size()) - 1;
-  }
+  });
+  std::vector<int> rank(first.size());
   MatrixXd U(static_cast<Index>(first.size()), dk);
-  for (Index a = 0; a < U.rows(); ++a)
-    for (Index j = 0; j < dk; ++j) U(a, j) = key[static_cast<std::size_t>(first[a]) * dk + j];
+  for (std::size_t t = 0; t < ord.size(); ++t) {
+    rank[static_cast<std::size_t>(ord[t])] = static_cast<int>(t);
+    for (Index j = 0; j < dk; ++j) U(static_cast<Index>(t), j) = key[static_cast<std::size_t>(first[ord[t]]) * dk + j];
+  }
+  if (id) {
+    id->resize(static_cast<std::size_t>(nr));
+    for (std::size_t i = 0; i < local.size(); ++i) (*id)[i] = rank[static_cast<std::size_t>(local[i])];
+  }
   return U;
+}
+
+// Whether the rows of X have more distinct exact keys under rule r than its
+// grid has points (stops as soon as they do).
+inline bool exact_too_many(const KeyRule& r, const Eigen::Ref<const MatrixXd>& X) {
+  if (!(r.grid > 0)) return false;
+  const double limit = std::pow(r.grid, static_cast<double>(r.n_round));
+  const std::vector<double> key = make_keys(r, X);
+  const KeyRows kr{key.data(), r.dk()};
+  std::unordered_set<Index, KeyRows, KeyRows> seen(16, kr, kr);
+  for (Index i = 0; i < X.rows(); ++i)
+    if (seen.insert(i).second && static_cast<double>(seen.size()) > limit) return true;
+  return false;
+}
+
+// The sorted distinct keys of X's rows under rule r and each row's index
+// among them.  Rounded inputs without a by column: from the grid indices
+// (no hashing) when the grid has at most 1e7 points and its values increase.
+inline MatrixXd rule_values(const KeyRule& r, const Eigen::Ref<const MatrixXd>& X, std::vector<int>* id) {
+  const Index nr = X.rows(), dk = r.dk();
+  const bool rounded = r.n_round > 0 && r.step[0] > 0 && r.dk() == static_cast<Index>(r.n_round);
+  const double cells = std::pow(r.grid, static_cast<double>(r.n_round));
+  bool grid_ok = rounded && cells <= 1e7;
+  const std::size_t G = grid_ok ? static_cast<std::size_t>(r.grid) : 0;
+  for (std::size_t j = 0; grid_ok && j < r.n_round; ++j)
+    for (std::size_t k = 1; k < G; ++k)
+      if (!(r.lo[j] + static_cast<double>(k) * r.step[j] > r.lo[j] + static_cast<double>(k - 1) * r.step[j])) {
+        grid_ok = false;
+        break;
+      }
+  if (grid_ok) {
+    std::vector<std::size_t> code(static_cast<std::size_t>(nr));
+    for (Index i = 0; i < nr && grid_ok; ++i) {
+      std::size_t c = 0;
+      for (std::size_t j = 0; j < r.n_round; ++j) {
+        const double k = std::round((X(i, r.cols[j]) - r.lo[j]) / r.step[j]);
+        if (!(k >= 0 && k < static_cast<double>(G))) {
+          grid_ok = false;
+          break;
+        }
+        c = c * G + static_cast<std::size_t>(k);
+      }
+      code[static_cast<std::size_t>(i)] = c;
+    }
+    if (grid_ok) {
+      std::vector<int> rank(static_cast<std::size_t>(cells), -1);
+      for (std::size_t c : code) rank[c] = 0;
+      int D = 0;
+      for (int& v : rank)
+        if (v == 0) v = D++;
+      MatrixXd U(D, dk);
+      for (std::size_t c = 0; c < rank.size(); ++c) {
+        if (rank[c] < 0) continue;
+        std::size_t rest = c;
+        for (std::size_t j = r.n_round; j-- > 0;) {
+          const double k = static_cast<double>(rest % G);
+          rest /= G;
+          U(rank[c], static_cast<Index>(j)) = r.lo[j] + k * r.step[j];
+        }
+      }
+      if (id) {
+        id->resize(static_cast<std::size_t>(nr));
+        for (std::size_t i = 0; i < code.size(); ++i) (*id)[i] = rank[code[i]];
+      }
+      return U;
+    }
+  }
+  return distinct_keys(make_keys(r, X), nr, dk, id);
 }
 
 // The sorted distinct rows of the union of key matrices (the values of all
@@ -255,9 +360,10 @@ inline MatrixXd union_keys(const std::vector<MatrixXd>& parts, Index dk) {
 
 // Row i's index in the sorted distinct values U of all rows (ids of the
 // local distinct values, mapped by binary search).
-inline std::vector<int> global_ids(const std::vector<double>& key, Index nr, Index dk, const MatrixXd& U) {
+inline std::vector<int> global_ids(const KeyRule& r, const Eigen::Ref<const MatrixXd>& X, const MatrixXd& U) {
+  const Index dk = r.dk();
   std::vector<int> local;
-  const MatrixXd L = distinct_keys(key, nr, dk, &local);
+  const MatrixXd L = rule_values(r, X, &local);
   std::vector<int> map(static_cast<std::size_t>(L.rows()));
   for (Index a = 0; a < L.rows(); ++a) {
     Index lo = 0, hi = U.rows();  // first row of U not less than L.row(a)
@@ -442,13 +548,12 @@ inline DiscreteData discretise(const std::vector<Component>& comps, const Eigen:
     // Inputs with no more distinct values than the grid has points are kept
     // exact (rounding values that already lie on a coarse grid, e.g. ages in
     // years, would shift them all alike); others are rounded.
-    U[c] = distinct_keys(make_keys(r, X), n, r.dk(), &id[c]);
-    if (r.too_many(static_cast<double>(U[c].rows()))) {
+    if (exact_too_many(r, X)) {
       std::vector<double> lo, hi;
       key_range(r, X, lo, hi);
       round_rule(r, lo, hi);
-      U[c] = distinct_keys(make_keys(r, X), n, r.dk(), &id[c]);
     }
+    U[c] = rule_values(r, X, &id[c]);
     D[c] = U[c].rows();
   }
   DiscreteSums total;
