@@ -556,11 +556,38 @@ inline DiscreteData discretise(const std::vector<Component>& comps, const Eigen:
     U[c] = rule_values(r, X, &id[c]);
     D[c] = U[c].rows();
   }
+  // Weighted pair counts with integer weights are exact in any order: one
+  // pass over all rows; otherwise per group like the other sums.
+  bool integral = true;
+  double wsum = 0;
+  for (Index i = 0; i < n && integral; ++i) {
+    integral = w(i) == std::floor(w(i));
+    wsum += std::abs(w(i));
+  }
+  integral = integral && wsum < 9.0e15;
+  const bool group_pairs = !row_level && !integral;
   DiscreteSums total;
   const std::vector<std::size_t> b = group_bounds(static_cast<std::size_t>(n));
   for (std::size_t g = 0; g + 1 < b.size(); ++g)
-    add_sums(total, range_sums(id, D, y, w, offset, b[g], b[g + 1], !row_level), dense_cells);
-  if (total.count.empty()) add_sums(total, range_sums(id, D, y, w, offset, 0, 0, !row_level), dense_cells);
+    add_sums(total, range_sums(id, D, y, w, offset, b[g], b[g + 1], group_pairs), dense_cells);
+  if (total.count.empty()) add_sums(total, range_sums(id, D, y, w, offset, 0, 0, group_pairs), dense_cells);
+  if (!row_level && integral) {
+    for (std::size_t c = 0; c < C; ++c)
+      for (std::size_t l = c + 1; l < C; ++l) {
+        std::vector<Eigen::Triplet<double>> t;
+        MatrixXd G;
+        if (static_cast<double>(D[c]) * static_cast<double>(D[l]) <= dense_cells) {
+          G = MatrixXd::Zero(D[c], D[l]);
+          for (Index i = 0; i < n; ++i) G(id[c][static_cast<std::size_t>(i)], id[l][static_cast<std::size_t>(i)]) += w(i);
+        } else {
+          t.reserve(static_cast<std::size_t>(n));
+          for (Index i = 0; i < n; ++i)
+            if (w(i) != 0) t.emplace_back(id[c][static_cast<std::size_t>(i)], id[l][static_cast<std::size_t>(i)], w(i));
+        }
+        total.pair.push_back(std::move(t));
+        total.pair_dense.push_back(std::move(G));
+      }
+  }
   DiscreteData dd = discrete_data(rules, U, X.cols(), std::move(total));
   if (row_level) {
     for (std::size_t c = 0; c < C; ++c)
