@@ -56,7 +56,7 @@ collect_fit <- function(setup, res, control, engine) {
     terms = setup$terms, scaling = list(y = setup$yscaling), family = setup$family,
     likelihood = setup$lik, engine = engine, state = state,
     objective = res$objective - jac, log_prior = res$log_prior %||% 0, trace = res$trace - jac,
-    iterations = res$iterations,
+    iterations = res$iterations, evaluations = res$evaluations %||% NA_integer_,
     converged = res$converged, stop = res$stop, q_change = res$q_change, failures = res$failures %||% 0L,
     gradient = res$gradient,
     control = control, n = setup$n,

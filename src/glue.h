@@ -136,7 +136,7 @@ inline Rcpp::List fit_result(const WhitenedGaussianModel& model, const FitInfo& 
       Rcpp::Named("m") = model.m, Rcpp::Named("S") = model.S, Rcpp::Named("trace") = info.trace,
       Rcpp::Named("iterations") = info.iterations, Rcpp::Named("converged") = info.converged,
       Rcpp::Named("objective") = info.objective, Rcpp::Named("log_prior") = info.log_prior,
-      Rcpp::Named("failures") = info.failures,
+      Rcpp::Named("failures") = info.failures, Rcpp::Named("evaluations") = info.evaluations,
       Rcpp::Named("gradient") = info.gradient, Rcpp::Named("q_change") = info.q_change,
       Rcpp::Named("stop") = info.stop, Rcpp::Named("seconds") = seconds_of(info));
 }

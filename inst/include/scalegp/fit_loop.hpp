@@ -209,6 +209,7 @@ FitInfo fit_profile(Engine& e, const Settings& set, double n_obs, Monitor monito
   VectorXd lo, hi;
   e.bounds(lo, hi);
   Step cur = e.profile();
+  info.evaluations = 1;
   if (!std::isfinite(cur.objective) || !cur.gradient.allFinite())
     throw numerical_error("the objective is not finite at the starting values");
   VectorXd x = e.pack();
@@ -249,6 +250,7 @@ FitInfo fit_profile(Engine& e, const Settings& set, double n_obs, Monitor monito
       e.unpack((x + t * d).cwiseMax(lo).cwiseMin(hi));
       bool ok = true;
       try {
+        ++info.evaluations;
         st = e.profile();
         ok = std::isfinite(st.objective) && st.gradient.allFinite();
       } catch (const numerical_error&) {
@@ -285,6 +287,7 @@ FitInfo fit_profile(Engine& e, const Settings& set, double n_obs, Monitor monito
       x = e.pack();
       e.bounds(lo, hi);
       cur = e.profile();
+      ++info.evaluations;
       mem.reset();
       stall = 0;
       continue;

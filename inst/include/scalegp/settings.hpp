@@ -34,6 +34,7 @@ struct FitInfo {
   double log_prior = 0;  // log density of the hyperparameters' priors there (maximised with the objective)
   double seconds_init = 0, seconds_iter = 0, seconds_final = 0;  // wall time by phase
   int failures = 0;  // iterations undone (rates halved each time)
+  int evaluations = 0;  // full-data fits: evaluations of the objective and its gradient
   Eigen::VectorXd gradient;  // of the final objective on all data w.r.t. the packed parameters
   double q_change = 0;       // largest change of the posterior mean in the last update of q
   std::string stop;          // why the fit stopped
