@@ -41,6 +41,10 @@
     .Call(`_scalegp_kmeans_centres`, X, k, seed)
 }
 
+.quantiles7 <- function(x, probs) {
+    .Call(`_scalegp_quantiles7`, x, probs)
+}
+
 .group_bounds <- function(n) {
     .Call(`_scalegp_group_bounds_r`, n)
 }

@@ -55,10 +55,10 @@ gp_one <- function(spec, mf, others, n_terms, ysc, control, col, by) {
                learn_kernel = !("kernel" %in% control$fixed))
   if (!is.null(by)) comp$by_col <- col + d
   if (isTRUE(control$priors)) comp <- c(comp, hyper_priors(Xs, spec, nrow(Z), ysc))
-  term <- list(spec = spec, type = comp$kind, scaling = sc, range = apply(Xg, 2, range), by = by)
+  term <- list(spec = spec, type = comp$kind, scaling = sc, range = col_apply(Xg, range), by = by)
   if (centre) {
     q <- (seq_len(40) - 0.5) / 40
-    comp$nodes <- lapply(seq_len(d), function(j) unname(stats::quantile(Xs[, j], q, type = 7)))
+    comp$nodes <- lapply(seq_len(d), function(j) .quantiles7(Xs[, j], q))  # (stats::quantile(type = 7))
     comp$weights <- rep(list(rep(1 / 40, 40)), d)
     pr <- if (isTRUE(spec$pure)) pure_interaction(d)
           else anova_products(spec$vars, lapply(Filter(function(o) is.null(o$by), others), `[[`, "vars"))
@@ -66,7 +66,7 @@ gp_one <- function(spec, mf, others, n_terms, ysc, control, col, by) {
     comp$coefs <- pr$coefs
     term$nodes <- comp$nodes
   }
-  list(comp = comp, term = term)
+  list(comp = comp, term = term, Xs = Xs)
 }
 
 # The column of the internal design for a term's `by` (see gp_component()).
@@ -151,7 +151,7 @@ sd_prior_scale <- function(ysc) if (isTRUE(ysc$gaussian)) 1 else 2
 
 hyper_priors <- function(Xs, spec, M, ysc) {
   d <- ncol(Xs)
-  rng <- apply(Xs, 2, function(x) diff(range(x)))
+  rng <- col_apply(Xs, function(x) diff(range(x)))
   if (!spec$ard) rng <- mean(rng)
   ab <- vapply(rng, function(r) inverse_gamma_from_tails(r / M^(1 / d), r), c(a = 0, b = 0))
   list(sd_prior = sd_prior_scale(ysc), ls_a = unname(ab["a", ]), ls_b = unname(ab["b", ]))

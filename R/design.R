@@ -53,11 +53,18 @@ prepare_response <- function(y, lik) {
 # Centre/scale of each gp() input block: per column (ARD) or pooled (isotropic).
 input_scaling <- function(X, spec) {
   ctr <- colMeans(X)
-  sds <- apply(X, 2, stats::sd)
+  sds <- col_apply(X, stats::sd)
   const <- !is.finite(sds) | sds <= 1e-12 * pmax(1, abs(ctr))
   if (any(const)) stop_arg(spec$label, "has a constant input: '", spec$vars[const][1], "'")
   scl <- if (spec$ard) sds else rep(sqrt(mean(sds^2)), length(sds))
   list(center = ctr, scale = scl)
+}
+
+# f applied to each column of a matrix (apply() would copy X through aperm()).
+col_apply <- function(X, f) {
+  out <- lapply(seq_len(ncol(X)), function(j) f(X[, j]))
+  names(out) <- colnames(X)
+  if (length(out) && all(lengths(out) == 1L)) unlist(out) else do.call(cbind, out)
 }
 
 standardise <- function(X, sc) {
@@ -71,7 +78,7 @@ standardise <- function(X, sc) {
 param_scaling <- function(Xp) {
   int <- colnames(Xp) == "(Intercept)"
   ctr <- ifelse(int | !any(int), 0, colMeans(Xp))
-  scl <- ifelse(int, 1, apply(Xp, 2, stats::sd))
+  scl <- ifelse(int, 1, col_apply(Xp, stats::sd))
   if (nrow(Xp) < 2) scl[] <- 1
   const <- !int & (!is.finite(scl) | scl <= 1e-12)
   if (any(const)) stop_arg("formula", "the parametric column '", colnames(Xp)[const][1], "' is constant")
@@ -93,16 +100,18 @@ check_finite_columns <- function(mf, vars, what) {
 
 # Numeric matrix of the gp() inputs of spec from a model frame.
 gp_inputs <- function(mf, spec, what = "data") {
-  X <- sapply(spec$vars, function(v) {
+  X <- matrix(0, nrow(mf), length(spec$vars), dimnames = list(NULL, spec$vars))
+  for (j in seq_along(spec$vars)) {
+    v <- spec$vars[j]
     x <- mf[[v]]
     if (is.null(x)) stop(what, " lacks the variable '", v, "' used in ", spec$label, call. = FALSE)
     if (is.factor(x) || is.character(x) || is.logical(x))
       stop_arg(v, "in ", spec$label, " must be numeric, not ", class(x)[1],
                " (use it as a parametric term instead)")
     if (!is.numeric(x)) stop_arg(v, "in ", spec$label, " must be numeric")
-    as.numeric(x)
-  })
-  matrix(X, nrow = nrow(mf), dimnames = list(NULL, spec$vars))
+    X[, j] <- as.numeric(x)
+  }
+  X
 }
 
 # Number of unique rows (estimated on a subset of very large inputs).
@@ -118,11 +127,13 @@ n_unique_rows <- function(X) {
   1L + sum(rowSums(Xs[-1L, , drop = FALSE] != Xs[-n, , drop = FALSE]) > 0)
 }
 
-# Internal design matrix for the stored terms and scalings.
-internal_design <- function(mf, terms) {
-  blocks <- lapply(terms$gp, function(g) {
+# Internal design matrix for the stored terms and scalings (`Xs`: the
+# standardised inputs of the gp terms where already at hand, in their order).
+internal_design <- function(mf, terms, Xs = list()) {
+  blocks <- lapply(seq_along(terms$gp), function(i) {
+    g <- terms$gp[[i]]
     if (g$type == "factor") return(matrix(as.numeric(factor(mf[[g$spec$vars]], levels = g$levels)) - 1))
-    X <- standardise(gp_inputs(mf, g$spec, "newdata"), g$scaling)
+    X <- if (i <= length(Xs) && !is.null(Xs[[i]])) Xs[[i]] else standardise(gp_inputs(mf, g$spec, "newdata"), g$scaling)
     if (is.null(g$by)) X else cbind(X, by_column(mf, g$by))
   })
   if (!is.null(terms$param)) {

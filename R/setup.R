@@ -15,7 +15,13 @@ gp_model_frame <- function(call, envir, formula) {
   mf$formula <- formula
   mf$drop.unused.levels <- TRUE
   mf[[1L]] <- quote(stats::model.frame)
-  mf <- eval(mf, envir)
+  # Without missing values na.action has nothing to do, but na.omit() would
+  # still copy the frame (seconds at 1e7 rows): build it with na.pass first.
+  pass <- mf
+  pass$na.action <- quote(stats::na.pass)
+  frame <- eval(pass, envir)
+  mf <- if (any(vapply(frame, anyNA, TRUE))) eval(mf, envir) else frame
+  rm(frame)
   if (nrow(mf) < 2) stop_arg("data", "has ", nrow(mf), " usable row(s); at least 2 are needed")
   mf
 }
@@ -61,11 +67,13 @@ gp_setup <- function(parsed, mf, fam, control) {
   ysc$gaussian <- gaussian
   terms <- list(gp = list(), param = NULL)
   comps <- list()
+  Xs <- list()  # standardised inputs of the gp terms, for the design
   col <- 0L
   for (i in seq_along(parsed$specs)) {
     for (built in gp_component(parsed$specs[[i]], mf, parsed$specs[-i], length(parsed$specs), ysc, control, col)) {
       comps[[length(comps) + 1]] <- built$comp
       terms$gp[[length(terms$gp) + 1]] <- built$term
+      Xs[length(terms$gp)] <- list(built$Xs)
       col <- col + length(built$comp$cols) + !is.null(built$comp$by_col)
     }
   }
@@ -88,7 +96,8 @@ gp_setup <- function(parsed, mf, fam, control) {
   if (length(comps) == 0) stop_arg("formula", "has no terms (no gp(), no parametric terms, no intercept)")
   terms$full <- stats::delete.response(terms(parsed$full))
   terms$full_xlevels <- stats::.getXlevels(terms$full, mf)
-  X <- internal_design(mf, terms)
+  X <- internal_design(mf, terms, Xs)
+  rm(Xs)
   noise0 <- if (gaussian) (control$sigma %||% (stats::sd(y) / 3)) / ysc$scale else 1
   list(X = X, y = if (gaussian) (y - ysc$center) / ysc$scale else y, w = w,
        offset = if (gaussian) off / ysc$scale else off + ysc$center, comps = comps, terms = terms,

@@ -186,6 +186,18 @@ BEGIN_RCPP
     return rcpp_result_gen;
 END_RCPP
 }
+// quantiles7
+std::vector<double> quantiles7(std::vector<double> x, std::vector<double> probs);
+RcppExport SEXP _scalegp_quantiles7(SEXP xSEXP, SEXP probsSEXP) {
+BEGIN_RCPP
+    Rcpp::RObject rcpp_result_gen;
+    Rcpp::RNGScope rcpp_rngScope_gen;
+    Rcpp::traits::input_parameter< std::vector<double> >::type x(xSEXP);
+    Rcpp::traits::input_parameter< std::vector<double> >::type probs(probsSEXP);
+    rcpp_result_gen = Rcpp::wrap(quantiles7(x, probs));
+    return rcpp_result_gen;
+END_RCPP
+}
 // group_bounds_r
 std::vector<double> group_bounds_r(double n);
 RcppExport SEXP _scalegp_group_bounds_r(SEXP nSEXP) {
@@ -289,6 +301,7 @@ static const R_CallMethodDef CallEntries[] = {
     {"_scalegp_lik_expect", (DL_FUNC) &_scalegp_lik_expect, 7},
     {"_scalegp_lik_predictive", (DL_FUNC) &_scalegp_lik_predictive, 6},
     {"_scalegp_kmeans_centres", (DL_FUNC) &_scalegp_kmeans_centres, 3},
+    {"_scalegp_quantiles7", (DL_FUNC) &_scalegp_quantiles7, 2},
     {"_scalegp_group_bounds_r", (DL_FUNC) &_scalegp_group_bounds_r, 1},
     {"_scalegp_tune_malloc", (DL_FUNC) &_scalegp_tune_malloc, 0},
     {"_scalegp_discrete_shard_values", (DL_FUNC) &_scalegp_discrete_shard_values, 4},

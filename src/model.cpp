@@ -135,6 +135,12 @@ Eigen::MatrixXd kmeans_centres(Eigen::Map<Eigen::MatrixXd> X, int k, double seed
   return kmeans(X, k, rng);
 }
 
+// quantile(x, probs, type = 7) for increasing probs, by selection.
+// [[Rcpp::export(.quantiles7)]]
+std::vector<double> quantiles7(std::vector<double> x, std::vector<double> probs) {
+  return quantiles_type7(std::move(x), probs);
+}
+
 // 0-based boundaries of the fixed row groups of a pass over n rows.
 // [[Rcpp::export(.group_bounds)]]
 std::vector<double> group_bounds_r(double n) {
