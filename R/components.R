@@ -54,8 +54,11 @@ gp_one <- function(spec, mf, others, n_terms, ysc, control, col, by) {
                kernel = spec$kernel, log_var = log(var0), log_ls = ls0, Z = Z,
                learn_kernel = !("kernel" %in% control$fixed))
   if (!is.null(by)) comp$by_col <- col + d
-  if (isTRUE(control$priors)) comp <- c(comp, hyper_priors(Xs, spec, nrow(Z), ysc))
-  term <- list(spec = spec, type = comp$kind, scaling = sc, range = col_apply(Xg, range), by = by)
+  rng <- col_apply(Xg, range)
+  # ((x - center) / scale is monotone in x: the ranges of the standardised inputs)
+  if (isTRUE(control$priors)) comp <- c(comp, hyper_priors((rng - rep(sc$center, each = 2)) / rep(sc$scale, each = 2),
+                                                           spec, nrow(Z), ysc))
+  term <- list(spec = spec, type = comp$kind, scaling = sc, range = rng, by = by)
   if (centre) {
     q <- (seq_len(40) - 0.5) / 40
     comp$nodes <- lapply(seq_len(d), function(j) .quantiles7(Xs[, j], q))  # (stats::quantile(type = 7))
@@ -149,9 +152,10 @@ inducing_init <- function(Xg, Xs, spec, sc, control) {
 # Gaussian response (whose sd is 1), 2 on the link scale of the other families.
 sd_prior_scale <- function(ysc) if (isTRUE(ysc$gaussian)) 1 else 2
 
-hyper_priors <- function(Xs, spec, M, ysc) {
-  d <- ncol(Xs)
-  rng <- col_apply(Xs, function(x) diff(range(x)))
+# (`ranges`: 2 x d, the ranges of the standardised inputs)
+hyper_priors <- function(ranges, spec, M, ysc) {
+  d <- ncol(ranges)
+  rng <- ranges[2, ] - ranges[1, ]
   if (!spec$ard) rng <- mean(rng)
   ab <- vapply(rng, function(r) inverse_gamma_from_tails(r / M^(1 / d), r), c(a = 0, b = 0))
   list(sd_prior = sd_prior_scale(ysc), ls_a = unname(ab["a", ]), ls_b = unname(ab["b", ]))
