@@ -287,3 +287,15 @@ test_that("the rank restriction of seed 004 binds and summary() says so", {
   expect_output(print(summary(low)), "rank restriction")
   expect_lt(sum(vapply(low$params$gp, `[[`, 1, "edf")), 4)  # total edf < rank
 })
+
+test_that("centring nodes are quantile(type = 7)'s values, found by selection", {
+  set.seed(21)
+  q <- (seq_len(40) - 0.5) / 40
+  for (x in list(runif(1001), c(rep(0, 50), rnorm(70)), round(rnorm(500), 1), c(2, 1), -3, rexp(20000)))
+    expect_identical(scalegp:::.quantiles7(x, q), unname(stats::quantile(x, q, type = 7)))
+  d <- data.frame(x1 = rnorm(300), x2 = runif(300))
+  d$y <- sin(d$x1) + d$x2 + rnorm(300, sd = 0.2)
+  fit <- gpgam(y ~ gp(x1) + gp(x2), data = d, control = gp_control(verbose = FALSE, seed = 1, iterations = 2))
+  xs <- (d$x1 - mean(d$x1)) / sd(d$x1)
+  expect_identical(fit$state$specs[[1]]$nodes[[1]], unname(stats::quantile(xs, q, type = 7)))
+})
