@@ -63,7 +63,7 @@ Rcpp::List discrete_shard_values(Eigen::Map<Eigen::MatrixXd> X, Rcpp::List specs
       const KeyRule& r = rules[c];
       std::vector<double> lo, hi;
       key_range(r, X, lo, hi);
-      const bool exact = r.n_round == 0 || r.step[0] == 0;
+      const bool exact = !r.rounded();
       out[c] = Rcpp::List::create(
           Rcpp::Named("lo") = lo, Rcpp::Named("hi") = hi,
           Rcpp::Named("values") = exact && exact_too_many(r, X) ? R_NilValue : Rcpp::wrap(rule_values(r, X, nullptr)));
@@ -89,7 +89,8 @@ Rcpp::List discrete_merge(Rcpp::List specs, double bins, Rcpp::List round, Rcpp:
       const KeyRule& r = rules[c];
       if (round.size() > 0 && !Rf_isNull(round[c])) new_round[c] = round[c];
       std::vector<MatrixXd> parts;
-      std::vector<double> lo(r.n_round, std::numeric_limits<double>::infinity()), hi(r.n_round, -lo[0]);
+      std::vector<double> lo(r.n_round, std::numeric_limits<double>::infinity()),
+          hi(r.n_round, -std::numeric_limits<double>::infinity());
       bool missing = false;
       for (R_xlen_t s = 0; s < shard_values.size(); ++s) {
         const Rcpp::List v = Rcpp::List(shard_values[s])[c];
@@ -101,7 +102,7 @@ Rcpp::List discrete_merge(Rcpp::List specs, double bins, Rcpp::List round, Rcpp:
         if (Rf_isNull(v["values"])) missing = true;
         else parts.push_back(Rcpp::as<MatrixXd>(v["values"]));
       }
-      const bool exact = r.n_round == 0 || r.step[0] == 0;
+      const bool exact = !r.rounded();
       MatrixXd U;
       if (!missing) U = union_keys(parts, r.dk());
       if (exact && (missing || r.too_many(static_cast<double>(U.rows())))) {

@@ -168,8 +168,12 @@ struct KeyRule {
   double grid = 0;               // values per rounded input (0: exact values only)
   std::vector<double> lo, step;  // per column; step 0: exact
   Index dk() const { return static_cast<Index>(cols.size()); }
+  // the number of points of the grid (grid^n_round)
+  double points() const { return std::pow(grid, static_cast<double>(n_round)); }
   // whether D distinct exact keys are more than the grid has points (then round)
-  bool too_many(double D) const { return grid > 0 && D > std::pow(grid, static_cast<double>(n_round)); }
+  bool too_many(double D) const { return grid > 0 && D > points(); }
+  // whether the inputs are rounded (round_rule())
+  bool rounded() const { return n_round > 0 && step[0] > 0; }
 };
 
 // The exact rule of component k.
@@ -281,7 +285,7 @@ inline MatrixXd distinct_keys(const std::vector<double>& key, Index nr, Index dk
 // grid has points (stops as soon as they do).
 inline bool exact_too_many(const KeyRule& r, const Eigen::Ref<const MatrixXd>& X) {
   if (!(r.grid > 0)) return false;
-  const double limit = std::pow(r.grid, static_cast<double>(r.n_round));
+  const double limit = r.points();
   const std::vector<double> key = make_keys(r, X);
   const KeyRows kr{key.data(), r.dk()};
   std::unordered_set<Index, KeyRows, KeyRows> seen(16, kr, kr);
@@ -295,9 +299,8 @@ inline bool exact_too_many(const KeyRule& r, const Eigen::Ref<const MatrixXd>& X
 // (no hashing) when the grid has at most 1e7 points and its values increase.
 inline MatrixXd rule_values(const KeyRule& r, const Eigen::Ref<const MatrixXd>& X, std::vector<int>* id) {
   const Index nr = X.rows(), dk = r.dk();
-  const bool rounded = r.n_round > 0 && r.step[0] > 0 && r.dk() == static_cast<Index>(r.n_round);
-  const double cells = std::pow(r.grid, static_cast<double>(r.n_round));
-  bool grid_ok = rounded && cells <= 1e7;
+  const double cells = r.points();
+  bool grid_ok = r.rounded() && dk == static_cast<Index>(r.n_round) && cells <= 1e7;
   const std::size_t G = grid_ok ? static_cast<std::size_t>(r.grid) : 0;
   for (std::size_t j = 0; grid_ok && j < r.n_round; ++j)
     for (std::size_t k = 1; k < G; ++k)

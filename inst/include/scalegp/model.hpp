@@ -103,11 +103,16 @@ class AdditiveModel {
 
   // Features of one component at rows X (all columns of the data) into Phic,
   // its unexplained prior variance into r.resid.
+  // The columns of X (all columns of the data) that component k reads.
+  static MatrixXd component_columns(const Component& k, const MatrixXd& X) {
+    MatrixXd Xc(X.rows(), k.dim());
+    for (Index j = 0; j < k.dim(); ++j) Xc.col(j) = X.col(k.cols[j]);
+    return Xc;
+  }
   static void component_block(const Component& k, const ComponentPrior& p, const MatrixXd& X,
                               Eigen::Ref<MatrixXd> Phic, ComponentRows& r) {
     const Index nb = X.rows();
-    MatrixXd Xc(nb, k.dim());
-    for (Index j = 0; j < k.dim(); ++j) Xc.col(j) = X.col(k.cols[j]);
+    const MatrixXd Xc = component_columns(k, X);
     r.resid = VectorXd::Zero(nb);
     component_features(k, p, Xc, Phic, r.resid, r);
     if (k.by_col >= 0) {  // f(x) z: features times z, prior variance times z^2
@@ -123,10 +128,8 @@ class AdditiveModel {
   // (component_mean()).
   VectorXd component_block_mean(std::size_t c, const MatrixXd& X, const VectorXd& mc) const {
     const Component& k = comps[c];
-    MatrixXd Xc(X.rows(), k.dim());
-    for (Index j = 0; j < k.dim(); ++j) Xc.col(j) = X.col(k.cols[j]);
     ComponentRows r;
-    VectorXd mean = component_mean(k, prior_[c], Xc, mc, r);
+    VectorXd mean = component_mean(k, prior_[c], component_columns(k, X), mc, r);
     if (k.by_col >= 0) mean.array() *= X.col(k.by_col).array();
     return mean;
   }
