@@ -10,18 +10,18 @@ namespace glue {
 
 using namespace scalegp;
 
-// Runs a RangeBody on TBB threads; the body never touches the R API.
-struct RangeWorker : RcppParallel::Worker {
-  const RangeBody& body;
-  explicit RangeWorker(const RangeBody& b) : body(b) {}
-  void operator()(std::size_t begin, std::size_t end) override { body(begin, end); }
-};
-
+// Runs a RangeBody on TBB threads; the body never touches the R API.  One
+// task arena serves every parallel loop of the executor (a fit runs thousands
+// of short loops; RcppParallel::tbbParallelFor would build an arena for each).
 inline ParallelFor make_pfor(int threads) {
-  return [threads](std::size_t n, const RangeBody& body) {
-    if (threads <= 1 || n <= 1) return serial_for(n, body);
-    RangeWorker w(body);
-    RcppParallel::tbbParallelFor(0, n, w, 1, threads);
+  if (threads <= 1) return serial_for;
+  auto arena = std::make_shared<tbb::task_arena>(threads);
+  return [arena](std::size_t n, const RangeBody& body) {
+    if (n <= 1) return serial_for(n, body);
+    arena->execute([&] {
+      tbb::parallel_for(tbb::blocked_range<std::size_t>(0, n, 1),
+                        [&](const tbb::blocked_range<std::size_t>& r) { body(r.begin(), r.end()); });
+    });
   };
 }
 

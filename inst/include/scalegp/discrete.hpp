@@ -74,11 +74,12 @@ struct DiscretePair {
     for (std::size_t t = 0; t < tperm.size(); ++t) s.valuePtr()[t] = v(tperm[t]);
     return s;
   }
-  MatrixXd times(const MatrixXd& Fl, const ParallelFor& pfor) const {  // C F_l
-    return dense ? dense_times(C, Fl, pfor) : sparse_times(Cs, Fl, pfor);
+  // C F_l and C' F_c, given also the transposes FlT = F_l', FcT = F_c'.
+  MatrixXd times(const MatrixXd& Fl, const MatrixXd& FlT, const ParallelFor& pfor) const {
+    return dense ? dense_times(C, Fl, pfor) : sparse_times_t(Cs, FlT, pfor);
   }
-  MatrixXd trans_times(const MatrixXd& Fc, const ParallelFor& pfor) const {  // C' F_c
-    return dense ? dense_times(Ct, Fc, pfor) : sparse_times(CsT, Fc, pfor);
+  MatrixXd trans_times(const MatrixXd& Fc, const MatrixXd& FcT, const ParallelFor& pfor) const {
+    return dense ? dense_times(Ct, Fc, pfor) : sparse_times_t(CsT, FcT, pfor);
   }
   static MatrixXd dense_times(const MatrixXd& A, const MatrixXd& F, const ParallelFor& pfor) {
     MatrixXd out(A.rows(), F.cols());
@@ -88,17 +89,18 @@ struct DiscretePair {
     });
     return out;
   }
-  static MatrixXd sparse_times(const Sparse& A, const MatrixXd& F, const ParallelFor& pfor) {
-    return sparse_times_t(A, F.transpose(), pfor);  // rows of F as contiguous columns
-  }
-  // A F from FT = F'.
+  // A F from FT = F' (rows of F as contiguous columns); each block of rows of
+  // the result is summed in its own transposed buffer.
   static MatrixXd sparse_times_t(const Sparse& A, const MatrixXd& FT, const ParallelFor& pfor) {
-    MatrixXd outT = MatrixXd::Zero(FT.rows(), A.rows());
+    MatrixXd out(A.rows(), FT.rows());
     blocked_for(static_cast<std::size_t>(A.rows()), pfor, [&](std::size_t b, std::size_t e) {
+      MatrixXd outT = MatrixXd::Zero(FT.rows(), static_cast<Index>(e - b));
       for (Index a = static_cast<Index>(b); a < static_cast<Index>(e); ++a)
-        for (Sparse::InnerIterator it(A, a); it; ++it) outT.col(a).noalias() += it.value() * FT.col(it.col());
+        for (Sparse::InnerIterator it(A, a); it; ++it)
+          outT.col(a - static_cast<Index>(b)).noalias() += it.value() * FT.col(it.col());
+      out.middleRows(static_cast<Index>(b), static_cast<Index>(e - b)) = outT.transpose();
     });
-    return outT.transpose();
+    return out;
   }
 };
 

@@ -140,7 +140,7 @@ class Svgp : public WhitenedGaussianModel {
   // with variance adjoints gamma_c = -n_c / (2 s^2).
   struct DiscreteFeatures {
     MatrixXd F;
-    MatrixXd FT;                      // F' (rows of F as contiguous columns; non-Gaussian likelihoods)
+    MatrixXd FT;                      // F' (rows of F as contiguous columns)
     std::vector<ComponentRows> rows;  // per block of kChunkRows values
   };
 
@@ -149,11 +149,13 @@ class Svgp : public WhitenedGaussianModel {
     const std::size_t D = static_cast<std::size_t>(X.rows());
     DiscreteFeatures f;
     f.F.resize(static_cast<Index>(D), comps[c].size());
+    f.FT.resize(comps[c].size(), static_cast<Index>(D));
     f.rows.resize((D + kChunkRows - 1) / kChunkRows);
     blocked_for(D, pfor, [&](std::size_t begin, std::size_t end) {
       const Index nb = static_cast<Index>(end - begin);
       const MatrixXd Xb = X.middleRows(static_cast<Index>(begin), nb);
       component_block(c, Xb, f.F.middleRows(static_cast<Index>(begin), nb), f.rows[begin / kChunkRows]);
+      f.FT.middleCols(static_cast<Index>(begin), nb) = f.F.middleRows(static_cast<Index>(begin), nb).transpose();
     });
     return f;
   }
@@ -181,7 +183,6 @@ class Svgp : public WhitenedGaussianModel {
     k.resid.assign(C, VectorXd());
     for (std::size_t c = 0; c < C; ++c) {
       k.f.push_back(discrete_features(c, pfor));
-      if (lik.family != Family::gaussian) k.f[c].FT = k.f[c].F.transpose();
       k.resid[c].resize(k.f[c].F.rows());
       for (std::size_t b = 0; b < k.f[c].rows.size(); ++b)
         k.resid[c].segment(static_cast<Index>(b * kChunkRows), k.f[c].rows[b].resid.size()) = k.f[c].rows[b].resid;
@@ -192,8 +193,8 @@ class Svgp : public WhitenedGaussianModel {
     for (std::size_t c = 0; c < C; ++c)
       for (std::size_t l = c + 1; l < C; ++l) {
         const DiscretePair& pr = dd.pair[c][l - c - 1];
-        k.T[c][l] = pr.times(k.f[l].F, pfor);
-        k.T[l][c] = pr.trans_times(k.f[c].F, pfor);
+        k.T[c][l] = pr.times(k.f[l].F, k.f[l].FT, pfor);
+        k.T[l][c] = pr.trans_times(k.f[c].F, k.f[c].FT, pfor);
       }
     k.A.resize(Mt, Mt);
     k.bw.resize(Mt);
@@ -238,21 +239,26 @@ class Svgp : public WhitenedGaussianModel {
     for (std::size_t c = 0; c < C; ++c) {
       const Index o = offsets_[c], M = comps[c].size();
       const DiscreteComponent& dc = dd.comp[c];
-      MatrixXd Fbar = dc.wy * m.segment(o, M).transpose();
-      Fbar -= dc.count.asDiagonal() * (f[c].F * S2.block(o, o, M, M));
-      for (std::size_t l = 0; l < C; ++l)
-        if (l != c) Fbar.noalias() -= T[c][l] * S2.block(offsets_[l], o, comps[l].size(), M);
-      Fbar += dc.count.asDiagonal() * f[c].F;
-      Fbar /= nv;
-      const VectorXd gam = -0.5 / nv * dc.count;
-      // per block of values, in order (the same sums for any thread count)
+      const MatrixXd Scc = S2.block(o, o, M, M);
+      const VectorXd mc = m.segment(o, M);
+      // per block of values, in order (the same sums for any thread count);
+      // each block forms its own rows of the feature adjoints
+      //   Fbar = (wy m_c' + diag(n_c) F_c (I - S2_cc) - sum_{l != c} T_cl S2_lc) / s^2
       const std::size_t nblocks = f[c].rows.size();
       std::vector<GradAccum> part(nblocks, make_grad());
       pfor(nblocks, [&](std::size_t b0, std::size_t b1) {
         for (std::size_t b = b0; b < b1; ++b) {
           const Index begin = static_cast<Index>(b * kChunkRows), nb = f[c].rows[b].resid.size();
-          component_gradient(c, f[c].rows[b], Fbar.middleRows(begin, nb), gam.segment(begin, nb),
-                             part[b].g_kern[c], part[b].g_Z[c]);
+          const auto Fb = f[c].F.middleRows(begin, nb);
+          MatrixXd Fbar = Fb;
+          Fbar.noalias() -= Fb * Scc;
+          Fbar = dc.count.segment(begin, nb).asDiagonal() * Fbar;
+          Fbar.noalias() += dc.wy.segment(begin, nb) * mc.transpose();
+          for (std::size_t l = 0; l < C; ++l)
+            if (l != c) Fbar.noalias() -= T[c][l].middleRows(begin, nb) * S2.block(offsets_[l], o, comps[l].size(), M);
+          Fbar /= nv;
+          const VectorXd gam = -0.5 / nv * dc.count.segment(begin, nb);
+          component_gradient(c, f[c].rows[b], Fbar, gam, part[b].g_kern[c], part[b].g_Z[c]);
         }
       });
       for (const GradAccum& g : part) {
