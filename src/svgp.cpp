@@ -210,6 +210,12 @@ Rcpp::List svgp_fit(Eigen::Map<Eigen::MatrixXd> X, Eigen::Map<Eigen::VectorXd> y
     out["rank_loss"] = model.rank_loss();
     out["discrete"] = model.discrete();
     if (model.discrete()) out["feature_means"] = model.discrete_feature_means(make_pfor(threads));
+    if (model.discrete_rows()) {  // the fitted latent predictor from the rows' (exact) values
+      Eigen::VectorXd mean, var;
+      model.discrete_row_moments(model.lik.family != Family::gaussian, mean, var, make_pfor(threads));
+      out["row_mean"] = mean;
+      if (var.size() > 0) out["row_var"] = var;
+    }
     return out;
   } catch (const std::exception& e) {
     Rcpp::stop(e.what());

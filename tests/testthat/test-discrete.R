@@ -27,6 +27,12 @@ test_that("discretised fits equal row fits with exact values and stay close with
   expect_lt(max(abs(pa$fit - pr$fit) / pr$se.fit), 0.02)
   expect_lt(max(abs(pa$se.fit / pr$se.fit - 1)), 0.01)
   expect_lt(abs(auto$elbo - rows$elbo), 0.3)
+  # fitted values: summed from the distinct values when none is rounded, the
+  # rows' predictions otherwise; both equal predict() at the rows
+  for (fit in list(exact, auto)) {
+    expect_lt(max(abs(fitted(fit) - predict(fit, d))), 1e-9)
+    expect_lt(max(abs(fit$linear.predictors - predict(fit, d))), 1e-9)
+  }
 })
 
 test_that("binary and count fits: discretised equal row fits with exact values, close with rounding", {
@@ -58,6 +64,19 @@ test_that("binary and count fits: discretised equal row fits with exact values, 
     # (measured 0.002 binomial, 0.005 poisson)
     expect_lt(max(abs(pa$fit - pr$fit) / pr$se.fit), 0.02)
     expect_lt(max(abs(pa$se.fit / pr$se.fit - 1)), 0.01)
+    # fitted mean responses need the latent variances (with the covariances
+    # of the components): from the distinct values and observed value pairs
+    # when none is rounded, equal to predict() at the rows
+    for (fit in list(exact, auto)) {
+      r <- predict(fit, d, type = "response")
+      expect_lt(max(abs(fitted(fit) - r) / r), 1e-9)
+      expect_lt(max(abs(fit$linear.predictors - predict(fit, d, type = "link"))), 1e-9)
+    }
+    for (mf in "meanfield") {
+      fm <- gpgam(f, data = d, family = fam, control = ctl(discrete = TRUE, bins = Inf, posterior = mf))
+      r <- predict(fm, d, type = "response")
+      expect_lt(max(abs(fitted(fm) - r) / r), 1e-9)
+    }
   }
 })
 

@@ -107,7 +107,8 @@ struct DiscretePair {
 struct DiscreteData {
   std::vector<DiscreteComponent> comp;
   std::vector<std::vector<DiscretePair>> pair;  // pair[c][l - c - 1], l > c
-  std::vector<std::vector<int>> id;             // row level: id[c][i], row i's value of component c
+  std::vector<std::vector<int>> id;             // id[c][i], row i's value of component c (see discretise())
+  bool exact = false;                           // no input rounded (set by discretise())
   double n_pos = 0;      // rows with w > 0
   double sum_log_w = 0;  // sum of log w over them
   double wyy = 0;        // sum of w (y - offset)^2
@@ -536,7 +537,9 @@ inline DiscreteData discrete_data(const std::vector<KeyRule>& rules, const std::
 
 // Groups the rows by the (rounded) values of each component and
 // sums counts and data by value and by pair of values (`row_level`: keeps
-// the row indices instead of the pair counts).
+// the observed pairs and each row's entry among them instead of the pair
+// counts).  Each row's value of every component is kept (id) with
+// `row_level` or when no input was rounded (exact: the values are the rows').
 inline DiscreteData discretise(const std::vector<Component>& comps, const Eigen::Ref<const MatrixXd>& X,
                                const Eigen::Ref<const VectorXd>& y, const Eigen::Ref<const VectorXd>& w,
                                const Eigen::Ref<const VectorXd>& offset, double bins,
@@ -601,8 +604,9 @@ inline DiscreteData discretise(const std::vector<Component>& comps, const Eigen:
         pr = DiscretePair();
         pair_pattern(pr, id[c], id[l], D[c], D[l]);
       }
-    dd.id = std::move(id);
   }
+  dd.exact = std::none_of(rules.begin(), rules.end(), [](const KeyRule& r) { return r.rounded(); });
+  if (row_level || dd.exact) dd.id = std::move(id);
   return dd;
 }
 

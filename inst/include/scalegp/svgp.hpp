@@ -365,25 +365,83 @@ class Svgp : public WhitenedGaussianModel {
                                           });
   }
 
+  // What the latent mean and variance of a row are summed from: per
+  // component its mean and variance by value, per pair of components its
+  // covariance term by observed pair (with `pairs`).
+  struct RowParts {
+    std::vector<VectorXd> mv, vd, vp;
+    std::vector<const DiscretePair*> pp;
+    std::vector<std::pair<std::size_t, std::size_t>> pc;
+    bool var = false, pairs = false;
+  };
+
+  RowParts row_parts(const DiscreteCache& k, bool var, bool pairs, const ParallelFor& pfor) const {
+    const std::size_t C = comps.size();
+    RowParts p;
+    p.var = var;
+    p.pairs = var && pairs;
+    p.mv.resize(C);
+    p.vd.resize(C);
+    for (std::size_t c = 0; c < C; ++c) {
+      const Index o = offsets_[c], M = comps[c].size();
+      const MatrixXd& F = k.f[c].F;
+      p.mv[c].noalias() = F * m.segment(o, M);
+      if (var) p.vd[c] = k.resid[c] + diag_quadratic(F, S.block(o, o, M, M), pfor);
+      for (std::size_t l = c + 1; l < C; ++l) {
+        p.pp.push_back(&disc_->pair[c][l - c - 1]);
+        p.pc.emplace_back(c, l);
+        if (p.pairs) p.vp.push_back(pair_variance(c, l, k, pfor));
+      }
+    }
+    return p;
+  }
+
+  // Row i's latent mean (offset included) and variance.
+  void row_moments(const RowParts& p, std::size_t i, double& mu, double& s2) const {
+    const DiscreteData& dd = *disc_;
+    mu = o_(static_cast<Index>(i));
+    s2 = 0;
+    for (std::size_t c = 0; c < p.mv.size(); ++c) {
+      const int a = dd.id[c][i];
+      mu += p.mv[c](a);
+      if (p.var) s2 += p.vd[c](a);
+    }
+    if (p.pairs)
+      for (std::size_t q = 0; q < p.vp.size(); ++q) s2 += p.vp[q](p.pp[q]->pos[i]);
+    if (p.var) s2 = std::max(s2, 1e-12);
+  }
+
+  // The latent mean and (with `var`) variance of every row of a discretised
+  // fit from its values (the rows' own when discrete_rows()).  Needs the
+  // rows' values (not a fit from shards); the variance needs the
+  // observed pairs (row-level data: likelihoods other than Gaussian) unless
+  // the posterior is mean field.
+  void discrete_row_moments(bool var, VectorXd& mean, VectorXd& variance, const ParallelFor& pfor) const {
+    if (!disc_ || disc_->id.empty()) throw std::logic_error("row moments need the rows' discretised values");
+    const bool pairs = !opt.meanfield;
+    if (var && pairs && comps.size() > 1 && disc_->pair[0][0].pos.empty())
+      throw std::logic_error("row variances need the observed value pairs");
+    const RowParts p = row_parts(discrete_cache(pfor), var, pairs, pfor);
+    const std::size_t N = n();
+    mean.resize(static_cast<Index>(N));
+    variance.resize(var ? static_cast<Index>(N) : 0);
+    blocked_for(N, pfor, [&](std::size_t begin, std::size_t end) {
+      for (std::size_t i = begin; i < end; ++i) {
+        double mu, s2;
+        row_moments(p, i, mu, s2);
+        mean(static_cast<Index>(i)) = mu;
+        if (var) variance(static_cast<Index>(i)) = s2;
+      }
+    });
+  }
+
   Accum evaluate_discrete_rows(Pass pass, const ParallelFor& pfor) const {
     const DiscreteData& dd = *disc_;
     const std::size_t C = comps.size(), N = n();
     const DiscreteCache& k = discrete_cache(pfor);
-    const bool pairs = !plug_in_ && !opt.meanfield;
-    std::vector<VectorXd> mv(C), vd(C), vp;
-    std::vector<const DiscretePair*> pp;
-    std::vector<std::pair<std::size_t, std::size_t>> pc;
-    for (std::size_t c = 0; c < C; ++c) {
-      const Index o = offsets_[c], M = comps[c].size();
-      const MatrixXd& F = k.f[c].F;
-      mv[c].noalias() = F * m.segment(o, M);
-      if (!plug_in_) vd[c] = k.resid[c] + diag_quadratic(F, S.block(o, o, M, M), pfor);
-      for (std::size_t l = c + 1; l < C; ++l) {
-        pp.push_back(&dd.pair[c][l - c - 1]);
-        pc.emplace_back(c, l);
-        if (pairs) vp.push_back(pair_variance(c, l, k, pfor));
-      }
-    }
+    const RowParts parts = row_parts(k, !plug_in_, !opt.meanfield, pfor);
+    const auto& pp = parts.pp;
+    const auto& pc = parts.pc;
     // per row: the derivatives of its expected log-likelihood
     VectorXd g(N), gam(N);
     struct Sums {
@@ -398,15 +456,8 @@ class Svgp : public WhitenedGaussianModel {
         N, pfor, [] { return Sums(); },
         [&](Sums& acc, std::size_t begin, std::size_t end) {
           for (std::size_t i = begin; i < end; ++i) {
-            double mu = o_(static_cast<Index>(i)), s2 = 0;
-            for (std::size_t c = 0; c < C; ++c) {
-              const int a = dd.id[c][i];
-              mu += mv[c](a);
-              if (!plug_in_) s2 += vd[c](a);
-            }
-            if (pairs)
-              for (std::size_t q = 0; q < vp.size(); ++q) s2 += vp[q](pp[q]->pos[i]);
-            if (!plug_in_) s2 = std::max(s2, 1e-12);
+            double mu, s2;
+            row_moments(parts, i, mu, s2);
             const Index ii = static_cast<Index>(i);
             const Expectation e = lik.expect(y_(ii), w_(ii), mu, s2);
             acc.v += e.v;
@@ -516,6 +567,9 @@ class Svgp : public WhitenedGaussianModel {
     return disc_->n_distinct();
   }
   bool discrete() const { return static_cast<bool>(disc_); }
+  // A discretised fit whose values are the rows' own (no input rounded) and
+  // that knows each row's values (not one from shards).
+  bool discrete_rows() const { return disc_ && disc_->exact && !disc_->id.empty(); }
   // Uses `d` (discretise()'s result for the data, assembled elsewhere: the
   // shards of a cluster) in the fit; Gaussian likelihood, all rows.
   void use_discrete_data(DiscreteData d) {
