@@ -203,16 +203,17 @@ Rcpp::List svgp_fit(Eigen::Map<Eigen::MatrixXd> X, Eigen::Map<Eigen::VectorXd> y
                offset.data());
     if (shards.isNotNull()) model.use_discrete_data(discrete_from_shards(model.comps, Rcpp::List(shards), X.cols()));
     Rng rng(static_cast<std::uint64_t>(seed));
-    const FitInfo info = model.fit(make_pfor(threads), rng, monitor_from(monitor));
+    const ParallelFor pfor = make_pfor(threads);  // one thread pool for the fit and its sums
+    const FitInfo info = model.fit(pfor, rng, monitor_from(monitor));
     Rcpp::List out = fit_result(model, info, specs);
     out["log_noise"] = model.lik.log_noise;
     out["kl"] = model.kl();
     out["rank_loss"] = model.rank_loss();
     out["discrete"] = model.discrete();
-    if (model.discrete()) out["feature_means"] = model.discrete_feature_means(make_pfor(threads));
+    if (model.discrete()) out["feature_means"] = model.discrete_feature_means(pfor);
     if (model.discrete_rows()) {  // the fitted latent predictor from the rows' (exact) values
       Eigen::VectorXd mean, var;
-      model.discrete_row_moments(model.lik.family != Family::gaussian, mean, var, make_pfor(threads));
+      model.discrete_row_moments(model.lik.family != Family::gaussian, mean, var, pfor);
       out["row_mean"] = mean;
       if (var.size() > 0) out["row_var"] = var;
     }

@@ -72,11 +72,9 @@ test_that("binary and count fits: discretised equal row fits with exact values, 
       expect_lt(max(abs(fitted(fit) - r) / r), 1e-9)
       expect_lt(max(abs(fit$linear.predictors - predict(fit, d, type = "link"))), 1e-9)
     }
-    for (mf in "meanfield") {
-      fm <- gpgam(f, data = d, family = fam, control = ctl(discrete = TRUE, bins = Inf, posterior = mf))
-      r <- predict(fm, d, type = "response")
-      expect_lt(max(abs(fitted(fm) - r) / r), 1e-9)
-    }
+    fm <- gpgam(f, data = d, family = fam, control = ctl(discrete = TRUE, bins = Inf, posterior = "meanfield"))
+    r <- predict(fm, d, type = "response")
+    expect_lt(max(abs(fitted(fm) - r) / r), 1e-9)
   }
 })
 

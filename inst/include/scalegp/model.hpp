@@ -101,14 +101,14 @@ class AdditiveModel {
     }
   }
 
-  // Features of one component at rows X (all columns of the data) into Phic,
-  // its unexplained prior variance into r.resid.
   // The columns of X (all columns of the data) that component k reads.
   static MatrixXd component_columns(const Component& k, const MatrixXd& X) {
     MatrixXd Xc(X.rows(), k.dim());
     for (Index j = 0; j < k.dim(); ++j) Xc.col(j) = X.col(k.cols[j]);
     return Xc;
   }
+  // Features of one component at rows X (all columns of the data) into Phic,
+  // its unexplained prior variance into r.resid.
   static void component_block(const Component& k, const ComponentPrior& p, const MatrixXd& X,
                               Eigen::Ref<MatrixXd> Phic, ComponentRows& r) {
     const Index nb = X.rows();
