@@ -17,6 +17,7 @@ DecoupledSettings decoupled_settings_from(const Rcpp::List& o) {
   s.add = Rcpp::as<int>(o["add_basis"]);
   s.kl_columns = Rcpp::as<int>(o["kl_columns"]);
   s.rate_ratio = Rcpp::as<double>(o["rate_ratio"]);
+  s.solve_mean = Rcpp::as<bool>(o["mean_solve"]);
   return s;
 }
 

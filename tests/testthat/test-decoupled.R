@@ -26,6 +26,33 @@ test_that("with no further mean bases the fit is the SVGP fit at the same hyperp
   expect_close(coef(fd), coef(fv), 1e-6)
 })
 
+test_that("a Gaussian minibatch fit ends at the exact optimum of the mean (mean_solve)", {
+  d <- dec_data()
+  ctl <- gp_control(verbose = FALSE, inducing = 15, fixed = c("kernel", "inducing", "sigma"), sigma = 0.3,
+                    iterations = 5, seed = 3, threads = 1)
+  fml <- y ~ gp(x1, x2, lengthscale = 1, variance = 1) + z
+  fv <- gpgam(fml, data = d, control = ctl)  # all rows: q optimal, the Titsias optimum
+  mb <- modifyList(ctl, list(mean_basis = 15, batch_size = 100))
+  fs <- gpgam(fml, data = d, inference = "decoupled", control = modifyList(mb, list(mean_solve = TRUE)))
+  nd <- dec_data(50, seed = 2)
+  pv <- predict(fv, nd, se.fit = TRUE)
+  ps <- predict(fs, nd, se.fit = TRUE)
+  expect_close(ps$fit, pv$fit, 1e-6)
+  expect_close(ps$se.fit, pv$se.fit, 1e-6)
+  expect_close(logLik(fs), logLik(fv), 1e-8 * abs(logLik(fv)))
+  # with mean bases and the noise learned: the solve and the noise rounds raise the ELBO
+  ctl2 <- gp_control(verbose = FALSE, inducing = 10, mean_basis = 150, batch_size = 100, iterations = 50,
+                     seed = 1, threads = 1)
+  f1 <- gpgam(y ~ gp(x1, x2) + z, data = d, inference = "decoupled", control = modifyList(ctl2, list(mean_solve = TRUE)))
+  f0 <- gpgam(y ~ gp(x1, x2) + z, data = d, inference = "decoupled", control = modifyList(ctl2, list(mean_solve = FALSE)))
+  expect_gt(as.numeric(logLik(f1)), as.numeric(logLik(f0)) + 100)
+  # by default the solve is done when it is cheap
+  f2 <- gpgam(y ~ gp(x1, x2) + z, data = d, inference = "decoupled", control = ctl2)
+  expect_identical(as.numeric(logLik(f2)), as.numeric(logLik(f1)))
+  expect_error(gp_control(mean_solve = NA), "'mean_solve'")
+  expect_error(gp_control(mean_solve = "yes"), "'mean_solve'")
+})
+
 test_that("the mean bases enter the predictor, the terms and the intercept consistently", {
   d <- dec_data(800)
   fit <- gpgam(y ~ gp(x1, x2) + z, data = d, inference = "decoupled",

@@ -38,6 +38,9 @@ struct DecoupledSettings {
   Index add = 128;        // bases added per iteration until M_a
   Index kl_columns = 0;   // columns of K_AA per iteration (0 or >= M_a: all, exact)
   double rate_ratio = 1;  // Adam step of the coefficients a relative to the other parameters
+  // Gaussian likelihood on minibatches: at the end, a and the mean of q are set
+  // to their joint optimum at the final hyperparameters (solve_mean()).
+  bool solve_mean = false;
 };
 
 // k(x, A) a for the rows of Xs (inputs already divided by the lengthscales,
@@ -300,6 +303,144 @@ class Decoupled : public Svgp {
     return st;
   }
 
+  // ---- the optimal mean (Gaussian likelihood) ---------------------------------------------
+  // With a Gaussian likelihood the ELBO is quadratic in theta = [m; a]: the
+  // KL's mean part is theta' Lambda theta / 2 with Lambda = [I, C; C', K_AA]
+  // (C = L^{-1} K_ZA in the gp block's rows), the data part
+  // -(theta' G theta - 2 theta' b) / (2 sigma^2) with G = Phi~' W Phi~,
+  // b = Phi~' W (y - o) and Phi~ = [Phi, k(x, A)] (W: the precision weights).
+  // So at the current hyperparameters, bases and inducing inputs the optimal
+  // mean solves (Lambda + G / sigma^2) theta = b / sigma^2; q's covariance
+  // does not enter.  MeanSystem holds Lambda, G and b (lower triangles), which
+  // do not depend on the noise: one pass over the rows serves every noise
+  // value.
+  struct MeanSystem {
+    MatrixXd Lambda, G;
+    VectorXd b;
+  };
+  // The pass: rows kSolveRows at a time (their features in parallel by
+  // blocks); each tile of G's lower triangle is summed by one thread with the
+  // rows in order, so the result is bit-identical for any thread count.
+  // Memory O(T^2 + kSolveRows T), time O(n T^2) for T = M + M_a.
+  MeanSystem mean_system() const {
+    const ParallelFor& pfor = *pfor_;
+    const Kernel& ker = kernel();
+    const ComponentPrior& pr = prior_[cg_];
+    const Index Mt = total_size(), Ma = active, T = Mt + Ma, Mg = comps[cg_].size(), og = offset_of(cg_);
+    const MatrixXd As = ker.scale(A.topRows(Ma));
+    MeanSystem s;
+    s.Lambda = MatrixXd::Zero(T, T);
+    s.Lambda.topLeftCorner(Mt, Mt).diagonal().setOnes();
+    if (Ma > 0) {
+      MatrixXd KZA, D;
+      ker.cross(pr.Zs, As, KZA, D);
+      pr.L.triangularView<Eigen::Lower>().solveInPlace(KZA);
+      s.Lambda.block(Mt, og, Ma, Mg) = KZA.transpose();
+      const Index nblk = (Ma + kBlock - 1) / kBlock;
+      pfor(static_cast<std::size_t>(nblk), [&](std::size_t b0, std::size_t b1) {
+        MatrixXd K, Db;
+        for (std::size_t b = b0; b < b1; ++b) {
+          const Index i0 = static_cast<Index>(b) * kBlock, ni = std::min(kBlock, Ma - i0);
+          ker.cross(As.middleRows(i0, ni), As.topRows(i0 + ni), K, Db);
+          s.Lambda.block(Mt + i0, Mt, ni, i0 + ni) = K;
+        }
+      });
+    }
+    s.G = MatrixXd::Zero(T, T);
+    s.b = VectorXd::Zero(T);
+    const Index ntile = (T + kBlock - 1) / kBlock;
+    std::vector<std::pair<Index, Index>> tiles;
+    for (Index I = 0; I < ntile; ++I)
+      for (Index J = 0; J <= I; ++J) tiles.emplace_back(I, J);
+    MatrixXd U;
+    VectorXd r, sw;
+    for (std::size_t r0 = 0; r0 < n(); r0 += kSolveRows) {
+      const std::size_t r1 = std::min(n(), r0 + kSolveRows), nr = r1 - r0;
+      U.resize(static_cast<Index>(nr), T);
+      r.resize(static_cast<Index>(nr));
+      sw.resize(static_cast<Index>(nr));
+      blocked_for(nr, pfor, [&](std::size_t begin, std::size_t end) {
+        Block b;
+        gather(b, nullptr, r0 + begin, r0 + end);
+        features(b);
+        const Index i0 = static_cast<Index>(begin), nb = b.X.rows();
+        U.block(i0, 0, nb, Mt) = b.Phi;
+        if (Ma > 0) {
+          MatrixXd K, D;
+          ker.cross(ker.scale(component_columns(comps[cg_], b.X)), As, K, D);
+          U.block(i0, Mt, nb, Ma) = K;
+        }
+        for (Index i = 0; i < nb; ++i) {
+          const double w = std::max(0.0, b.w(i));
+          r(i0 + i) = w * (b.y(i) - b.o(i));
+          sw(i0 + i) = std::sqrt(w);
+        }
+      });
+      s.b.noalias() += U.transpose() * r;
+      U.array().colwise() *= sw.array();  // rows of Phi~ times sqrt(w)
+      pfor(tiles.size(), [&](std::size_t t0, std::size_t t1) {
+        for (std::size_t t = t0; t < t1; ++t) {
+          const Index I = tiles[t].first * kBlock, J = tiles[t].second * kBlock;
+          const Index ni = std::min(kBlock, T - I), nj = std::min(kBlock, T - J);
+          s.G.block(I, J, ni, nj).noalias() += U.middleCols(I, ni).transpose() * U.middleCols(J, nj);
+        }
+      });
+    }
+    return s;
+  }
+  // Sets a to its part of the optimal mean at the current noise variance;
+  // false (nothing changed) when the system cannot be solved.  Close mean
+  // bases make H singular in directions that leave the mean function
+  // unchanged (up to rounding): then a relative jitter from 1e-12 of the mean
+  // diagonal, times 100 up to 1e-4, picks one optimum.  q's mean follows by a
+  // full natural step (the caller's).
+  bool solve_mean(const MeanSystem& s) {
+    const double nv = lik.noise_var();
+    MatrixXd H = s.Lambda + s.G / nv;
+    const double scale = H.diagonal().mean();
+    double added = 0;
+    for (double jitter = 0; jitter <= 1e-4 * scale; jitter = jitter > 0 ? 100 * jitter : 1e-12 * scale) {
+      H.diagonal().array() += jitter - added;
+      added = jitter;
+      const Eigen::LLT<MatrixXd> llt(H.selfadjointView<Eigen::Lower>());
+      if (llt.info() != Eigen::Success) continue;
+      const VectorXd theta = llt.solve(s.b / nv);
+      if (!theta.allFinite()) return false;
+      a0.head(active) = theta.tail(active) / precond();
+      return true;
+    }
+    return false;
+  }
+
+  // Gaussian likelihood after minibatches: the optimal mean (solve_mean())
+  // and q's optimum, alternating with the noise variance that maximises the
+  // ELBO given them (closed form: the weighted mean of (y - mu)^2 + s2 over the
+  // rows of positive weight), at most kNoiseRounds times, until the log noise
+  // variance moves less than 1e-3.  (The noise learned beside Adam's
+  // coefficients a absorbs what their unfinished fit leaves, so it is refitted
+  // with the mean it goes with.)  Each round raises the ELBO.
+  void solve_mean_and_noise() {
+    double rows = 0;
+    for (std::size_t i = 0; i < n(); ++i) rows += w_(static_cast<Index>(i)) > 0 ? 1.0 : 0.0;
+    const MeanSystem sys = mean_system();
+    for (int k = 0; k < kNoiseRounds; ++k) {
+      if (!solve_mean(sys)) return;
+      const VectorXd shift = basis_rows(nullptr, *pfor_);
+      full_natural_step(1.0, &shift);
+      if (!set.learn_noise || k + 1 == kNoiseRounds || rows <= 0) return;
+      // the expected log-likelihood summed is -rows/2 log(2 pi nv) - R / (2 nv)
+      // (weights aside); its derivative in log_noise gives R
+      Eval ev;
+      objective(nullptr, 1.0, false, true, 0, ev, &shift);
+      const double nv = lik.noise_var(), ex = std::exp(lik.log_noise);
+      const double R = nv * nv * 2.0 * ev.acc.dlognoise / ex + nv * rows;
+      const double target = std::log(std::max(R / rows - Likelihood::kNoiseFloor, 1e-12));
+      const double next = std::min(10.0, std::max(-20.0, target));
+      if (std::abs(next - lik.log_noise) < 1e-3) return;
+      lik.log_noise = next;
+    }
+  }
+
   // ---- the fit (fit_loop.hpp) ---------------------------------------------------------
   template <class Monitor>
   FitInfo fit(const ParallelFor& pfor, Rng& rng, Monitor monitor) {
@@ -425,6 +566,7 @@ class Decoupled : public Svgp {
   // stopped by the iteration limit reports the last minibatch estimate:
   // the exact one costs two more passes over rows and bases).
   void finish(FitInfo& info) {
+    if (dopt.solve_mean && lik.family == Family::gaussian && !full_) solve_mean_and_noise();
     const VectorXd shift = basis_rows(nullptr, *pfor_);  // unchanged by steps on q
     basis_mean_ = shift.size() ? shift.mean() : 0.0;
     const VectorXd m0 = m;
@@ -463,6 +605,8 @@ class Decoupled : public Svgp {
   static constexpr std::size_t kNone = static_cast<std::size_t>(-1);
   static constexpr Index kBlock = 256;  // bases per block
   static constexpr Index kRows = 2048;  // rows per block inside a block of bases
+  static constexpr std::size_t kSolveRows = 2048;  // rows per pass of solve_mean()
+  static constexpr int kNoiseRounds = 6;           // solve_mean_and_noise()
   std::size_t cg_ = kNone;
   Rng* rng_ = nullptr;
   ParallelFor own_pfor_;
