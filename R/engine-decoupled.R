@@ -167,8 +167,8 @@ engine_fit.engine_decoupled <- function(engine, setup, control) {
                   rate_ratio = (control$mean_learning_rate %||% control$learning_rate) / control$learning_rate,
                   mean_solve = decoupled_mean_solve(control, setup, Malpha))
   if (options$mean_solve && isTRUE(control$verbose))
-    cli::cli_inform(c(i = paste("After the minibatch steps: the exact posterior mean over {Malpha} bases",
-                                "(one pass of O(n T^2) over the {setup$n} rows).")))
+    cli::cli_inform(c(i = paste("After the minibatch steps, the exact posterior mean over the {Malpha} bases",
+                                "(one more pass over the {setup$n} rows).")))
   settings <- common_settings(control)
   # (a fit over all rows: the bases and inducing inputs move in the first 200 iterations, as in vi_options())
   settings$inducing_iterations <- 200L

@@ -274,6 +274,28 @@ TEST_CASE("decoupled: the mean solve gives the optimal mean and the noise round 
   CHECK(std::abs(gnoise) <= 2e-3 * static_cast<double>(d.n()));
 }
 
+TEST_CASE("decoupled: the mean solve is identical for 1, 2 and 3 threads", "[decoupled]") {
+  const Data d = make_data(5000, Family::gaussian, 28);  // several passes of kSolveRows rows
+  const MatrixXd Z = uniform_matrix(6, 2, 29, -2.0, 2.0);
+  std::vector<VectorXd> coefs;
+  std::vector<double> noise;
+  for (unsigned t : {1u, 2u, 3u}) {
+    Decoupled s = make_decoupled(d, {gp_component(KernelType::se, true, Z), linear_component({2}, VectorXd::Ones(1))},
+                                 Family::gaussian, 300, 0);
+    randomise(s, 300, 30);
+    s.set_executor(t == 1 ? ParallelFor(serial_for) : thread_for(t));
+    s.solve_mean_and_noise();
+    coefs.push_back(s.coef());
+    noise.push_back(s.lik.log_noise);
+  }
+  REQUIRE(coefs[0].size() == 300);
+  CHECK(coefs[0].cwiseAbs().maxCoeff() > 0.0);
+  for (std::size_t t = 1; t < 3; ++t) {
+    CHECK((coefs[t].array() == coefs[0].array()).all());
+    CHECK(noise[t] == noise[0]);
+  }
+}
+
 TEST_CASE("decoupled: full-data fits end at a stationary point (L-BFGS, q optimal at each step)", "[decoupled]") {
   for (Family fam : {Family::gaussian}) {  // (other families take Adam steps over all rows)
     CAPTURE(static_cast<int>(fam));
