@@ -48,8 +48,8 @@ pilot <- function(noise_fixed) {
   sec <- proc.time()[["elapsed"]] - t0
   p <- predict(fit, te, se.fit = TRUE)
   s <- sqrt(p$se.fit^2 + fit$params$sigma^2)
-  data.frame(method = paste("pilot: decoupled, M_alpha = 4096, kernel", if (noise_fixed) "and noise", "fixed at a vi fit",
-                            "(M = 512) of 4096 rows, 20 iterations, exact mean", if (!noise_fixed) "and noise"),
+  data.frame(method = paste0("pilot: decoupled, M_alpha = 4096, kernel", if (noise_fixed) " and noise", " fixed at a vi fit",
+                             " (M = 512) of 4096 rows, 20 iterations, exact mean", if (!noise_fixed) " and noise"),
              seconds = round(sec, 1), iterations = fit$iterations,
              per_iteration_ms = round(1000 * fit$timing[["per_iteration"]], 1),
              rmse = round(sqrt(mean((te$y - p$fit)^2)), 4), nlpd = round(-mean(stats::dnorm(te$y, p$fit, s, log = TRUE)), 4),
