@@ -40,6 +40,21 @@ test_that("a Gaussian minibatch fit ends at the exact optimum of the mean (mean_
   expect_close(ps$fit, pv$fit, 1e-6)
   expect_close(ps$se.fit, pv$se.fit, 1e-6)
   expect_close(logLik(fs), logLik(fv), 1e-8 * abs(logLik(fv)))
+  # with mean bases: the exact mean is that of the Titsias optimum with the
+  # inducing inputs and the mean bases together as inducing inputs (the
+  # projection of kernel ridge regression on their span)
+  fml2 <- y ~ gp(x1, x2, lengthscale = 0.4, variance = 1) + z
+  fd <- gpgam(fml2, data = d, inference = "decoupled",
+              control = modifyList(ctl, list(mean_basis = 40, batch_size = 100, mean_solve = TRUE)))
+  fa <- gpgam(fml2, data = d, inference = "decoupled",
+              control = modifyList(ctl, list(mean_basis = 40, batch_size = 100, mean_solve = FALSE)))
+  sc <- fd$terms$gp[[1]]$scaling
+  A <- sweep(sweep(fd$state$basis$A, 2, sc$scale, "*"), 2, sc$center, "+")
+  expect_equal(nrow(A), 25)
+  fz <- gpgam(y ~ gp(x1, x2, lengthscale = 0.4, variance = 1, inducing = rbind(fd$params$gp[[1]]$inducing, A)) + z,
+              data = d, control = ctl)
+  expect_close(predict(fd, nd), predict(fz, nd), 1e-5)
+  expect_gt(max(abs(predict(fa, nd) - predict(fz, nd))), 0.1)  # five Adam steps are far from it
   # with mean bases and the noise learned: the solve and the noise rounds raise the ELBO
   ctl2 <- gp_control(verbose = FALSE, inducing = 10, mean_basis = 150, batch_size = 100, iterations = 50,
                      seed = 1, threads = 1)
