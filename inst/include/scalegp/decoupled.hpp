@@ -321,7 +321,9 @@ class Decoupled : public Svgp {
   // The pass: rows kSolveRows at a time (their features in parallel by
   // blocks); each tile of G's lower triangle is summed by one thread with the
   // rows in order, so the result is bit-identical for any thread count.
-  // Memory O(T^2 + kSolveRows T), time O(n T^2) for T = M + M_a.
+  // Memory O(T^2 + kSolveRows T), time O(n T^2) for T = M + M_a.  (Not
+  // Svgp::weighted_gram_lower(): it needs the features of all rows at once
+  // and keeps one T x T sum per group of rows, too much at T in the thousands.)
   MeanSystem mean_system() const {
     const ParallelFor& pfor = *pfor_;
     const Kernel& ker = kernel();
