@@ -24,8 +24,10 @@ progress_monitor <- function(control, label, shift = 0, envir = parent.frame()) 
     "Fitting", total = control$iterations, .auto_close = FALSE,
     format = paste0("{cli::pb_spin} iteration {cli::pb_current}/{cli::pb_total} | ", label,
                     " {format(value, digits = 6)} | {cli::pb_elapsed}"))
-  do.call(on.exit, list(substitute(cli::cli_progress_done(id = bar), list(bar = bar)), add = TRUE), envir = envir)
   env <- environment()
+  # (the bar's format is evaluated in `env` on closing too: cli >= 3.6 does)
+  do.call(on.exit, list(substitute(cli::cli_progress_done(id = bar, .envir = env), list(bar = bar, env = env)),
+                        add = TRUE), envir = envir)
   function(it, obj) {
     if (it %% 10 == 0 || it == 1) {
       value <<- obj - shift

@@ -146,6 +146,28 @@ test_that("s() in a formula is read as gp(), and epochs sets the iterations", {
   expect_equal(fb$control$batch_size, 150L)
 })
 
+test_that("verbose = TRUE works under cli's own progress handler (the one a user sees)", {
+  # cli evaluates the bar's format when a bar closes before its total: a fit
+  # that stops before its iteration limit (every converged fit) must not fail
+  # there (it did with cli 3.6; the logger handler and fits that ran to
+  # their limit hid it)
+  d <- meth_data()
+  withr_opts <- options(cli.progress_show_after = 0, cli.progress_handlers_only = "cli")
+  on.exit(options(withr_opts), add = TRUE)
+  for (inference in c("vi", "decoupled")) {
+    msgs <- character()
+    fit <- withCallingHandlers(
+      gpgam(y ~ gp(x1), data = d, inference = inference,
+            control = gp_control(inducing = 5, iterations = 500, verbose = TRUE, seed = 1)),
+      message = function(m) {
+        msgs <<- c(msgs, conditionMessage(m))
+        invokeRestart("muffleMessage")
+      })
+    expect_s3_class(fit, paste0("gpgam_", inference))
+    expect_lt(fit$iterations, 500)
+  }
+})
+
 test_that("verbose = TRUE drives a progress bar that is created, updated and closed", {
   d <- meth_data()
   withr_opts <- options(cli.progress_show_after = 0, cli.progress_handlers_only = "logger")
