@@ -177,3 +177,53 @@ TEST_CASE("centred_gradient matches finite differences", "[anova]") {
         check_all_close(gZ, fd_matrix_gradient([&](const MatrixXd& ZZ) { return F(k, X, ZZ); }, Z, h), 1e-7, 1e-9);
       }
 }
+
+TEST_CASE("centred kernel on rows sharing values: grouped by distinct values, the same numbers", "[anova]") {
+  // 60 rows on a 5 x 6 grid: each input has at most half as many values as rows
+  MatrixXd X(60, 2);
+  const MatrixXd u = uniform_matrix(60, 2, 9, 0, 1);
+  for (Index i = 0; i < 60; ++i) {
+    X(i, 0) = -2.0 + std::floor(u(i, 0) * 5) * 0.9;
+    X(i, 1) = -2.0 + std::floor(u(i, 1) * 6) * 0.7;
+  }
+  const MatrixXd Z = uniform_matrix(4, 2, 10, -2, 2);
+  const MatrixXd Kbar = uniform_matrix(60, 4, 11, -1, 1);
+  const VectorXd gdiag = uniform_matrix(60, 1, 12, -1, 1);
+  for (KernelType t : {KernelType::se, KernelType::matern52})
+    for (const auto& prods : {kAll, kInter}) {
+      const CentredKernel k = make_centred(t, true, prods);
+      const CentredMeasure M = centred_measure(k);
+      const CentredSide sx = centred_side(k, M, X), sz = centred_side(k, M, Z);
+      REQUIRE_FALSE(sx.at[0].empty());  // grouped
+      REQUIRE_FALSE(sx.at[1].empty());
+      CHECK(sz.at[0].empty());          // 4 rows: not grouped
+      std::vector<MatrixXd> Fm, Dx;
+      std::vector<VectorXd> Fd;
+      const MatrixXd K = centred_cross(k, M, sx, sz, Fm, Dx);
+      const VectorXd kd = centred_diag(k, M, sx, Fd);
+      VectorXd g = VectorXd::Zero(3);
+      MatrixXd gX = MatrixXd::Zero(60, 2), gZ = MatrixXd::Zero(4, 2);
+      centred_gradient(k, M, sx, sz, Fm, Dx, Kbar, &gdiag, &Fd, g, &gX, &gZ);
+      // row by row (one row: never grouped); the gradient sums over rows
+      VectorXd g1r = VectorXd::Zero(3);
+      MatrixXd gZ1 = MatrixXd::Zero(4, 2);
+      for (Index i = 0; i < 60; ++i) {
+        const CentredSide si = centred_side(k, M, X.row(i));
+        REQUIRE(si.at[0].empty());
+        std::vector<MatrixXd> Fi, Di;
+        std::vector<VectorXd> Fdi;
+        const MatrixXd Ki = centred_cross(k, M, si, sz, Fi, Di);
+        const VectorXd kdi = centred_diag(k, M, si, Fdi);
+        for (Index j = 0; j < 4; ++j) CHECK(K(i, j) == Approx(brute_k(k, X.row(i), Z.row(j))).margin(1e-13));
+        CHECK(std::abs(K.row(i).dot(Kbar.row(i)) - Ki.row(0).dot(Kbar.row(i))) < 1e-13);
+        CHECK(std::abs(kd(i) - kdi(0)) < 1e-13);
+        MatrixXd gXi = MatrixXd::Zero(1, 2);
+        const MatrixXd Kb = Kbar.row(i);
+        const VectorXd gd = gdiag.segment(i, 1);
+        centred_gradient(k, M, si, sz, Fi, Di, Kb, &gd, &Fdi, g1r, &gXi, &gZ1);
+        CHECK((gX.row(i) - gXi).cwiseAbs().maxCoeff() < 1e-12);
+      }
+      check_all_close(g, g1r, 1e-12, 1e-12);
+      check_all_close(gZ, gZ1, 1e-12, 1e-12);
+    }
+}

@@ -13,6 +13,7 @@
 // the pure interaction s_1 s_2 of gp(x1, x2) beside gp(x1) and gp(x2).
 #pragma once
 #include "kernels.hpp"
+#include <algorithm>
 #include <utility>
 #include <vector>
 
@@ -40,12 +41,50 @@ struct CentredKernel {
 };
 
 // Quantities of one side (rows X, n x d) of a centred-kernel evaluation.
+// When the rows of an input share few values (a term over several inputs
+// on a grid: discretised covariates), the kernels along that input are
+// evaluated at its distinct values only and copied to the rows (the same
+// numbers: every entry depends on its own two values alone).
 struct CentredSide {
   std::vector<MatrixXd> Xs;   // per input: scaled column (n x 1)
   std::vector<MatrixXd> Gs;   // per input: g_e(X, s) (n x Q)
   std::vector<MatrixXd> Ds;   // per input: dg/dr2 at (X, s)
   std::vector<VectorXd> m;    // per input: m_e(X)
+  std::vector<std::vector<Index>> at;  // per input: each row's distinct value (empty: not grouped)
+  std::vector<MatrixXd> Us;   // per input: the distinct scaled values (when grouped)
+  std::vector<VectorXd> mu;   // per input: m_e at them
 };
+
+// The distinct values U of a column x and each row's among them, when they
+// are at most half the rows (and the rows at least 32); else false.
+inline bool distinct_column(const Eigen::Ref<const MatrixXd>& x, MatrixXd& U, std::vector<Index>& at) {
+  const Index n = x.rows();
+  if (n < 32) return false;
+  std::vector<Index> ord(static_cast<std::size_t>(n));
+  for (Index i = 0; i < n; ++i) ord[static_cast<std::size_t>(i)] = i;
+  std::sort(ord.begin(), ord.end(), [&](Index a, Index b) { return x(a, 0) < x(b, 0); });
+  at.assign(static_cast<std::size_t>(n), 0);
+  std::vector<double> u;
+  for (std::size_t t = 0; t < ord.size(); ++t) {
+    const double v = x(ord[t], 0);
+    if (u.empty() || v != u.back()) {
+      u.push_back(v);
+      if (2 * u.size() > static_cast<std::size_t>(n)) return false;
+    }
+    at[static_cast<std::size_t>(ord[t])] = static_cast<Index>(u.size() - 1);
+  }
+  U = Eigen::Map<const MatrixXd>(u.data(), static_cast<Index>(u.size()), 1);
+  return true;
+}
+
+// The rows at of U.
+template <class Mat>
+Mat gather_rows(const Mat& U, const std::vector<Index>& at) {
+  Mat R(static_cast<Index>(at.size()), U.cols());
+  for (Index j = 0; j < U.cols(); ++j)
+    for (std::size_t i = 0; i < at.size(); ++i) R(static_cast<Index>(i), j) = U(at[i], j);
+  return R;
+}
 
 // Quantities that depend on the hyperparameters only (the measure side).
 struct CentredMeasure {
@@ -69,12 +108,26 @@ inline CentredMeasure centred_measure(const CentredKernel& k) {
 
 inline CentredSide centred_side(const CentredKernel& k, const CentredMeasure& M, const Eigen::Ref<const MatrixXd>& X) {
   CentredSide S;
+  S.at.resize(static_cast<std::size_t>(k.dim()));
+  S.Us.resize(static_cast<std::size_t>(k.dim()));
+  S.mu.resize(static_cast<std::size_t>(k.dim()));
   for (Index e = 0; e < k.dim(); ++e) {
+    const std::size_t ue = static_cast<std::size_t>(e);
     const Kernel a = k.axis(e);
     S.Xs.push_back(a.scale(X.col(e)));
     MatrixXd G, D;
-    a.cross(S.Xs.back(), M.ss[e], G, D);
-    S.m.push_back(G * k.weights[e]);
+    if (distinct_column(S.Xs.back(), S.Us[ue], S.at[ue])) {
+      MatrixXd Gu, Du;
+      a.cross(S.Us[ue], M.ss[e], Gu, Du);
+      S.mu[ue] = Gu * k.weights[e];
+      S.m.push_back(gather_rows(S.mu[ue], S.at[ue]));
+      G = gather_rows(Gu, S.at[ue]);
+      D = gather_rows(Du, S.at[ue]);
+    } else {
+      S.at[ue].clear();
+      a.cross(S.Xs.back(), M.ss[e], G, D);
+      S.m.push_back(G * k.weights[e]);
+    }
     S.Gs.push_back(std::move(G));
     S.Ds.push_back(std::move(D));
   }
@@ -87,6 +140,15 @@ inline void centred_axes(const CentredKernel& k, const CentredMeasure& M, const 
   Sx.resize(k.dim());
   Dx.resize(k.dim());
   for (Index e = 0; e < k.dim(); ++e) {
+    const std::size_t ue = static_cast<std::size_t>(e);
+    if (ue < X.at.size() && !X.at[ue].empty()) {  // at the distinct values, then copied to the rows
+      MatrixXd Su, Du;
+      k.axis(e).cross(X.Us[ue], Z.Xs[e], Su, Du);
+      Su.noalias() -= X.mu[ue] * Z.m[e].transpose() / M.c[e];
+      Sx[e] = gather_rows(Su, X.at[ue]);
+      Dx[e] = gather_rows(Du, X.at[ue]);
+      continue;
+    }
     k.axis(e).cross(X.Xs[e], Z.Xs[e], Sx[e], Dx[e]);
     Sx[e].noalias() -= X.m[e] * Z.m[e].transpose() / M.c[e];
   }

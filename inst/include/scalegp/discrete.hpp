@@ -74,6 +74,12 @@ struct DiscretePair {
     for (std::size_t t = 0; t < tperm.size(); ++t) s.valuePtr()[t] = v(tperm[t]);
     return s;
   }
+  // The number of entries a product with the pair's weights touches: the
+  // observed pairs (row level), else the stored counts.
+  double entries() const {
+    if (pattern.nonZeros() > 0) return static_cast<double>(pattern.nonZeros());
+    return dense ? static_cast<double>(C.size()) : static_cast<double>(Cs.nonZeros());
+  }
   // C F_l and C' F_c, given also the transposes FlT = F_l', FcT = F_c'.
   MatrixXd times(const MatrixXd& Fl, const MatrixXd& FlT, const ParallelFor& pfor) const {
     return dense ? dense_times(C, Fl, pfor) : sparse_times_t(Cs, FlT, pfor);
@@ -101,6 +107,19 @@ struct DiscretePair {
       out.middleRows(static_cast<Index>(b), static_cast<Index>(e - b)) = outT.transpose();
     });
     return out;
+  }
+};
+
+// A pair's observed value pairs with the values v (a likelihood's sums by
+// observed pair), with the products of DiscretePair.
+struct ValuedPairs {
+  const DiscretePair& pr;
+  const VectorXd& v;
+  MatrixXd times(const MatrixXd&, const MatrixXd& FlT, const ParallelFor& pfor) const {
+    return DiscretePair::sparse_times_t(pr.with_values(v), FlT, pfor);
+  }
+  MatrixXd trans_times(const MatrixXd&, const MatrixXd& FcT, const ParallelFor& pfor) const {
+    return DiscretePair::sparse_times_t(pr.trans_with_values(v), FcT, pfor);
   }
 };
 

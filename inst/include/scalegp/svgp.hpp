@@ -167,7 +167,10 @@ class Svgp : public WhitenedGaussianModel {
     long version = -1;
     std::vector<DiscreteFeatures> f;
     std::vector<VectorXd> resid;           // by value of each component
-    std::vector<std::vector<MatrixXd>> T;  // Gaussian: T[c][l] = C_cl F_l (l != c)
+    // Gaussian: per pair c < l (P[c][l - c - 1]) its counts times the
+    // features of one side, C_cl F_l (D_c x M_l) when contract_left(), else
+    // C_cl' F_c (D_l x M_c)
+    std::vector<std::vector<MatrixXd>> P;
     MatrixXd A;                            // Gaussian: Phi' W Phi
     VectorXd bw;                           // Gaussian: Phi' W (y - o)
     double resid_w = 0;                    // Gaussian: sum of w * resid
@@ -189,12 +192,12 @@ class Svgp : public WhitenedGaussianModel {
     }
     k.version = prior_version();
     if (lik.family != Family::gaussian) return k;
-    k.T.assign(C, std::vector<MatrixXd>(C));
+    k.P.assign(C, std::vector<MatrixXd>());
     for (std::size_t c = 0; c < C; ++c)
       for (std::size_t l = c + 1; l < C; ++l) {
         const DiscretePair& pr = dd.pair[c][l - c - 1];
-        k.T[c][l] = pr.times(k.f[l].F, k.f[l].FT, pfor);
-        k.T[l][c] = pr.trans_times(k.f[c].F, k.f[c].FT, pfor);
+        k.P[c].push_back(contract_left(c, l, k) ? pr.times(k.f[l].F, k.f[l].FT, pfor)
+                                                : pr.trans_times(k.f[c].F, k.f[c].FT, pfor));
       }
     k.A.resize(Mt, Mt);
     k.bw.resize(Mt);
@@ -207,7 +210,11 @@ class Svgp : public WhitenedGaussianModel {
       k.A.block(o, o, M, M).triangularView<Eigen::StrictlyUpper>() = k.A.block(o, o, M, M).transpose();
       for (std::size_t l = c + 1; l < C; ++l) {
         const Index ol = offsets_[l], Ml = comps[l].size();
-        k.A.block(o, ol, M, Ml) = weighted_crossprod(F, VectorXd(), k.T[c][l], pfor);
+        const MatrixXd& Pcl = k.P[c][l - c - 1];
+        if (contract_left(c, l, k))  // F_c' (C_cl F_l)
+          k.A.block(o, ol, M, Ml) = weighted_crossprod(F, VectorXd(), Pcl, pfor);
+        else  // (F_l' (C_cl' F_c))'
+          k.A.block(o, ol, M, Ml) = weighted_crossprod(k.f[l].F, VectorXd(), Pcl, pfor).transpose();
         k.A.block(ol, o, Ml, M) = k.A.block(o, ol, M, Ml).transpose();
       }
       k.bw.segment(o, M).noalias() = F.transpose() * dc.wy;
@@ -222,7 +229,6 @@ class Svgp : public WhitenedGaussianModel {
     const double nv = lik.noise_var();
     const DiscreteCache& k = discrete_cache(pfor);
     const auto& f = k.f;
-    const auto& T = k.T;
     const MatrixXd& A = k.A;
     const VectorXd& bw = k.bw;
     double explained = dd.wyy + k.resid_w;  // sum w ((y - o - mu)^2 + s2)
@@ -236,6 +242,14 @@ class Svgp : public WhitenedGaussianModel {
     acc.Q = -0.5 / nv * A;
     if (pass != Pass::gradient) return acc;
     const MatrixXd S2 = S + m * m.transpose();
+    // cross[c] = sum_{l != c} C_cl F_l S2_lc (D_c x M_c), from the cached
+    // product of each pair and one more product with its counts
+    std::vector<MatrixXd> cross(C);
+    for (std::size_t c = 0; c < C; ++c) cross[c] = MatrixXd::Zero(f[c].F.rows(), comps[c].size());
+    for (std::size_t c = 0; c < C; ++c)
+      for (std::size_t l = c + 1; l < C; ++l)
+        pair_cross(dd.pair[c][l - c - 1], k.P[c][l - c - 1], contract_left(c, l, k), f[c], f[l],
+                   S2.block(offsets_[c], offsets_[l], comps[c].size(), comps[l].size()), cross[c], cross[l], pfor);
     for (std::size_t c = 0; c < C; ++c) {
       const Index o = offsets_[c], M = comps[c].size();
       const DiscreteComponent& dc = dd.comp[c];
@@ -254,8 +268,7 @@ class Svgp : public WhitenedGaussianModel {
           Fbar.noalias() -= Fb * Scc;
           Fbar = dc.count.segment(begin, nb).asDiagonal() * Fbar;
           Fbar.noalias() += dc.wy.segment(begin, nb) * mc.transpose();
-          for (std::size_t l = 0; l < C; ++l)
-            if (l != c) Fbar.noalias() -= T[c][l].middleRows(begin, nb) * S2.block(offsets_[l], o, comps[l].size(), M);
+          Fbar -= cross[c].middleRows(begin, nb);
           Fbar /= nv;
           const VectorXd gam = -0.5 / nv * dc.count.segment(begin, nb);
           component_gradient(c, f[c].rows[b], Fbar, gam, part[b].g_kern[c], part[b].g_Z[c]);
@@ -286,10 +299,34 @@ class Svgp : public WhitenedGaussianModel {
   // M_l-space, then one entry of length M_l per observed pair, or the
   // other way round.  True when the first costs no more.
   bool contract_left(std::size_t c, std::size_t l, const DiscreteCache& k) const {
-    const double nnz = static_cast<double>(disc_->pair[c][l - c - 1].pattern.nonZeros());
+    const double nnz = disc_->pair[c][l - c - 1].entries();
     const double Dc = static_cast<double>(k.f[c].F.rows()), Dl = static_cast<double>(k.f[l].F.rows());
     const double Mc = static_cast<double>(comps[c].size()), Ml = static_cast<double>(comps[l].size());
     return Dc * Mc * Ml + nnz * Ml <= Dl * Ml * Mc + nnz * Mc;
+  }
+
+  // The two cross terms of a pair (c, l) in the feature adjoints, given W,
+  // the pair's weights (the counts C_cl, or a likelihood's sums by observed
+  // pair), and its product P with one side's features (left: P = W F_l,
+  // else P = W' F_c):
+  //   xc += W F_l S_lc (D_c x M_c),   xl += W' F_c S_cl (D_l x M_l),
+  // one from P and S, the other by one more product with W, so every
+  // product with W is by the features of the same side (contract_left()
+  // picks the cheaper).  Blocks of rows as DiscretePair's products (the
+  // same sums for any thread count).
+  template <class W>
+  static void pair_cross(const W& w, const MatrixXd& P, bool left, const DiscreteFeatures& fc,
+                         const DiscreteFeatures& fl, const Eigen::Ref<const MatrixXd>& Scl, MatrixXd& xc,
+                         MatrixXd& xl, const ParallelFor& pfor) {
+    if (left) {
+      xc += DiscretePair::dense_times(P, Scl.transpose(), pfor);
+      const MatrixXd R = DiscretePair::dense_times(fc.F, Scl, pfor);  // F_c S_cl
+      xl += w.trans_times(R, R.transpose(), pfor);
+    } else {
+      xl += DiscretePair::dense_times(P, Scl, pfor);
+      const MatrixXd R = DiscretePair::dense_times(fl.F, Scl.transpose(), pfor);  // F_l S_lc
+      xc += w.times(R, R.transpose(), pfor);
+    }
   }
 
   // (2 F_c S_cl F_l')[a, b] at the observed pairs (contract_left(): the
@@ -503,7 +540,8 @@ class Svgp : public WhitenedGaussianModel {
     });
     // r, Q (lower triangle; block (l, c) = F_l' Gamma_cl' F_c, as
     // F_l' (Gamma_cl' F_c) or, when contract_left(), (F_c' (Gamma_cl F_l))'), and for the
-    // gradient the pair products T[c][l] = Gamma_cl F_l, T[l][c] = Gamma_cl' F_c
+    // gradient the product of Q's block, T[c][l] = Gamma_cl F_l when
+    // contract_left(), else T[l][c] = Gamma_cl' F_c
     std::vector<std::vector<MatrixXd>> T(C, std::vector<MatrixXd>(C));
     for (std::size_t c = 0; c < C; ++c) {
       const Index o = offsets_[c], M = comps[c].size();
@@ -523,11 +561,18 @@ class Svgp : public WhitenedGaussianModel {
       }
     }
     if (pass != Pass::gradient) return acc;
+    // cross[c] = sum_{l != c} Gamma_cl F_l S_lc (pair_cross(); the product of
+    // Q's block reused unless the gradient needs the raw gamma)
+    std::vector<MatrixXd> cross(C);
+    for (std::size_t c = 0; c < C; ++c) cross[c] = MatrixXd::Zero(k.f[c].F.rows(), comps[c].size());
     for (std::size_t q = 0; q < pp.size(); ++q) {
       const std::size_t c = pc[q].first, l = pc[q].second;
-      const VectorXd& v = raw ? Gp_raw[q] : Gp[q];
-      if (raw || T[c][l].size() == 0) T[c][l] = DiscretePair::sparse_times_t(pp[q]->with_values(v), k.f[l].FT, pfor);
-      if (raw || T[l][c].size() == 0) T[l][c] = DiscretePair::sparse_times_t(pp[q]->trans_with_values(v), k.f[c].FT, pfor);
+      const ValuedPairs w{*pp[q], raw ? Gp_raw[q] : Gp[q]};
+      const bool left = contract_left(c, l, k);
+      MatrixXd& Pq = left ? T[c][l] : T[l][c];
+      if (raw) Pq = left ? w.times(k.f[l].F, k.f[l].FT, pfor) : w.trans_times(k.f[c].F, k.f[c].FT, pfor);
+      pair_cross(w, Pq, left, k.f[c], k.f[l], S.block(offsets_[c], offsets_[l], comps[c].size(), comps[l].size()),
+                 cross[c], cross[l], pfor);
     }
     const std::vector<VectorXd>& Gg = raw ? Gam_raw : Gam;
     for (std::size_t c = 0; c < C; ++c) {
@@ -541,8 +586,7 @@ class Svgp : public WhitenedGaussianModel {
           const auto Fb = F.middleRows(begin, nb);
           MatrixXd Fbar = G[c].segment(begin, nb) * m.segment(o, M).transpose();
           Fbar.noalias() += 2.0 * Gg[c].segment(begin, nb).asDiagonal() * (Fb * S.block(o, o, M, M) - Fb);
-          for (std::size_t l = 0; l < C; ++l)
-            if (l != c) Fbar.noalias() += 2.0 * T[c][l].middleRows(begin, nb) * S.block(offsets_[l], o, comps[l].size(), M);
+          Fbar += 2.0 * cross[c].middleRows(begin, nb);
           component_gradient(c, k.f[c].rows[b], Fbar, Gg[c].segment(begin, nb), part[b].g_kern[c], part[b].g_Z[c]);
         }
       });
