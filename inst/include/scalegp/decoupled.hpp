@@ -437,7 +437,7 @@ class Decoupled : public Svgp {
       const double nv = lik.noise_var(), ex = std::exp(lik.log_noise);
       const double R = nv * nv * 2.0 * ev.acc.dlognoise / ex + nv * rows;
       const double target = std::log(std::max(R / rows - Likelihood::kNoiseFloor, 1e-12));
-      const double next = std::min(10.0, std::max(-20.0, target));
+      const double next = Likelihood::clamp_log_noise(target);
       if (std::abs(next - lik.log_noise) < 1e-3) return;
       lik.log_noise = next;
     }

@@ -18,6 +18,7 @@
 // accurate to about 1e-10 (tests/cpp/test_likelihoods.cpp).
 #pragma once
 #include "linalg.hpp"
+#include <algorithm>
 #include <Eigen/Eigenvalues>
 #include <limits>
 #include <vector>
@@ -124,6 +125,10 @@ class Likelihood {
   Family family;
   double log_noise = 0.0;                  // Gaussian: log(noise variance - floor)
   static constexpr double kNoiseFloor = 1e-6;
+  // Bounds of log_noise in every fit (the search's box, and the closed-form
+  // noise rounds of the decoupled engine).
+  static constexpr double kMinLogNoise = -20.0, kMaxLogNoise = 10.0;
+  static double clamp_log_noise(double v) { return std::min(kMaxLogNoise, std::max(kMinLogNoise, v)); }
   static constexpr double kMaxGhVar = 1.0;   // Gauss-Hermite up to this latent variance
   static constexpr double kMaxLogRate = 700.0;  // Poisson: exp() arguments are capped here (finite, huge)
   GaussHermite gh;

@@ -645,7 +645,7 @@ class Svgp : public WhitenedGaussianModel {
 
   void unpack(const VectorXd& th) {
     unpack_hyper(th.head(n_hyper()));
-    if (lik.has_noise() && set.learn_noise) lik.log_noise = std::min(10.0, std::max(-20.0, th(n_hyper())));
+    if (lik.has_noise() && set.learn_noise) lik.log_noise = Likelihood::clamp_log_noise(th(n_hyper()));
   }
 
   // Full gradient of the ELBO estimate in the packed layout, given the
@@ -780,8 +780,8 @@ class Svgp : public WhitenedGaussianModel {
     hi.resize(n_theta());
     hyper_bounds(lo.head(n_hyper()), hi.head(n_hyper()));
     if (lik.has_noise() && set.learn_noise) {
-      lo(n_hyper()) = -20.0;
-      hi(n_hyper()) = 10.0;
+      lo(n_hyper()) = Likelihood::kMinLogNoise;
+      hi(n_hyper()) = Likelihood::kMaxLogNoise;
     }
   }
 
