@@ -295,9 +295,11 @@ class Svgp : public WhitenedGaussianModel {
   // with variance adjoints Gamma_c (the row formulas of accumulate(), summed
   // over the rows of each value).
   // Work of the two ways to contract a pair (c, l) of components through
-  // their observed value pairs: first taking F_c (D_c x M_c) to the
-  // M_l-space, then one entry of length M_l per observed pair, or the
-  // other way round.  True when the first costs no more.
+  // their value pairs (the observed pairs, or the stored counts:
+  // DiscretePair::entries()): first taking F_c (D_c x M_c) to the
+  // M_l-space, then one entry of length M_l per value pair, or the other
+  // way round.  True when the first costs no more.  (pair_variance(),
+  // the Q blocks and pair_cross() all cost in this proportion.)
   bool contract_left(std::size_t c, std::size_t l, const DiscreteCache& k) const {
     const double nnz = disc_->pair[c][l - c - 1].entries();
     const double Dc = static_cast<double>(k.f[c].F.rows()), Dl = static_cast<double>(k.f[l].F.rows());
