@@ -56,7 +56,8 @@ struct CentredSide {
 };
 
 // The distinct values U of a column x and each row's among them, when they
-// are at most half the rows (and the rows at least 32); else false.
+// are at most half the rows (and the rows at least 32); else false, with
+// `at` empty.
 inline bool distinct_column(const Eigen::Ref<const MatrixXd>& x, MatrixXd& U, std::vector<Index>& at) {
   const Index n = x.rows();
   if (n < 32) return false;
@@ -69,7 +70,10 @@ inline bool distinct_column(const Eigen::Ref<const MatrixXd>& x, MatrixXd& U, st
     const double v = x(ord[t], 0);
     if (u.empty() || v != u.back()) {
       u.push_back(v);
-      if (2 * u.size() > static_cast<std::size_t>(n)) return false;
+      if (2 * u.size() > static_cast<std::size_t>(n)) {
+        at.clear();
+        return false;
+      }
     }
     at[static_cast<std::size_t>(ord[t])] = static_cast<Index>(u.size() - 1);
   }
@@ -115,19 +119,17 @@ inline CentredSide centred_side(const CentredKernel& k, const CentredMeasure& M,
     const std::size_t ue = static_cast<std::size_t>(e);
     const Kernel a = k.axis(e);
     S.Xs.push_back(a.scale(X.col(e)));
+    const bool grouped = distinct_column(S.Xs.back(), S.Us[ue], S.at[ue]);
     MatrixXd G, D;
-    if (distinct_column(S.Xs.back(), S.Us[ue], S.at[ue])) {
-      MatrixXd Gu, Du;
-      a.cross(S.Us[ue], M.ss[e], Gu, Du);
-      S.mu[ue] = Gu * k.weights[e];
-      S.m.push_back(gather_rows(S.mu[ue], S.at[ue]));
-      G = gather_rows(Gu, S.at[ue]);
-      D = gather_rows(Du, S.at[ue]);
-    } else {
-      S.at[ue].clear();
-      a.cross(S.Xs.back(), M.ss[e], G, D);
-      S.m.push_back(G * k.weights[e]);
+    a.cross(grouped ? S.Us[ue] : S.Xs.back(), M.ss[e], G, D);
+    VectorXd m = G * k.weights[e];
+    if (grouped) {
+      S.mu[ue] = m;
+      m = gather_rows(S.mu[ue], S.at[ue]);
+      G = gather_rows(G, S.at[ue]);
+      D = gather_rows(D, S.at[ue]);
     }
+    S.m.push_back(std::move(m));
     S.Gs.push_back(std::move(G));
     S.Ds.push_back(std::move(D));
   }
@@ -141,16 +143,14 @@ inline void centred_axes(const CentredKernel& k, const CentredMeasure& M, const 
   Dx.resize(k.dim());
   for (Index e = 0; e < k.dim(); ++e) {
     const std::size_t ue = static_cast<std::size_t>(e);
-    if (ue < X.at.size() && !X.at[ue].empty()) {  // at the distinct values, then copied to the rows
-      MatrixXd Su, Du;
-      k.axis(e).cross(X.Us[ue], Z.Xs[e], Su, Du);
-      Su.noalias() -= X.mu[ue] * Z.m[e].transpose() / M.c[e];
-      Sx[e] = gather_rows(Su, X.at[ue]);
-      Dx[e] = gather_rows(Du, X.at[ue]);
-      continue;
+    // grouped: at the distinct values, then copied to the rows
+    const bool grouped = ue < X.at.size() && !X.at[ue].empty();
+    k.axis(e).cross(grouped ? X.Us[ue] : X.Xs[e], Z.Xs[e], Sx[e], Dx[e]);
+    Sx[e].noalias() -= (grouped ? X.mu[ue] : X.m[e]) * Z.m[e].transpose() / M.c[e];
+    if (grouped) {
+      Sx[e] = gather_rows(Sx[e], X.at[ue]);
+      Dx[e] = gather_rows(Dx[e], X.at[ue]);
     }
-    k.axis(e).cross(X.Xs[e], Z.Xs[e], Sx[e], Dx[e]);
-    Sx[e].noalias() -= X.m[e] * Z.m[e].transpose() / M.c[e];
   }
 }
 
