@@ -75,11 +75,12 @@ collect_fit <- function(setup, res, control, engine) {
   fit$df <- sum(vapply(fit$params$gp, function(g) 1 + length(g$lengthscale), 1)) + length(coef(fit)) +
     !is.na(fit$params$sigma)
   # (a Gaussian mean response needs no latent variance).  A discretised fit
-  # with no rounded input returns the latent predictor of each row from its
-  # values (the same numbers, sums over distinct values).  Rounded inputs
-  # are not used for fitted values: with gp(x3, x4) on a 100 x 100 grid the
-  # fitted values at the rounded inputs were off by 0.5 posterior sd on
-  # average (20000 rows), so those rows are predicted exactly.
+  # returns the latent predictor of each row: from its values when no input
+  # was rounded (the same numbers, sums over distinct values), else the mean
+  # at its own inputs (terms over one or two rounded inputs interpolated
+  # from their rounding grid, Svgp::row_means_at_inputs(): the rounded
+  # inputs themselves put the fitted values of gp(x3, x4) on a 100 x 100 grid
+  # 0.5 posterior sd off on average) and the variance at its rounded values.
   lp <- if (!is.null(res$row_mean)) {
     ysc <- fit$scaling$y
     # (the internal offset is the user's on the internal scale, plus the

@@ -17,19 +17,7 @@ args <- commandArgs(TRUE)
 sizes <- if (length(args) >= 1) as.numeric(strsplit(args[1], ",")[[1]]) else c(1e4, 1e5, 1e6)
 families <- if (length(args) >= 2) strsplit(args[2], ",")[[1]] else c("gaussian", "binomial")
 gam_max <- if (length(args) >= 3) as.numeric(args[3]) else 1e5
-ftrue <- function(d) sin(3 * d$x1) + 0.5 * d$x2^2 + 2 * exp(-(d$x3^2 + d$x4^2))
-gen <- function(n, family, fbar) {
-  d <- as.data.frame(matrix(runif(4 * n, -2, 2), n, dimnames = list(NULL, paste0("x", 1:4))))
-  f <- ftrue(d)
-  if (family == "gaussian") {
-    d$truth <- f
-    d$y <- f + rnorm(n, sd = 0.3)
-  } else {
-    d$truth <- plogis(2 * (f - fbar))
-    d$y <- rbinom(n, 1, d$truth)
-  }
-  d
-}
+source(file.path("bench", "gam_design.R"))  # ftrue(), gen()
 set.seed(2026)
 fbar <- mean(ftrue(gen(1e6, "gaussian", 0)))  # mean of f over the input distribution
 score <- function(method, family, n, secs, mu, se, sigma, test) {

@@ -10,13 +10,7 @@ suppressMessages(library(scalegp))
 args <- commandArgs(TRUE)
 n <- if (length(args) >= 1) as.numeric(args[1]) else 1e5
 k2 <- if (length(args) >= 2) as.integer(args[2]) else NA_integer_
-ftrue <- function(d) sin(3 * d$x1) + 0.5 * d$x2^2 + 2 * exp(-(d$x3^2 + d$x4^2))
-gen <- function(n) {
-  d <- as.data.frame(matrix(runif(4 * n, -2, 2), n, dimnames = list(NULL, paste0("x", 1:4))))
-  d$truth <- ftrue(d)
-  d$y <- d$truth + rnorm(n, sd = 0.3)
-  d
-}
+source(file.path("bench", "gam_design.R"))  # ftrue(), gen()
 set.seed(n + nchar("gaussian"))  # as bench/gam_vs_mgcv.R
 d <- gen(n)
 test <- gen(20000)

@@ -211,11 +211,15 @@ Rcpp::List svgp_fit(Eigen::Map<Eigen::MatrixXd> X, Eigen::Map<Eigen::VectorXd> y
     out["rank_loss"] = model.rank_loss();
     out["discrete"] = model.discrete();
     if (model.discrete()) out["feature_means"] = model.discrete_feature_means(pfor);
-    if (model.discrete_rows()) {  // the fitted latent predictor from the rows' (exact) values
-      Eigen::VectorXd mean, var;
-      model.discrete_row_moments(model.lik.family != Family::gaussian, mean, var, pfor);
+    if (model.discrete() && shards.isNull()) {
+      // the fitted latent predictor: the rows' own values (nothing rounded),
+      // else their means at their inputs and variances at their rounded values
+      const bool var = model.lik.family != Family::gaussian;
+      Eigen::VectorXd mean, variance;
+      if (model.discrete_rows() || var) model.discrete_row_moments(var, mean, variance, pfor);
+      if (!model.discrete_rows()) mean = model.row_means_at_inputs(pfor);
       out["row_mean"] = mean;
-      if (var.size() > 0) out["row_var"] = var;
+      if (variance.size() > 0) out["row_var"] = variance;
     }
     return out;
   } catch (const std::exception& e) {

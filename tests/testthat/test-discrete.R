@@ -27,12 +27,41 @@ test_that("discretised fits equal row fits with exact values and stay close with
   expect_lt(max(abs(pa$fit - pr$fit) / pr$se.fit), 0.02)
   expect_lt(max(abs(pa$se.fit / pr$se.fit - 1)), 0.01)
   expect_lt(abs(auto$elbo - rows$elbo), 0.3)
-  # fitted values: summed from the distinct values when none is rounded, the
-  # rows' predictions otherwise; both equal predict() at the rows
+  # fitted values: summed from the distinct values when none is rounded,
+  # interpolated from x2's grid of 1000 values otherwise (error of order
+  # step^4); both equal predict() at the rows
   for (fit in list(exact, auto)) {
     expect_lt(max(abs(fitted(fit) - predict(fit, d))), 1e-9)
     expect_lt(max(abs(fit$linear.predictors - predict(fit, d))), 1e-9)
   }
+})
+
+test_that("fitted values of rounded fits are the predictions at the rows' own inputs", {
+  set.seed(8)
+  n <- 12000
+  d <- data.frame(x1 = runif(n, -2, 2), x2 = runif(n, -2, 2), x3 = runif(n))
+  d$y <- sin(3 * d$x1) + 2 * exp(-(d$x2^2 + d$x3^2)) + rnorm(n, sd = 0.3)
+  # gp(x1) rounded to 1000 values, gp(x2, x3) to its 100 x 100 grid
+  fit <- gpgam(y ~ gp(x1) + gp(x2, x3), data = d, control = gp_control(verbose = FALSE, seed = 1, inducing = 12))
+  expect_true(fit$discrete && fit$converged)
+  p <- predict(fit, d, se.fit = TRUE)
+  # (measured: at most 1.3e-6, 1e-4 se; the rounded inputs: 0.48 se on average)
+  expect_lt(max(abs(fit$linear.predictors - p$fit) / p$se.fit), 1e-3)
+  expect_lt(max(abs(fitted(fit) - p$fit)), 1e-5)
+  # the rows' rounded inputs (the values the fit used) are far off: so the
+  # check above would see a fit that took them
+  grid <- function(x, k) min(x) + round((x - min(x)) / ((max(x) - min(x)) / (k - 1))) * ((max(x) - min(x)) / (k - 1))
+  dr <- transform(d, x1 = grid(x1, 1000), x2 = grid(x2, 100), x3 = grid(x3, 100))
+  expect_gt(mean(abs(predict(fit, dr) - p$fit) / p$se.fit), 0.2)
+  # binomial: the mean at the inputs, the variance at the rounded values
+  d$yb <- rbinom(n, 1, plogis(d$y - mean(d$y)))
+  fb <- gpgam(yb ~ gp(x1) + gp(x2, x3), data = d, family = binomial(),
+              control = gp_control(verbose = FALSE, seed = 1, inducing = 12))
+  pb <- predict(fb, d, se.fit = TRUE)
+  expect_lt(max(abs(fb$linear.predictors - pb$fit) / pb$se.fit), 1e-3)
+  # (measured: link 8e-6 se; response 7e-4 relative, from the variance)
+  r <- predict(fb, d, type = "response")
+  expect_lt(max(abs(fitted(fb) - r) / r), 2e-3)
 })
 
 test_that("binary and count fits: discretised equal row fits with exact values, close with rounding", {
@@ -65,13 +94,16 @@ test_that("binary and count fits: discretised equal row fits with exact values, 
     expect_lt(max(abs(pa$fit - pr$fit) / pr$se.fit), 0.02)
     expect_lt(max(abs(pa$se.fit / pr$se.fit - 1)), 0.01)
     # fitted mean responses need the latent variances (with the covariances
-    # of the components): from the distinct values and observed value pairs
-    # when none is rounded, equal to predict() at the rows
-    for (fit in list(exact, auto)) {
-      r <- predict(fit, d, type = "response")
-      expect_lt(max(abs(fitted(fit) - r) / r), 1e-9)
-      expect_lt(max(abs(fit$linear.predictors - predict(fit, d, type = "link"))), 1e-9)
-    }
+    # of the components): from the distinct values and observed value pairs,
+    # equal to predict() at the rows when none is rounded; with x2 rounded,
+    # the latent mean at the rows' inputs and its variance at their rounded
+    # values
+    r <- predict(exact, d, type = "response")
+    expect_lt(max(abs(fitted(exact) - r) / r), 1e-9)
+    expect_lt(max(abs(exact$linear.predictors - predict(exact, d, type = "link"))), 1e-9)
+    r <- predict(auto, d, type = "response")
+    expect_lt(max(abs(fitted(auto) - r) / r), 1e-5)
+    expect_lt(max(abs(auto$linear.predictors - predict(auto, d, type = "link"))), 1e-9)
     fm <- gpgam(f, data = d, family = fam, control = ctl(discrete = TRUE, bins = Inf, posterior = "meanfield"))
     r <- predict(fm, d, type = "response")
     expect_lt(max(abs(fitted(fm) - r) / r), 1e-9)
@@ -159,7 +191,9 @@ test_that("a Gaussian fit with its sums formed on a 2-worker PSOCK cluster equal
   expect_identical(f2$elbo, f1$elbo)
   expect_identical(f2$trace, f1$trace)
   expect_identical(f2$state$m, f1$state$m)
-  expect_identical(fitted(f2), fitted(f1))
+  # fitted values: at the rows' inputs, interpolated from x2's grid in one
+  # process (row_means_at_inputs()), evaluated there on a cluster
+  expect_equal(fitted(f2), fitted(f1), tolerance = 1e-7)
   expect_equal(f2$control$distributed, 2L)
   expect_null(f2$control$cluster)
   expect_output(print(f2), "sums over 2 workers")

@@ -123,10 +123,28 @@ struct ValuedPairs {
   }
 };
 
+// How the rows of one component become keys: its columns (gp() inputs
+// first, then its by column), the first n_round of them rounded to
+// lo + k step where step > 0.
+struct KeyRule {
+  std::vector<Index> cols;
+  std::size_t n_round = 0;
+  double grid = 0;               // values per rounded input (0: exact values only)
+  std::vector<double> lo, step;  // per column; step 0: exact
+  Index dk() const { return static_cast<Index>(cols.size()); }
+  // the number of points of the grid (grid^n_round)
+  double points() const { return std::pow(grid, static_cast<double>(n_round)); }
+  // whether D distinct exact keys are more than the grid has points (then round)
+  bool too_many(double D) const { return grid > 0 && D > points(); }
+  // whether the inputs are rounded (round_rule())
+  bool rounded() const { return n_round > 0 && step[0] > 0; }
+};
+
 struct DiscreteData {
   std::vector<DiscreteComponent> comp;
   std::vector<std::vector<DiscretePair>> pair;  // pair[c][l - c - 1], l > c
   std::vector<std::vector<int>> id;             // id[c][i], row i's value of component c (see discretise())
+  std::vector<KeyRule> rule;                    // per component: how its rows became values
   bool exact = false;                           // no input rounded (set by discretise())
   double n_pos = 0;      // rows with w > 0
   double sum_log_w = 0;  // sum of log w over them
@@ -180,23 +198,6 @@ inline void pair_pattern(DiscretePair& pr, const std::vector<int>& a, const std:
 // union of the shards' distinct values, and every sum is formed per group
 // of rows (group_bounds(), which never depends on the thread count or the
 // number of shards) and the group sums added in group order.
-
-// How the rows of one component become keys: its columns (gp() inputs
-// first, then its by column), the first n_round of them rounded to
-// lo + k step where step > 0.
-struct KeyRule {
-  std::vector<Index> cols;
-  std::size_t n_round = 0;
-  double grid = 0;               // values per rounded input (0: exact values only)
-  std::vector<double> lo, step;  // per column; step 0: exact
-  Index dk() const { return static_cast<Index>(cols.size()); }
-  // the number of points of the grid (grid^n_round)
-  double points() const { return std::pow(grid, static_cast<double>(n_round)); }
-  // whether D distinct exact keys are more than the grid has points (then round)
-  bool too_many(double D) const { return grid > 0 && D > points(); }
-  // whether the inputs are rounded (round_rule())
-  bool rounded() const { return n_round > 0 && step[0] > 0; }
-};
 
 // The exact rule of component k.
 inline KeyRule key_rule(const Component& k, double bins) {
@@ -508,6 +509,7 @@ inline DiscreteData discrete_data(const std::vector<KeyRule>& rules, const std::
                                   DiscreteSums&& s) {
   const std::size_t C = rules.size();
   DiscreteData dd;
+  dd.rule = rules;
   dd.n_pos = s.n_pos;
   dd.sum_log_w = s.sum_log_w;
   dd.wyy = s.wyy;
