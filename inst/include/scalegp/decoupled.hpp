@@ -488,12 +488,15 @@ class Decoupled : public Svgp {
     if (lik.family == Family::gaussian) {
       full_natural_step(1.0, &shift);
     } else {
+      Eval last;  // (no gradient asked: the gradient pass below is another objective())
+      bool has_gradient = false;
       m0 = optimise_q<Eval>(
-          [&](Eval& e) { return objective(nullptr, 1.0, false, true, 0, e, &shift).objective; },
+          [&](Eval& e, bool) { return objective(nullptr, 1.0, false, true, 0, e, &shift).objective; },
           [this](const Eval& e, double rho) {
             natural_step(e.acc, 1.0, rho);
             h.segment(offset_of(cg_), comps[cg_].size()) -= rho * e.c;
-          });
+          },
+          last, has_gradient);
     }
     q_change_ = (m - m0).lpNorm<Eigen::Infinity>();
     Eval ev;

@@ -868,7 +868,10 @@ class Svgp : public WhitenedGaussianModel {
   // 1; mean field: gaussian_meanfield_optimum()).  Otherwise: damped
   // natural steps to convergence (optimise_q()).
   Step profile() {
+    std::vector<MatrixXd> old_L;
+    for (const ComponentPrior& p : prior_) old_L.push_back(p.L);
     refresh_prior();
+    Accum acc;
     if (lik.family == Family::gaussian && opt.rank == 0) {
       const VectorXd m0 = m;
       if (opt.meanfield)
@@ -878,15 +881,55 @@ class Svgp : public WhitenedGaussianModel {
       refresh_q();
       q_change_ = (m - m0).lpNorm<Eigen::Infinity>();
     } else {
+      if (opt.rank == 0) keep_inducing_values(old_L);
+      bool has_gradient = false;
       const VectorXd m0 = optimise_q<Accum>(
-          [this](Accum& a) {
-            a = evaluate(nullptr, Pass::natural, *pfor_);
+          [this](Accum& a, bool grad) {
+            a = evaluate(nullptr, grad ? Pass::gradient : Pass::natural, *pfor_);
             return a.sum_v - kl();
           },
-          [this](const Accum& a, double rho) { natural_step(a, 1.0, rho); });
+          [this](const Accum& a, double rho) { natural_step(a, 1.0, rho); }, acc, has_gradient);
       q_change_ = (m - m0).lpNorm<Eigen::Infinity>();
+      if (has_gradient) return profile_step(acc);
     }
-    const Accum acc = evaluate(nullptr, Pass::gradient, *pfor_);
+    return profile_step(evaluate(nullptr, Pass::gradient, *pfor_));
+  }
+  // The start of q after the hyperparameters changed: q(v) moved so that
+  // q(u) at the inducing points, u_c = L_c v_c, stays as it was (with the
+  // Cholesky factors old_L before the change and L after it: v_c ->
+  // L_c^-1 old_L_c v_c).  The optimum of q is a function of the data, which
+  // q(u) describes directly; the whitened v drifts with the kernel variance
+  // and lengthscales.  In natural parameters, with T = diag(old_L_c^-1 L_c):
+  // P -> T' P T, h -> T' h.  Components without inducing points keep theirs.
+  void keep_inducing_values(const std::vector<MatrixXd>& old_L) {
+    if (old_L.size() != comps.size()) return;
+    const Index Mt = total_size();
+    MatrixXd T = MatrixXd::Identity(Mt, Mt);
+    bool moved = false;
+    for (std::size_t c = 0; c < comps.size(); ++c) {
+      const MatrixXd& L = prior_[c].L;
+      const Index o = offsets_[c], M = comps[c].size();
+      if (L.size() == 0 || old_L[c].rows() != M || L.rows() != M) continue;
+      T.block(o, o, M, M) = old_L[c].triangularView<Eigen::Lower>().solve(L);
+      moved = true;
+    }
+    if (!moved) return;
+    const MatrixXd P0 = P;
+    const VectorXd h0 = h;
+    P = T.transpose() * P0 * T;
+    P = 0.5 * (P + P.transpose());
+    h = T.transpose() * h0;
+    try {
+      refresh_q();
+    } catch (const numerical_error&) {
+      P = P0;
+      h = h0;
+      refresh_q();
+    }
+  }
+
+  // The result of profile() from a gradient pass at the final q.
+  Step profile_step(const Accum& acc) {
     Step st;
     st.gradient = gradient(acc, 1.0);
     st.objective = acc.sum_v - kl() + log_prior(&st.gradient);
@@ -897,34 +940,53 @@ class Svgp : public WhitenedGaussianModel {
   // natural steps of size 1, halved after a step that lowers the ELBO (or
   // leaves q invalid; the step is undone), doubled again after two accepted
   // steps in a row (a step that had to be shortened far from the optimum
-  // need not stay short near it), until the ELBO changes by less than 1e-10
-  // relative and the mean by less than 1e-6 (at most 500 steps).
-  // `value(E&)` returns the ELBO at the current q and fills what a step
-  // needs; `take(const E&, rho)` changes P and h (refresh_q() follows).
-  // Returns the mean before the last accepted step.
+  // need not stay short near it), until the ELBO is within 1e-10 relative
+  // of its optimum and the mean within 1e-6 (at most 500 steps).  Full steps
+  // converge linearly: with two in a row, the ratio of their changes (of the
+  // mean, of the ELBO) r < 1/2 bounds what is left by the last change times
+  // r / (1 - r); otherwise the last change itself must be below the
+  // tolerances.  When that bound, applied once more, says the next step will
+  // end the loop, its evaluation is asked for the gradient as well.
+  // `value(E&, bool gradient)` returns the ELBO at the current q and fills
+  // what a step needs (and the gradient when asked); `take(const E&, rho)`
+  // changes P and h (refresh_q() follows).  On return `cur` is the
+  // evaluation at the final q and `cur_gradient` says whether it has the
+  // gradient.  Returns the mean before the last accepted step.
   template <class E, class Value, class Take>
-  VectorXd optimise_q(Value value_of, Take take) {
+  VectorXd optimise_q(Value value_of, Take take, E& cur, bool& cur_gradient) {
+    constexpr double kTolMean = 1e-6, kTolValue = 1e-10, kMaxRate = 0.5;
     double rho = 1.0;
-    E cur;
-    double last = value_of(cur);
+    cur_gradient = false;
+    double last = value_of(cur, false);
     VectorXd m0 = m;
     int accepted_run = 0;
+    // the last accepted step's changes (full steps; < 0: none) and their
+    // ratios to the full step before it (< 0: none)
+    double dm_last = -1, gain_last = -1, rate_m = -1, rate_v = -1;
+    // what is left after a change d converging at rate r
+    const auto left = [](double d, double r) { return r >= 0 && r < kMaxRate ? d * r / (1.0 - r) : d; };
     for (int k = 0; k < 500; ++k) {
       const MatrixXd P0 = P;
       const VectorXd h0 = h, mk = m;
+      const double step = rho;
+      const double tol_v = kTolValue * (1.0 + std::abs(last));
+      // the next full step, predicted at the last rates, leaves too little to continue
+      const bool ask = step == 1.0 && rate_m >= 0 && rate_m < kMaxRate && rate_v < kMaxRate &&
+                       left(dm_last * rate_m, rate_m) <= kTolMean && left(std::max(gain_last, 0.0) * rate_v, rate_v) <= tol_v;
       bool better = false;
       E next;
       double value = -std::numeric_limits<double>::infinity();
       try {
         take(cur, rho);
         refresh_q();
-        value = value_of(next);
+        value = value_of(next, ask);
         better = value >= last - 1e-12 * std::abs(last);
       } catch (const numerical_error&) {
         better = false;
       }
       if (!better) {
         accepted_run = 0;
+        dm_last = gain_last = rate_m = rate_v = -1;
         P = P0;
         h = h0;
         refresh_q();
@@ -934,10 +996,22 @@ class Svgp : public WhitenedGaussianModel {
       }
       m0 = mk;
       if (++accepted_run >= 2) rho = std::min(1.0, 2.0 * rho);
-      const double gain = value - last;
+      const double gain = value - last, dm = (m - m0).lpNorm<Eigen::Infinity>();
       last = value;
       cur = std::move(next);
-      if (gain <= 1e-10 * (1.0 + std::abs(value)) && (m - m0).lpNorm<Eigen::Infinity>() <= 1e-6) break;
+      cur_gradient = ask;
+      if (step == 1.0) {
+        rate_m = dm_last > 0 ? dm / dm_last : -1;
+        rate_v = gain_last > 0 ? std::max(gain, 0.0) / gain_last : -1;
+        dm_last = dm;
+        gain_last = gain;
+      } else {
+        dm_last = gain_last = rate_m = rate_v = -1;
+      }
+      const bool small = gain <= kTolValue * (1.0 + std::abs(value)) && dm <= kTolMean;
+      const bool bounded = rate_m >= 0 && rate_v >= 0 && left(dm, rate_m) <= kTolMean &&
+                           left(std::max(gain, 0.0), rate_v) <= kTolValue * (1.0 + std::abs(value));
+      if (small || bounded) break;
     }
     return m0;
   }
