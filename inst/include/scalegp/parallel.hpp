@@ -86,4 +86,16 @@ void blocked_for(std::size_t n, const ParallelFor& pfor, Work work) {
   });
 }
 
+// Asks the processor to bring the cache line of `p` in (a hint; no effect
+// on any result).  For loops that read or add to scattered entries of a
+// long array by an index known some rows ahead.
+inline void prefetch(const void* p) {
+#if defined(__GNUC__) || defined(__clang__)
+  __builtin_prefetch(p);
+#else
+  (void)p;
+#endif
+}
+constexpr std::size_t kPrefetchRows = 16;  // how far ahead
+
 }  // namespace scalegp

@@ -445,8 +445,17 @@ class Svgp : public WhitenedGaussianModel {
       mu += p.mv[c](a);
       if (p.var) s2 += p.vd[c](a);
     }
-    if (p.pairs)
-      for (std::size_t q = 0; q < p.vp.size(); ++q) s2 += p.vp[q](p.pp[q]->pos[i]);
+    if (p.pairs) {
+      // (the pairs' entries of the rows to come, ahead: these reads go all
+      // over arrays of up to one entry per row, and would each wait for memory)
+      const std::size_t ahead = i + kPrefetchRows;
+      const bool pre = ahead < n();
+      for (std::size_t q = 0; q < p.vp.size(); ++q) {
+        const std::vector<int>& pos = p.pp[q]->pos;
+        if (pre) prefetch(p.vp[q].data() + pos[ahead]);
+        s2 += p.vp[q](pos[i]);
+      }
+    }
     if (p.var) s2 = std::max(s2, 1e-12);
   }
 
@@ -603,7 +612,10 @@ class Svgp : public WhitenedGaussianModel {
           const std::size_t q = t - C;
           const std::vector<int>& pos = pp[q]->pos;
           Gp[q] = VectorXd::Zero(pp[q]->pattern.nonZeros());
-          for (std::size_t i = 0; i < N; ++i) Gp[q](pos[i]) += gq(static_cast<Index>(i));
+          for (std::size_t i = 0; i < N; ++i) {
+            if (i + kPrefetchRows < N) prefetch(Gp[q].data() + pos[i + kPrefetchRows]);
+            Gp[q](pos[i]) += gq(static_cast<Index>(i));
+          }
           if (raw) {
             Gp_raw[q] = VectorXd::Zero(Gp[q].size());
             for (std::size_t i = 0; i < N; ++i) Gp_raw[q](pos[i]) += gam(static_cast<Index>(i));
