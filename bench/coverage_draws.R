@@ -6,14 +6,15 @@
 # This script fits `draws` fresh data sets per size and reports the mean
 # coverage over draws, its standard error, and the range.
 #   Gaussian: 95% intervals for f;  binomial: for the probability.
-#   Rscript bench/coverage_draws.R [sizes] [families] [draws] [test rows]
-# Writes bench/results/coverage_draws.md.
+#   Rscript bench/coverage_draws.R [sizes] [families] [draws] [test rows] [name]
+# Writes bench/results/<name>.md (name: coverage_draws).
 suppressMessages({library(scalegp); library(mgcv)})
 args <- commandArgs(TRUE)
 sizes <- if (length(args) >= 1) as.numeric(strsplit(args[1], ",")[[1]]) else c(1e4, 1e5)
 families <- if (length(args) >= 2) strsplit(args[2], ",")[[1]] else c("gaussian", "binomial")
 draws <- if (length(args) >= 3) as.integer(args[3]) else 20L
 ntest <- if (length(args) >= 4) as.numeric(args[4]) else 5000
+name <- if (length(args) >= 5) args[5] else "coverage_draws"
 source(file.path("bench", "gam_design.R"))  # ftrue(), gen()
 set.seed(2026)
 fbar <- mean(ftrue(gen(1e6, "gaussian", 0)))  # as bench/gam_vs_mgcv.R
@@ -47,13 +48,14 @@ for (family in families) for (n in sizes) {
   }
   print(rows[nrow(rows) - 1:0, ], row.names = FALSE)
 }
-md <- c(sprintf("Coverage of the latent function by 95%% intervals, mean over %d draws (fresh data and %g test rows each); `Rscript bench/coverage_draws.R %s %s %d %g`.",
-                draws, ntest, paste(sizes, collapse = ","), paste(families, collapse = ","), draws, ntest), "",
+md <- c(sprintf("Coverage of the latent function by 95%% intervals, mean over %d draws (fresh data and %g test rows each); `Rscript bench/coverage_draws.R %s %s %d %g %s`.",
+                draws, ntest, paste(format(sizes, scientific = TRUE), collapse = ","), paste(families, collapse = ","),
+                draws, ntest, name), "",
         "| family | n | method | mean coverage | se | min | max | draws in 0.93-0.97 | median seconds |",
         "|---|---|---|---|---|---|---|---|---|",
         sprintf("| %s | %.0e | %s | %.3f | %.3f | %.3f | %.3f | %.2f | %.1f |", rows$family, rows$n, rows$method,
                 rows$mean, rows$se, rows$min, rows$max, rows$within, rows$seconds),
         "", sprintf("Measured %s on %s, %d cores; mgcv %s.", format(Sys.time(), "%Y-%m-%d"), R.version$platform,
                     parallel::detectCores(), packageVersion("mgcv")))
-writeLines(md, file.path("bench", "results", "coverage_draws.md"))
+writeLines(md, file.path("bench", "results", paste0(name, ".md")))
 writeLines(md)

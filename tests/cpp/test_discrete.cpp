@@ -173,6 +173,43 @@ TEST_CASE("rounded inputs: the fit of the rows with rounded inputs", "[discrete]
   check_same_pass(s, t, 1e-10);
 }
 
+TEST_CASE("row_means_at_inputs: a rounded fit's latent means at the rows' own inputs", "[discrete]") {
+  // 12000 rows: x1 rounded to 200 values; (x1, x2) of the centred term to
+  // its 100 x 100 grid (more distinct pairs than grid points); the by term,
+  // the factor and the linear term are evaluated at the rows
+  const std::size_t n = 12000;
+  Data d = make_data(n, Family::gaussian, 91);
+  d.X.conservativeResize(static_cast<Index>(n), 4);
+  for (Index i = 0; i < static_cast<Index>(n); ++i) d.X(i, 3) = static_cast<double>(i % 5);
+  const std::vector<Component> cs = model_components();
+  Svgp s = make(d, cs, 1, 200);
+  REQUIRE(s.use_discrete(true) > 0);
+  REQUIRE_FALSE(s.discrete_rows());
+  random_q(s, 7);
+  // every component at the rows, and at the rows' rounded inputs
+  const auto round_to = [&](Index j, double k) {
+    const double lo = d.X.col(j).minCoeff(), step = (d.X.col(j).maxCoeff() - lo) / (k - 1);
+    return VectorXd(((d.X.col(j).array() - lo) / step).round() * step + lo);
+  };
+  MatrixXd X1 = d.X, X12 = d.X;
+  X1.col(0) = round_to(0, 200);
+  X12.col(0) = round_to(0, 100);
+  X12.col(1) = round_to(1, 100);
+  VectorXd exact = d.o, rounded = d.o;
+  for (std::size_t c = 0; c < cs.size(); ++c) {
+    const VectorXd mc = s.m.segment(s.offset_of(c), cs[c].size());
+    exact += s.component_block_mean(c, d.X, mc);
+    rounded += s.component_block_mean(c, c == 0 ? X1 : (c == 2 ? X12 : MatrixXd(d.X)), mc);
+  }
+  const VectorXd got = s.row_means_at_inputs(serial_for);
+  const double scale = exact.cwiseAbs().maxCoeff();
+  CHECK((got - exact).cwiseAbs().maxCoeff() < 1e-5 * scale);  // (measured 2.4e-6)
+  // (the rounded inputs are far off: the check above sees whether they are used)
+  CHECK((rounded - exact).cwiseAbs().maxCoeff() > 1e-3 * scale);
+  // the same numbers on 3 threads
+  CHECK(s.row_means_at_inputs(thread_for(3)) == got);
+}
+
 // Two DiscreteData are equal entry by entry (bit for bit).
 void check_identical(const DiscreteData& a, const DiscreteData& b) {
   REQUIRE(a.comp.size() == b.comp.size());

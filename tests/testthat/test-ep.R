@@ -80,9 +80,18 @@ test_that("EP's evidence exceeds the ELBO and its predictions are sensible", {
   fe <- gpgam(y ~ gp(x1, x2) + z, data = d, family = binomial("probit"), inference = "ep", control = ctl)
   fv <- gpgam(y ~ gp(x1, x2) + z, data = d, family = binomial("probit"), control = ctl)
   expect_s3_class(fe, "gpgam_ep")
-  # at (nearly) the same model the EP evidence approximates log p(y), the ELBO bounds it from below
-  expect_gt(as.numeric(logLik(fe)), as.numeric(logLik(fv)))
-  expect_lt(as.numeric(logLik(fe)), as.numeric(logLik(fv)) + 20)
+  # each at its own hyperparameters the two agree closely (measured: EP
+  # -164.8406, ELBO -164.8399), so the order is compared at one model: there
+  # the EP evidence approximates log p(y), the ELBO bounds it from below
+  # (measured -185.739 against -186.497)
+  expect_lt(abs(as.numeric(logLik(fe)) - as.numeric(logLik(fv))), 20)
+  Z <- as.matrix(expand.grid(seq(-2, 2, length.out = 5), seq(-2, 2, length.out = 5)))
+  f1 <- y ~ gp(x1, x2, inducing = Z, lengthscale = c(1, 1), variance = 1) + z
+  c1 <- gp_control(iterations = 300, seed = 3, verbose = FALSE, fixed = c("kernel", "inducing"))
+  fe1 <- gpgam(f1, data = d, family = binomial("probit"), inference = "ep", control = c1)
+  fv1 <- gpgam(f1, data = d, family = binomial("probit"), control = c1)
+  expect_true(fe1$converged && fv1$converged)
+  expect_gt(as.numeric(logLik(fe1)), as.numeric(logLik(fv1)) + 0.3)
   expect_equal(unname(coef(fe)["z"]), unname(coef(fv)["z"]), tolerance = 0.2)
   nd <- ep_data(2000, seed = 9)
   p <- predict(fe, nd, type = "response", se.fit = TRUE)

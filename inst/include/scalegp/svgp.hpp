@@ -911,7 +911,8 @@ class Svgp : public WhitenedGaussianModel {
   // The start of q after the hyperparameters changed: q(v) moved so that
   // q(u) at the inducing points, u_c = L_c v_c, stays as it was (with the
   // Cholesky factors old_L before the change and L after it: v_c ->
-  // L_c^-1 old_L_c v_c).  The optimum of q is a function of the data, which
+  // L_c^-1 old_L_c v_c; when the inducing inputs moved too, q(u) at the old
+  // inputs becomes q(u) at the new ones).  The optimum of q is a function of the data, which
   // q(u) describes directly; the whitened v drifts with the kernel variance
   // and lengthscales.  In natural parameters, with T = diag(old_L_c^-1 L_c):
   // P -> T' P T, h -> T' h.  Components without inducing points keep theirs.
@@ -923,7 +924,7 @@ class Svgp : public WhitenedGaussianModel {
     for (std::size_t c = 0; c < comps.size(); ++c) {
       const MatrixXd& L = prior_[c].L;
       const Index o = offsets_[c], M = comps[c].size();
-      if (L.size() == 0 || old_L[c].rows() != M || L.rows() != M) continue;
+      if (L.size() == 0 || old_L[c].rows() != M || L.rows() != M || old_L[c] == L) continue;
       T.block(o, o, M, M) = old_L[c].triangularView<Eigen::Lower>().solve(L);
       moved = true;
     }
@@ -956,10 +957,10 @@ class Svgp : public WhitenedGaussianModel {
   // steps in a row (a step that had to be shortened far from the optimum
   // need not stay short near it), until the ELBO is within 1e-10 relative
   // of its optimum and the mean within 1e-6 (at most 500 steps).  Full steps
-  // converge linearly: with two in a row, the ratio of their changes (of the
-  // mean, of the ELBO) r < 1/2 bounds what is left by the last change times
-  // r / (1 - r); otherwise the last change itself must be below the
-  // tolerances.  When that bound, applied once more, says the next step will
+  // converge linearly: with three in a row, the larger of the last two
+  // ratios of successive changes (of the mean, of the ELBO), r < 1/2, bounds
+  // what is left by the last change times r / (1 - r); otherwise the last
+  // change itself must be below the tolerances.  When that bound, applied once more, says the next step will
   // end the loop, its evaluation is asked for the gradient as well.
   // `value(E&, bool gradient)` returns the ELBO at the current q and fills
   // what a step needs (and the gradient when asked); `take(const E&, rho)`
@@ -974,18 +975,20 @@ class Svgp : public WhitenedGaussianModel {
     double last = value_of(cur, false);
     VectorXd m0 = m;
     int accepted_run = 0;
-    // the last accepted step's changes (full steps; < 0: none) and their
-    // ratios to the full step before it (< 0: none)
-    double dm_last = -1, gain_last = -1, rate_m = -1, rate_v = -1;
+    // the last accepted step's changes (full steps; < 0: none) and the
+    // larger of the last two ratios of successive full steps' changes (< 0:
+    // fewer than three full steps in a row)
+    double dm_last = -1, gain_last = -1, rate_m = -1, rate_v = -1, ratio_m = -1, ratio_v = -1;
     // what is left after a change d converging at rate r
     const auto left = [](double d, double r) { return r >= 0 && r < kMaxRate ? d * r / (1.0 - r) : d; };
+    const auto reset = [&] { dm_last = gain_last = rate_m = rate_v = ratio_m = ratio_v = -1; };
     for (int k = 0; k < 500; ++k) {
       const MatrixXd P0 = P;
       const VectorXd h0 = h, mk = m;
       const double step = rho;
       const double tol_v = kTolValue * (1.0 + std::abs(last));
       // the next full step, predicted at the last rates, leaves too little to continue
-      const bool ask = step == 1.0 && rate_m >= 0 && rate_m < kMaxRate && rate_v < kMaxRate &&
+      const bool ask = step == 1.0 && rate_m >= 0 && rate_m < kMaxRate && rate_v >= 0 && rate_v < kMaxRate &&
                        left(dm_last * rate_m, rate_m) <= kTolMean && left(std::max(gain_last, 0.0) * rate_v, rate_v) <= tol_v;
       bool better = false;
       E next;
@@ -1000,7 +1003,7 @@ class Svgp : public WhitenedGaussianModel {
       }
       if (!better) {
         accepted_run = 0;
-        dm_last = gain_last = rate_m = rate_v = -1;
+        reset();
         P = P0;
         h = h0;
         refresh_q();
@@ -1015,12 +1018,15 @@ class Svgp : public WhitenedGaussianModel {
       cur = std::move(next);
       cur_gradient = ask;
       if (step == 1.0) {
-        rate_m = dm_last > 0 ? dm / dm_last : -1;
-        rate_v = gain_last > 0 ? std::max(gain, 0.0) / gain_last : -1;
+        const double rm = dm_last > 0 ? dm / dm_last : -1, rv = gain_last > 0 ? std::max(gain, 0.0) / gain_last : -1;
+        rate_m = rm >= 0 && ratio_m >= 0 ? std::max(rm, ratio_m) : -1;
+        rate_v = rv >= 0 && ratio_v >= 0 ? std::max(rv, ratio_v) : -1;
+        ratio_m = rm;
+        ratio_v = rv;
         dm_last = dm;
         gain_last = gain;
       } else {
-        dm_last = gain_last = rate_m = rate_v = -1;
+        reset();
       }
       const bool small = gain <= kTolValue * (1.0 + std::abs(value)) && dm <= kTolMean;
       const bool bounded = rate_m >= 0 && rate_v >= 0 && left(dm, rate_m) <= kTolMean &&
