@@ -51,7 +51,11 @@
 #'   (a term over d inputs: `max(100, ceiling(bins^(1/d)))` per input);
 #'   `Inf` keeps the exact values (rows are grouped by equal inputs only, and
 #'   the fit equals that of the rows).  Factors, parametric terms and `by`
-#'   variables are never rounded.
+#'   variables are never rounded.  Fitted values are at the rows' own inputs:
+#'   a term over one or two rounded inputs is interpolated (cubic) from its
+#'   rounding grid, other terms are evaluated at the rows; binomial and
+#'   Poisson fits take the latent variance behind `fitted()` at the rounded
+#'   inputs.
 #' @param learn_inducing whether the fit moves the inducing inputs (they
 #'   start at k-means centres of the data): `TRUE`, `FALSE`, or a number of
 #'   iterations of a full-data fit during which they move, after which the
