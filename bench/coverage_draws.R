@@ -6,7 +6,8 @@
 # This script fits `draws` fresh data sets per size and reports the mean
 # coverage over draws, its standard error, and the range.
 #   Gaussian: 95% intervals for f;  binomial: for the probability.
-#   Rscript bench/coverage_draws.R [sizes] [families] [draws] [test rows] [name]
+#   Rscript bench/coverage_draws.R [sizes] [families] [draws] [test rows] [name] [kernel]
+# (kernel: of every gp() term; default the package default)
 # Writes bench/results/<name>.md (name: coverage_draws).
 suppressMessages({library(scalegp); library(mgcv)})
 args <- commandArgs(TRUE)
@@ -15,6 +16,10 @@ families <- if (length(args) >= 2) strsplit(args[2], ",")[[1]] else c("gaussian"
 draws <- if (length(args) >= 3) as.integer(args[3]) else 20L
 ntest <- if (length(args) >= 4) as.numeric(args[4]) else 5000
 name <- if (length(args) >= 5) args[5] else "coverage_draws"
+kernel <- if (length(args) >= 6) args[6]
+form <- if (is.null(kernel)) y ~ gp(x1) + gp(x2) + gp(x3, x4) else
+  as.formula(sprintf("y ~ gp(x1, kernel = '%s') + gp(x2, kernel = '%s') + gp(x3, x4, kernel = '%s')",
+                     kernel, kernel, kernel))
 source(file.path("bench", "gam_design.R"))  # ftrue(), gen()
 set.seed(2026)
 fbar <- mean(ftrue(gen(1e6, "gaussian", 0)))  # as bench/gam_vs_mgcv.R
@@ -30,7 +35,7 @@ for (family in families) for (n in sizes) {
     set.seed(1000 * r + n + nchar(family))
     d <- gen(n, family, fbar)
     test <- gen(ntest, family, fbar)
-    res[r, "gpgam_s"] <- system.time(fit <- gpgam(y ~ gp(x1) + gp(x2) + gp(x3, x4), data = d, family = fam,
+    res[r, "gpgam_s"] <- system.time(fit <- gpgam(form, data = d, family = fam,
                                                    control = gp_control(threads = 2, seed = r, verbose = FALSE)))[[3]]
     p <- predict(fit, test, se.fit = TRUE)
     res[r, "gpgam"] <- cover(family, p$fit, p$se.fit, test$truth)
@@ -48,9 +53,10 @@ for (family in families) for (n in sizes) {
   }
   print(rows[nrow(rows) - 1:0, ], row.names = FALSE)
 }
-md <- c(sprintf("Coverage of the latent function by 95%% intervals, mean over %d draws (fresh data and %g test rows each); `Rscript bench/coverage_draws.R %s %s %d %g %s`.",
+md <- c(sprintf("Coverage of the latent function by 95%% intervals, mean over %d draws (fresh data and %g test rows each); `Rscript bench/coverage_draws.R %s %s %d %g %s%s`.%s",
                 draws, ntest, paste(format(sizes, scientific = TRUE), collapse = ","), paste(families, collapse = ","),
-                draws, ntest, name), "",
+                draws, ntest, name, if (is.null(kernel)) "" else paste0(" ", kernel),
+                if (is.null(kernel)) "" else sprintf(" gpgam with kernel = \"%s\" in every gp() term.", kernel)), "",
         "| family | n | method | mean coverage | se | min | max | draws in 0.93-0.97 | median seconds |",
         "|---|---|---|---|---|---|---|---|---|",
         sprintf("| %s | %.0e | %s | %.3f | %.3f | %.3f | %.3f | %.2f | %.1f |", rows$family, rows$n, rows$method,
