@@ -165,3 +165,105 @@ TEST_CASE("fit_loop: the monitor stops the fit", "[fit_loop]") {
   CHECK(info.iterations == 7);
   CHECK_FALSE(info.converged);
 }
+
+namespace {
+
+// A profile engine (fit_profile()) maximising a smooth concave function of
+// theta: -(theta - t)' A (theta - t) / 2 - c sum_j (exp(theta_j - t_j) - (theta_j - t_j) - 1),
+// with A = Q diag(1, ..., 1e4) Q' (condition number 1e4), inside a box.
+struct ToyProfile {
+  VectorXd theta, t;
+  MatrixXd A;
+  double c = 0;
+  VectorXd lo, hi;
+  int profiles = 0;
+  explicit ToyProfile(Index p, double curved) : theta(VectorXd::Zero(p)), t(VectorXd::LinSpaced(p, -1.0, 2.0)), c(curved) {
+    const MatrixXd G = fixtures::normal_matrix(p, p, 7);
+    const Eigen::HouseholderQR<MatrixXd> qr(G);
+    const MatrixXd Q = qr.householderQ();
+    VectorXd ev(p);
+    for (Index j = 0; j < p; ++j) ev(j) = std::pow(1e4, p > 1 ? static_cast<double>(j) / static_cast<double>(p - 1) : 0.0);
+    A = Q * ev.asDiagonal() * Q.transpose();
+    lo = VectorXd::Constant(p, -10.0);
+    hi = VectorXd::Constant(p, 10.0);
+  }
+  struct Snapshot {
+    VectorXd theta;
+  };
+  Index n_theta() const { return theta.size(); }
+  VectorXd pack() const { return theta; }
+  void unpack(const VectorXd& th) { theta = th; }
+  Snapshot snapshot() const { return {theta}; }
+  void restore(const Snapshot& s) { theta = s.theta; }
+  void start() {}
+  void bounds(VectorXd& l, VectorXd& h) const {
+    l = lo;
+    h = hi;
+  }
+  Step profile() {
+    ++profiles;
+    const VectorXd r = theta - t;
+    Step st;
+    st.objective = -0.5 * r.dot(A * r) - c * (r.array().exp() - r.array() - 1.0).sum();
+    st.gradient = -(A * r) - c * (r.array().exp() - 1.0).matrix();
+    return st;
+  }
+  void finish_profile(FitInfo&) const {}
+  bool fix_inducing() { return false; }
+};
+
+}  // namespace
+
+TEST_CASE("fit_profile: BFGS from a finite-difference Hessian ends an ill-conditioned quadratic in a few steps",
+          "[fit_loop]") {
+  ToyProfile toy(8, 0.0);
+  Settings set;
+  set.max_iter = 500;
+  set.tol = 1e-9;
+  const FitInfo info = fit_profile(toy, set, 1.0, [](int, double) { return true; });
+  CHECK(info.converged);
+  CHECK(info.stop == "stationary point");
+  // kHessianAfter L-BFGS steps, then the Newton step of the exact Hessian
+  // lands on the maximum (forward differences are exact for a quadratic up to
+  // rounding)
+  CHECK(info.iterations <= kHessianAfter + 2);
+  CHECK(info.evaluations <= 1 + 4 * kHessianAfter + 8 + 4);
+  for (Index j = 0; j < 8; ++j) CHECK(std::abs(toy.theta(j) - toy.t(j)) < 1e-7);
+}
+
+TEST_CASE("fit_profile: BFGS and L-BFGS (many parameters) reach the maximum of a non-quadratic function",
+          "[fit_loop]") {
+  for (Index p : {Index(8), kHessianMaxParams + 10}) {
+    ToyProfile toy(p, 50.0);
+    // (L-BFGS over 50 parameters stops gaining in double precision before a
+    // gradient of 1e-6)
+    const double tol = p <= kHessianMaxParams ? 1e-8 : 1e-5;
+    Settings set;
+    set.max_iter = 2000;
+    set.tol = tol;
+    const FitInfo info = fit_profile(toy, set, 1.0, [](int, double) { return true; });
+    INFO("parameters " << p << ", iterations " << info.iterations << ", stop " << info.stop);
+    CHECK(info.converged);
+    // at the maximum theta = t (the gradient vanishes there); its error is
+    // at most the gradient (below tol) over the smallest curvature (1 + 50)
+    for (Index j = 0; j < p; ++j) CHECK(std::abs(toy.theta(j) - toy.t(j)) < tol);
+    if (p <= kHessianMaxParams) CHECK(info.iterations < 20);
+  }
+}
+
+TEST_CASE("fit_profile: a maximum outside the box ends at the bound, with the Hessian taken inside it",
+          "[fit_loop]") {
+  ToyProfile toy(8, 5.0);
+  toy.hi(7) = 1.0;  // t(7) = 2 lies beyond
+  toy.hi(0) = 0.00005;  // less room than one finite-difference step: taken backwards
+  Settings set;
+  set.max_iter = 500;
+  set.tol = 1e-9;
+  const FitInfo info = fit_profile(toy, set, 1.0, [](int, double) { return true; });
+  INFO("iterations " << info.iterations << ", stop " << info.stop << ", gradient " << info.gradient.transpose()
+       << ", theta " << toy.theta.transpose());
+  CHECK(info.converged);
+  CHECK(toy.theta(7) == 1.0);
+  CHECK(info.gradient(7) > 0);  // the objective still rises beyond the bound
+  for (Index j = 0; j <= 7; ++j) CHECK(toy.theta(j) <= toy.hi(j));
+}
