@@ -10,9 +10,11 @@
 #'
 #' With all rows in every iteration (the default up to 20000 rows) a fit
 #' maximises its objective over the kernel hyperparameters, the inducing
-#' inputs and the noise variance by L-BFGS, with the posterior of the
-#' inducing variables (the EP sites) optimal at every value, and ends at a
-#' stationary point (see `tol`).  With minibatches every iteration evaluates
+#' inputs and the noise variance by L-BFGS (with at most 20 such parameters:
+#' after two iterations, BFGS started from a finite-difference Hessian, one
+#' evaluation per parameter), with the posterior of the inducing variables
+#' (the EP sites) optimal at every value, and ends at a stationary point (see
+#' `tol`).  With minibatches every iteration evaluates
 #' the objective on a batch of rows, takes one Adam step on those parameters
 #' (after a short warm-up in which only the posterior moves), then updates
 #' the posterior.  An iteration whose objective, gradient or posterior is not
