@@ -190,7 +190,7 @@ inline bool stationary(const VectorXd& g, double gtol) { return g.size() == 0 ||
 // kHessianMaxParams parameters), then BFGS started from the inverse of a
 // finite-difference Hessian (fd_hessian_inverse()).  L-BFGS alone crawled
 // along the ridges of the hyperparameters: on the design of
-// bench/gam_vs_mgcv.R, 39-43 iterations of a Gaussian fit where this takes
+// bench/gam_vs_mgcv.R, 35-43 iterations of a Gaussian fit where this takes
 // 10-15 (with 8 more evaluations for the Hessian).  At a maximum of F the
 // gradient of the objective at the optimal inner state is the gradient of F
 // (the inner state is stationary), so F's gradient is the engine's.  The
