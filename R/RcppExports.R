@@ -41,8 +41,20 @@
     .Call(`_scalegp_kmeans_centres`, X, k, seed)
 }
 
-.quantiles7 <- function(x, probs) {
-    .Call(`_scalegp_quantiles7`, x, probs)
+.standardise <- function(X, center, scale) {
+    .Call(`_scalegp_standardise_cols`, X, center, scale)
+}
+
+.col_summary <- function(X) {
+    .Call(`_scalegp_col_summary`, X)
+}
+
+.any_infinite <- function(x) {
+    .Call(`_scalegp_any_infinite`, x)
+}
+
+.col_quantiles7 <- function(X, probs) {
+    .Call(`_scalegp_col_quantiles7`, X, probs)
 }
 
 .group_bounds <- function(n) {

@@ -40,7 +40,8 @@ gp_component <- function(spec, mf, others, n_terms, ysc, control, col) {
 # by column, or NULL).
 gp_one <- function(spec, mf, others, n_terms, ysc, control, col, by) {
   Xg <- gp_inputs(mf, spec)
-  sc <- input_scaling(Xg, spec)
+  st <- .col_summary(Xg)
+  sc <- input_scaling(st, spec)
   d <- ncol(Xg)
   # the centred (ANOVA) kernel: asked for, a pure interaction, or several terms without 'by'
   centre <- isTRUE(spec$pure) || (spec$centre %||% (n_terms > 1 && is.null(by)))
@@ -54,14 +55,15 @@ gp_one <- function(spec, mf, others, n_terms, ysc, control, col, by) {
                kernel = spec$kernel, log_var = log(var0), log_ls = ls0, Z = Z,
                learn_kernel = !("kernel" %in% control$fixed))
   if (!is.null(by)) comp$by_col <- col + d
-  rng <- col_apply(Xg, range)
+  rng <- st[c("min", "max"), , drop = FALSE]
+  dimnames(rng) <- list(NULL, colnames(Xg))
   # ((x - center) / scale is monotone in x: the ranges of the standardised inputs)
   if (isTRUE(control$priors)) comp <- c(comp, hyper_priors((rng - rep(sc$center, each = 2)) / rep(sc$scale, each = 2),
                                                            spec, nrow(Z), ysc))
   term <- list(spec = spec, type = comp$kind, scaling = sc, range = rng, by = by)
   if (centre) {
     q <- (seq_len(40) - 0.5) / 40
-    comp$nodes <- lapply(seq_len(d), function(j) .quantiles7(Xs[, j], q))  # (stats::quantile(type = 7))
+    comp$nodes <- .col_quantiles7(Xs, q)  # (stats::quantile(type = 7), per input)
     comp$weights <- rep(list(rep(1 / 40, 40)), d)
     pr <- if (isTRUE(spec$pure)) pure_interaction(d)
           else anova_products(spec$vars, lapply(Filter(function(o) is.null(o$by), others), `[[`, "vars"))

@@ -50,10 +50,11 @@ prepare_response <- function(y, lik) {
   structure(as.numeric(y), levels = lev)
 }
 
-# Centre/scale of each gp() input block: per column (ARD) or pooled (isotropic).
-input_scaling <- function(X, spec) {
-  ctr <- colMeans(X)
-  sds <- col_apply(X, stats::sd)
+# Centre/scale of each gp() input block: per column (ARD) or pooled
+# (isotropic), from the inputs' column summary (.col_summary()).
+input_scaling <- function(st, spec) {
+  ctr <- st["mean", ]
+  sds <- st["sd", ]
   const <- !is.finite(sds) | sds <= 1e-12 * pmax(1, abs(ctr))
   if (any(const)) stop_arg(spec$label, "has a constant input: '", spec$vars[const][1], "'")
   scl <- if (spec$ard) sds else rep(sqrt(mean(sds^2)), length(sds))
@@ -68,8 +69,8 @@ col_apply <- function(X, f) {
 }
 
 standardise <- function(X, sc) {
-  for (j in seq_len(ncol(X))) X[, j] <- (X[, j] - sc$center[j]) / sc$scale[j]
-  X
+  if (!is.double(X)) storage.mode(X) <- "double"
+  .standardise(X, sc$center, sc$scale)
 }
 
 # Standardisation of the parametric design: non-intercept columns are scaled
@@ -94,7 +95,7 @@ param_scaling <- function(Xp) {
 check_finite_columns <- function(mf, vars, what) {
   for (v in vars) {
     x <- mf[[v]]
-    if (is.numeric(x) && any(is.infinite(x))) stop_arg(v, "has infinite values (", what, ")")
+    if (is.double(x) && .any_infinite(x)) stop_arg(v, "has infinite values (", what, ")")
   }
 }
 

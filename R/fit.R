@@ -91,7 +91,8 @@ collect_fit <- function(setup, res, control, engine) {
     latent_predict(fit, setup$X, setup$offset_raw, se = fit$likelihood != "gaussian")
   }
   fit$linear.predictors <- lp$fit
-  fit$fitted.values <- response_moments(fit, lp$fit, lp$se)$mean
+  # (the mean response: the linear predictor itself under the identity link)
+  fit$fitted.values <- if (fit$likelihood == "gaussian") lp$fit else response_moments(fit, lp$fit, lp$se)$mean
   fit
 }
 

@@ -94,13 +94,13 @@
 gpgam <- function(formula, data, family = gaussian(), inference = "vi", control = gp_control(),
                   weights, subset, na.action, offset, model = TRUE) {
   cl <- match.call()
+  tune_allocator()
   engine <- get_engine(inference)
   fam <- likelihood_name(family)
   parsed <- parse_gpgam_formula(formula, if (!missing(data) && is.data.frame(data)) data)
   mf <- gp_model_frame(cl, parent.frame(), parsed$full)
   control <- resolve_control(control, nrow(mf), engine, fam$lik)
   setup <- gp_setup(parsed, mf, fam, control)
-  tune_allocator()
   t0 <- proc.time()[["elapsed"]]
   res <- engine_fit(engine, setup, control)
   elapsed <- proc.time()[["elapsed"]] - t0

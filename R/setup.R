@@ -58,9 +58,10 @@ gp_setup <- function(parsed, mf, fam, control) {
   # without an intercept): Gaussian, the response is centred and scaled;
   # Poisson, the predictor is centred at log(mean(y)) through the internal
   # offset, so that counts of any size start near their rate.
+  sdy <- if (gaussian) stats::sd(y)
   ysc <- if (gaussian) {
     list(center = if (parsed$intercept) sum(w * y) / sum(w) else 0,
-         scale = if (stats::sd(y) > 0) stats::sd(y) else 1)
+         scale = if (sdy > 0) sdy else 1)
   } else if (fam$lik == "poisson" && parsed$intercept && sum(w * y) > 0) {
     list(center = log(sum(w * y) / sum(w)), scale = 1)
   } else list(center = 0, scale = 1)
@@ -82,7 +83,7 @@ gp_setup <- function(parsed, mf, fam, control) {
     pt <- stats::delete.response(terms(parsed$param))
     Xp <- stats::model.matrix(pt, mf)
     psc <- param_scaling(Xp)
-    if (qr(Xp)$rank < ncol(Xp))
+    if (ncol(Xp) > 1 && qr(Xp)$rank < ncol(Xp))  # (one column: param_scaling() refuses a constant one)
       warning("the parametric design is rank deficient; its coefficients are identified only by the prior",
               call. = FALSE)
     terms$param <- pt
@@ -98,7 +99,7 @@ gp_setup <- function(parsed, mf, fam, control) {
   terms$full_xlevels <- stats::.getXlevels(terms$full, mf)
   X <- internal_design(mf, terms, Xs)
   rm(Xs)
-  noise0 <- if (gaussian) (control$sigma %||% (stats::sd(y) / 3)) / ysc$scale else 1
+  noise0 <- if (gaussian) (control$sigma %||% (sdy / 3)) / ysc$scale else 1
   list(X = X, y = if (gaussian) (y - ysc$center) / ysc$scale else y, w = w,
        offset = if (gaussian) off / ysc$scale else off + ysc$center, comps = comps, terms = terms,
        yscaling = ysc, family = fam$family, lik = fam$lik, log_noise = log(max(noise0^2 - 1e-6, 1e-12)),

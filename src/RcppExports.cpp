@@ -186,15 +186,50 @@ BEGIN_RCPP
     return rcpp_result_gen;
 END_RCPP
 }
-// quantiles7
-std::vector<double> quantiles7(std::vector<double> x, std::vector<double> probs);
-RcppExport SEXP _scalegp_quantiles7(SEXP xSEXP, SEXP probsSEXP) {
+// standardise_cols
+Rcpp::NumericMatrix standardise_cols(Rcpp::NumericMatrix X, Rcpp::NumericVector center, Rcpp::NumericVector scale);
+RcppExport SEXP _scalegp_standardise_cols(SEXP XSEXP, SEXP centerSEXP, SEXP scaleSEXP) {
 BEGIN_RCPP
     Rcpp::RObject rcpp_result_gen;
     Rcpp::RNGScope rcpp_rngScope_gen;
-    Rcpp::traits::input_parameter< std::vector<double> >::type x(xSEXP);
+    Rcpp::traits::input_parameter< Rcpp::NumericMatrix >::type X(XSEXP);
+    Rcpp::traits::input_parameter< Rcpp::NumericVector >::type center(centerSEXP);
+    Rcpp::traits::input_parameter< Rcpp::NumericVector >::type scale(scaleSEXP);
+    rcpp_result_gen = Rcpp::wrap(standardise_cols(X, center, scale));
+    return rcpp_result_gen;
+END_RCPP
+}
+// col_summary
+Rcpp::NumericMatrix col_summary(Rcpp::NumericMatrix X);
+RcppExport SEXP _scalegp_col_summary(SEXP XSEXP) {
+BEGIN_RCPP
+    Rcpp::RObject rcpp_result_gen;
+    Rcpp::RNGScope rcpp_rngScope_gen;
+    Rcpp::traits::input_parameter< Rcpp::NumericMatrix >::type X(XSEXP);
+    rcpp_result_gen = Rcpp::wrap(col_summary(X));
+    return rcpp_result_gen;
+END_RCPP
+}
+// any_infinite
+bool any_infinite(Rcpp::NumericVector x);
+RcppExport SEXP _scalegp_any_infinite(SEXP xSEXP) {
+BEGIN_RCPP
+    Rcpp::RObject rcpp_result_gen;
+    Rcpp::RNGScope rcpp_rngScope_gen;
+    Rcpp::traits::input_parameter< Rcpp::NumericVector >::type x(xSEXP);
+    rcpp_result_gen = Rcpp::wrap(any_infinite(x));
+    return rcpp_result_gen;
+END_RCPP
+}
+// col_quantiles7
+Rcpp::List col_quantiles7(Eigen::Map<Eigen::MatrixXd> X, std::vector<double> probs);
+RcppExport SEXP _scalegp_col_quantiles7(SEXP XSEXP, SEXP probsSEXP) {
+BEGIN_RCPP
+    Rcpp::RObject rcpp_result_gen;
+    Rcpp::RNGScope rcpp_rngScope_gen;
+    Rcpp::traits::input_parameter< Eigen::Map<Eigen::MatrixXd> >::type X(XSEXP);
     Rcpp::traits::input_parameter< std::vector<double> >::type probs(probsSEXP);
-    rcpp_result_gen = Rcpp::wrap(quantiles7(x, probs));
+    rcpp_result_gen = Rcpp::wrap(col_quantiles7(X, probs));
     return rcpp_result_gen;
 END_RCPP
 }
@@ -301,7 +336,10 @@ static const R_CallMethodDef CallEntries[] = {
     {"_scalegp_lik_expect", (DL_FUNC) &_scalegp_lik_expect, 7},
     {"_scalegp_lik_predictive", (DL_FUNC) &_scalegp_lik_predictive, 6},
     {"_scalegp_kmeans_centres", (DL_FUNC) &_scalegp_kmeans_centres, 3},
-    {"_scalegp_quantiles7", (DL_FUNC) &_scalegp_quantiles7, 2},
+    {"_scalegp_standardise_cols", (DL_FUNC) &_scalegp_standardise_cols, 3},
+    {"_scalegp_col_summary", (DL_FUNC) &_scalegp_col_summary, 1},
+    {"_scalegp_any_infinite", (DL_FUNC) &_scalegp_any_infinite, 1},
+    {"_scalegp_col_quantiles7", (DL_FUNC) &_scalegp_col_quantiles7, 2},
     {"_scalegp_group_bounds_r", (DL_FUNC) &_scalegp_group_bounds_r, 1},
     {"_scalegp_tune_malloc", (DL_FUNC) &_scalegp_tune_malloc, 0},
     {"_scalegp_discrete_shard_values", (DL_FUNC) &_scalegp_discrete_shard_values, 4},

@@ -1,7 +1,8 @@
 // Rcpp glue shared by the engines: latent prediction from a whitened
 // Gaussian posterior (the VI and EP engines), likelihood helpers used by the
 // R methods and tests, k-means for initial inducing inputs, and the fixed row
-// groups of a deterministic pass, and the allocator setting of a fit.
+// groups of a deterministic pass, the allocator setting of a fit, and
+// column helpers of the model setup (standardising, checks).
 #include "glue.h"
 
 #include <cstdlib>
@@ -135,10 +136,76 @@ Eigen::MatrixXd kmeans_centres(Eigen::Map<Eigen::MatrixXd> X, int k, double seed
   return kmeans(X, k, rng);
 }
 
-// quantile(x, probs, type = 7) for increasing probs, by selection.
-// [[Rcpp::export(.quantiles7)]]
-std::vector<double> quantiles7(std::vector<double> x, std::vector<double> probs) {
-  return quantiles_type7(std::move(x), probs);
+// (X[, j] - center[j]) / scale[j] for every column, in a new matrix with X's
+// dimnames (one pass, no temporaries of the size of X).
+// [[Rcpp::export(.standardise)]]
+Rcpp::NumericMatrix standardise_cols(Rcpp::NumericMatrix X, Rcpp::NumericVector center, Rcpp::NumericVector scale) {
+  const R_xlen_t n = X.nrow(), d = X.ncol();
+  if (center.size() < d || scale.size() < d) Rcpp::stop("standardise: center and scale need one value per column");
+  Rcpp::NumericMatrix out(n, d);
+  for (R_xlen_t j = 0; j < d; ++j) {
+    const double* x = &X[j * n];
+    double* o = &out[j * n];
+    const double c = center[j], s = scale[j];
+    for (R_xlen_t i = 0; i < n; ++i) o[i] = (x[i] - c) / s;
+  }
+  SEXP dn = Rf_getAttrib(X, R_DimNamesSymbol);
+  if (!Rf_isNull(dn)) Rf_setAttrib(out, R_DimNamesSymbol, dn);
+  return out;
+}
+
+// Per column of X: mean, sd, min and max (rows of the result), with R's
+// arithmetic (colMeans(), sd(): long double sums, the mean corrected by a
+// second pass).
+// [[Rcpp::export(.col_summary)]]
+Rcpp::NumericMatrix col_summary(Rcpp::NumericMatrix X) {
+  const R_xlen_t n = X.nrow(), d = X.ncol();
+  Rcpp::NumericMatrix out(4, d);
+  for (R_xlen_t j = 0; j < d; ++j) {
+    const double* x = &X[j * n];
+    long double s = 0;
+    double lo = R_PosInf, hi = R_NegInf;
+    for (R_xlen_t i = 0; i < n; ++i) {
+      s += x[i];
+      lo = std::min(lo, x[i]);
+      hi = std::max(hi, x[i]);
+    }
+    long double tmp = s / n, corr = 0, ss = 0;  // (as R's cov.c)
+    if (std::isfinite(static_cast<double>(tmp))) {
+      for (R_xlen_t i = 0; i < n; ++i) corr += x[i] - tmp;
+      tmp += corr / n;
+    }
+    const long double mean = static_cast<double>(tmp);
+    for (R_xlen_t i = 0; i < n; ++i) ss += (x[i] - mean) * (x[i] - mean);
+    out(0, j) = static_cast<double>(s / n);
+    out(1, j) = n > 1 ? std::sqrt(static_cast<double>(ss / (n - 1))) : NA_REAL;
+    out(2, j) = lo;
+    out(3, j) = hi;
+  }
+  Rcpp::List dn = Rcpp::List::create(Rcpp::CharacterVector::create("mean", "sd", "min", "max"), R_NilValue);
+  SEXP cn = Rf_getAttrib(X, R_DimNamesSymbol);
+  if (!Rf_isNull(cn)) dn[1] = VECTOR_ELT(cn, 1);
+  out.attr("dimnames") = dn;
+  return out;
+}
+
+// Whether a double vector has an infinite value (without a logical vector
+// of its length).
+// [[Rcpp::export(.any_infinite)]]
+bool any_infinite(Rcpp::NumericVector x) {
+  for (R_xlen_t i = 0; i < x.size(); ++i)
+    if (std::isinf(x[i])) return true;
+  return false;
+}
+
+// quantile(x, probs, type = 7) of every column of X, by selection (a list,
+// one vector per column).
+// [[Rcpp::export(.col_quantiles7)]]
+Rcpp::List col_quantiles7(Eigen::Map<Eigen::MatrixXd> X, std::vector<double> probs) {
+  Rcpp::List out(X.cols());
+  for (Eigen::Index j = 0; j < X.cols(); ++j)
+    out[j] = quantiles_type7(X.col(j).data(), static_cast<std::size_t>(X.rows()), probs);
+  return out;
 }
 
 // 0-based boundaries of the fixed row groups of a pass over n rows.

@@ -4,6 +4,7 @@
 #include <scalegp/optim.hpp>
 
 #include <algorithm>
+#include <cmath>
 #include <cstdint>
 #include <limits>
 #include <set>
@@ -175,4 +176,51 @@ TEST_CASE("kmeans returns k distinct rows and subsamples large inputs", "[induci
   const MatrixXd CD = kmeans(D, 4, rng3);
   std::set<double> dv(CD.data(), CD.data() + CD.size());
   CHECK(dv.size() == 4);
+}
+
+TEST_CASE("quantiles_type7 equals quantile(type = 7) from a full sort, by bins or by selection", "[inducing]") {
+  // R's type-7 arithmetic on a sorted copy
+  const auto reference = [](std::vector<double> v, const std::vector<double>& probs) {
+    std::sort(v.begin(), v.end());
+    std::vector<double> out;
+    for (double p : probs) {
+      const double index = 1.0 + static_cast<double>(v.size() - 1) * p, lo = std::floor(index);
+      double q = v[static_cast<std::size_t>(lo) - 1];
+      const double xh = v[static_cast<std::size_t>(std::ceil(index)) - 1];
+      if (index > lo && xh != q) q = (1 - (index - lo)) * q + (index - lo) * xh;
+      out.push_back(q);
+    }
+    return out;
+  };
+  std::vector<double> probs;
+  for (int i = 0; i < 40; ++i) probs.push_back((i + 0.5) / 40);
+  probs.push_back(0.0);
+  probs.push_back(1.0);
+  std::sort(probs.begin(), probs.end());
+  Rng gen(3);
+  // large (the binned path): skewed with an outlier (most values in few
+  // bins), heavy ties, negative values; and small (selection only)
+  for (const std::size_t n : {std::size_t{200000}, std::size_t{70001}, std::size_t{1001}}) {
+    std::vector<double> skew(n), ties(n), neg(n);
+    for (std::size_t i = 0; i < n; ++i) {
+      skew[i] = std::exp(8 * uniform01(gen));
+      ties[i] = std::floor(5 * uniform01(gen));
+      neg[i] = -1e6 + uniform01(gen) * 1e-3;
+    }
+    skew[n / 2] = 1e300;
+    for (const std::vector<double>* v : {&skew, &ties, &neg}) {
+      const std::vector<double> got = quantiles_type7(v->data(), v->size(), probs), want = reference(*v, probs);
+      for (std::size_t t = 0; t < probs.size(); ++t) CHECK(got[t] == want[t]);
+    }
+  }
+  // constant values, one value, non-finite values (selection)
+  const std::vector<double> cst(100000, 2.5);
+  for (double q : quantiles_type7(cst.data(), cst.size(), probs)) CHECK(q == 2.5);
+  const double one = -3;
+  for (double q : quantiles_type7(&one, 1, probs)) CHECK(q == -3);
+  std::vector<double> inf(100000);
+  for (std::size_t i = 0; i < inf.size(); ++i) inf[i] = static_cast<double>(i % 1000);
+  inf[7] = std::numeric_limits<double>::infinity();
+  const std::vector<double> got = quantiles_type7(inf.data(), inf.size(), probs), want = reference(inf, probs);
+  for (std::size_t t = 0; t < probs.size(); ++t) CHECK(got[t] == want[t]);
 }

@@ -291,8 +291,19 @@ test_that("the rank restriction of seed 004 binds and summary() says so", {
 test_that("centring nodes are quantile(type = 7)'s values, found by selection", {
   set.seed(21)
   q <- (seq_len(40) - 0.5) / 40
-  for (x in list(runif(1001), c(rep(0, 50), rnorm(70)), round(rnorm(500), 1), c(2, 1), -3, rexp(20000)))
-    expect_identical(scalegp:::.quantiles7(x, q), unname(stats::quantile(x, q, type = 7)))
+  # (from 65536 values: counted in bins first; a skewed sample with an
+  # outlier puts most values in one bin)
+  for (x in list(runif(1001), c(rep(0, 50), rnorm(70)), round(rnorm(500), 1), c(2, 1), -3, rexp(20000),
+                 c(exp(rnorm(2e5, sd = 3)), 1e12), round(runif(1e5), 2)))
+    expect_identical(scalegp:::.col_quantiles7(matrix(x), q)[[1]], unname(stats::quantile(x, q, type = 7)))
+  X <- cbind(a = rnorm(7e4), b = -runif(7e4))
+  # the inputs' mean, sd and range, as colMeans(), sd() and range()
+  Y <- cbind(X, c = 1e8 + runif(7e4))
+  st <- scalegp:::.col_summary(Y)
+  expect_identical(st["mean", ], colMeans(Y))
+  expect_identical(st["sd", ], apply(Y, 2, stats::sd))
+  expect_identical(unname(st[c("min", "max"), ]), unname(apply(Y, 2, range)))
+  expect_identical(scalegp:::.col_quantiles7(X, q), lapply(1:2, function(j) unname(stats::quantile(X[, j], q, type = 7))))
   d <- data.frame(x1 = rnorm(300), x2 = runif(300))
   d$y <- sin(d$x1) + d$x2 + rnorm(300, sd = 0.2)
   fit <- gpgam(y ~ gp(x1) + gp(x2), data = d, control = gp_control(verbose = FALSE, seed = 1, iterations = 2))

@@ -305,15 +305,32 @@ inline MatrixXd distinct_keys(const std::vector<double>& key, Index nr, Index dk
 }
 
 // Whether the rows of X have more distinct exact keys under rule r than its
-// grid has points (stops as soon as they do).
+// grid has points (stops as soon as they do).  Only the distinct keys are
+// kept: each row's key is appended, hashed by its place, and dropped again
+// when already seen.
 inline bool exact_too_many(const KeyRule& r, const Eigen::Ref<const MatrixXd>& X) {
   if (!(r.grid > 0)) return false;
   const double limit = r.points();
-  const std::vector<double> key = make_keys(r, X);
-  const KeyRows kr{key.data(), r.dk()};
-  std::unordered_set<Index, KeyRows, KeyRows> seen(16, kr, kr);
-  for (Index i = 0; i < X.rows(); ++i)
-    if (seen.insert(i).second && static_cast<double>(seen.size()) > limit) return true;
+  const Index dk = r.dk(), step = 4096;
+  struct Distinct {  // KeyRows over a growing vector of keys
+    const std::vector<double>* key;
+    Index dk;
+    std::size_t operator()(Index a) const { return KeyRows{key->data(), dk}(a); }
+    bool operator()(Index a, Index b) const { return KeyRows{key->data(), dk}(a, b); }
+  };
+  std::vector<double> key;
+  const Distinct kd{&key, dk};
+  std::unordered_set<Index, Distinct, Distinct> seen(16, kd, kd);
+  for (Index begin = 0; begin < X.rows(); begin += step) {
+    const Index nb = std::min(step, X.rows() - begin);
+    const std::vector<double> part = make_keys(r, X.middleRows(begin, nb));
+    for (Index i = 0; i < nb; ++i) {
+      const Index t = static_cast<Index>(seen.size());
+      key.insert(key.end(), part.begin() + i * dk, part.begin() + (i + 1) * dk);
+      if (!seen.insert(t).second) key.resize(key.size() - static_cast<std::size_t>(dk));
+      else if (static_cast<double>(seen.size()) > limit) return true;
+    }
+  }
   return false;
 }
 
@@ -332,7 +349,9 @@ inline MatrixXd rule_values(const KeyRule& r, const Eigen::Ref<const MatrixXd>& 
         break;
       }
   if (grid_ok) {
-    std::vector<std::size_t> code(static_cast<std::size_t>(nr));
+    std::vector<int> local;  // each row's grid point, then (in place) its rank
+    std::vector<int>& code = id ? *id : local;
+    code.resize(static_cast<std::size_t>(nr));
     for (Index i = 0; i < nr && grid_ok; ++i) {
       std::size_t c = 0;
       for (std::size_t j = 0; j < r.n_round; ++j) {
@@ -343,11 +362,11 @@ inline MatrixXd rule_values(const KeyRule& r, const Eigen::Ref<const MatrixXd>& 
         }
         c = c * G + static_cast<std::size_t>(k);
       }
-      code[static_cast<std::size_t>(i)] = c;
+      code[static_cast<std::size_t>(i)] = static_cast<int>(c);
     }
     if (grid_ok) {
       std::vector<int> rank(static_cast<std::size_t>(cells), -1);
-      for (std::size_t c : code) rank[c] = 0;
+      for (int c : code) rank[static_cast<std::size_t>(c)] = 0;
       int D = 0;
       for (int& v : rank)
         if (v == 0) v = D++;
@@ -361,10 +380,7 @@ inline MatrixXd rule_values(const KeyRule& r, const Eigen::Ref<const MatrixXd>& 
           U(rank[c], static_cast<Index>(j)) = r.lo[j] + k * r.step[j];
         }
       }
-      if (id) {
-        id->resize(static_cast<std::size_t>(nr));
-        for (std::size_t i = 0; i < code.size(); ++i) (*id)[i] = rank[code[i]];
-      }
+      for (int& c : code) c = rank[static_cast<std::size_t>(c)];
       return U;
     }
   }

@@ -4,6 +4,7 @@
 #include "linalg.hpp"
 #include <algorithm>
 #include <cmath>
+#include <limits>
 #include <random>
 #include <vector>
 
@@ -35,11 +36,70 @@ inline void multi_select(std::vector<double>& x, const std::vector<std::size_t>&
   multi_select(x, ks, mid + 1, b, k + 1, hi);
 }
 
-// Sample quantiles of type 7 (R's default, quantile(x, probs, type = 7)),
-// by selection instead of sorting, with R's arithmetic:
+// The order statistics at the 0-based positions ks (increasing, distinct)
+// of x[0, n): the values a full sort would put there.  Small or non-finite
+// x: recursive selection on a copy.  Otherwise one pass counts the values
+// in equal-width bins over [min, max] (a value's bin never decreases with
+// the value, so each bin holds consecutive order statistics) and a second
+// collects the values of the bins that hold a wanted position; only those
+// are selected, in O(n) in all.
+inline std::vector<double> order_statistics(const double* x, std::size_t n, const std::vector<std::size_t>& ks) {
+  std::vector<double> out(ks.size());
+  if (ks.empty()) return out;
+  double lo = std::numeric_limits<double>::infinity(), hi = -lo;
+  bool finite = true;
+  for (std::size_t i = 0; i < n; ++i) {
+    finite = finite && std::isfinite(x[i]);
+    lo = std::min(lo, x[i]);
+    hi = std::max(hi, x[i]);
+  }
+  constexpr std::size_t kBins = 4096;
+  if (n < 16 * kBins || !finite || !std::isfinite(hi - lo) || !(hi > lo)) {
+    if (n > 0 && finite && !(hi > lo)) {  // all values equal
+      std::fill(out.begin(), out.end(), lo);
+      return out;
+    }
+    std::vector<double> v(x, x + n);
+    multi_select(v, ks, 0, ks.size(), 0, n);
+    for (std::size_t t = 0; t < ks.size(); ++t) out[t] = v[ks[t]];
+    return out;
+  }
+  const double scale = static_cast<double>(kBins) / (hi - lo);
+  const auto bin = [&](double v) { return std::min(static_cast<std::size_t>((v - lo) * scale), kBins - 1); };
+  std::vector<std::size_t> start(kBins + 1, 0);  // start[b]: values in bins before b
+  for (std::size_t i = 0; i < n; ++i) ++start[bin(x[i]) + 1];
+  for (std::size_t b = 0; b < kBins; ++b) start[b + 1] += start[b];
+  std::vector<int> slot(kBins, -1);  // index of a wanted bin among `wanted`
+  std::vector<std::size_t> wanted, bin_of(ks.size());
+  for (std::size_t t = 0; t < ks.size(); ++t) {
+    const std::size_t b = static_cast<std::size_t>(std::upper_bound(start.begin(), start.end(), ks[t]) - start.begin()) - 1;
+    bin_of[t] = b;
+    if (slot[b] < 0) {
+      slot[b] = static_cast<int>(wanted.size());
+      wanted.push_back(b);
+    }
+  }
+  std::vector<std::vector<double>> vals(wanted.size());
+  for (std::size_t q = 0; q < wanted.size(); ++q) vals[q].reserve(start[wanted[q] + 1] - start[wanted[q]]);
+  for (std::size_t i = 0; i < n; ++i) {
+    const int q = slot[bin(x[i])];
+    if (q >= 0) vals[static_cast<std::size_t>(q)].push_back(x[i]);
+  }
+  for (std::size_t q = 0; q < wanted.size(); ++q) {
+    std::vector<std::size_t> local;  // the wanted positions within this bin
+    for (std::size_t t = 0; t < ks.size(); ++t)
+      if (bin_of[t] == wanted[q]) local.push_back(ks[t] - start[wanted[q]]);
+    multi_select(vals[q], local, 0, local.size(), 0, vals[q].size());
+    for (std::size_t t = 0; t < ks.size(); ++t)
+      if (bin_of[t] == wanted[q]) out[t] = vals[q][ks[t] - start[wanted[q]]];
+  }
+  return out;
+}
+
+// Sample quantiles of type 7 (R's default, quantile(x, probs, type = 7))
+// of x[0, n), by selection instead of sorting, with R's arithmetic:
 // index = 1 + (n - 1) p, q = x[lo] (1 - h) + h x[hi] where x[hi] != x[lo].
-inline std::vector<double> quantiles_type7(std::vector<double> x, const std::vector<double>& probs) {
-  const std::size_t n = x.size();
+inline std::vector<double> quantiles_type7(const double* x, std::size_t n, const std::vector<double>& probs) {
   std::vector<double> out(probs.size(), std::nan(""));
   if (n == 0) return out;
   std::vector<double> index(probs.size());
@@ -51,11 +111,14 @@ inline std::vector<double> quantiles_type7(std::vector<double> x, const std::vec
   }
   std::sort(ks.begin(), ks.end());
   ks.erase(std::unique(ks.begin(), ks.end()), ks.end());
-  multi_select(x, ks, 0, ks.size(), 0, n);
+  const std::vector<double> os = order_statistics(x, n, ks);
+  const auto at = [&](double pos) {  // x_(pos), 1-based
+    return os[static_cast<std::size_t>(std::lower_bound(ks.begin(), ks.end(), static_cast<std::size_t>(pos) - 1) - ks.begin())];
+  };
   for (std::size_t i = 0; i < probs.size(); ++i) {
     const double lo = std::floor(index[i]);
-    double q = x[static_cast<std::size_t>(lo) - 1];
-    const double xh = x[static_cast<std::size_t>(std::ceil(index[i])) - 1];
+    double q = at(lo);
+    const double xh = at(std::ceil(index[i]));
     if (index[i] > lo && xh != q) {
       const double h = index[i] - lo;
       q = (1 - h) * q + h * xh;
@@ -65,15 +128,18 @@ inline std::vector<double> quantiles_type7(std::vector<double> x, const std::vec
   return out;
 }
 
-inline MatrixXd kmeans(const MatrixXd& Xall, Index k, Rng& rng, Index max_rows = 20000, int iters = 25) {
+inline MatrixXd kmeans(const Eigen::Ref<const MatrixXd>& Xall, Index k, Rng& rng, Index max_rows = 20000, int iters = 25) {
   const Index n0 = Xall.rows(), d = Xall.cols();
   MatrixXd X;
-  if (n0 > max_rows) {
-    std::vector<std::size_t> idx(n0);
-    for (Index i = 0; i < n0; ++i) idx[i] = i;
-    shuffle(idx, rng);
+  if (n0 > max_rows) {  // a random subset: the last max_rows places of a Fisher-Yates shuffle
+    std::vector<std::size_t> idx(static_cast<std::size_t>(n0));
+    for (Index i = 0; i < n0; ++i) idx[static_cast<std::size_t>(i)] = static_cast<std::size_t>(i);
     X.resize(max_rows, d);
-    for (Index i = 0; i < max_rows; ++i) X.row(i) = Xall.row(idx[i]);
+    for (Index t = 0; t < max_rows; ++t) {
+      const std::size_t i = static_cast<std::size_t>(n0 - t);
+      std::swap(idx[i - 1], idx[uniform_index(rng, i)]);
+      X.row(t) = Xall.row(static_cast<Index>(idx[i - 1]));
+    }
   } else {
     X = Xall;
   }
@@ -96,11 +162,30 @@ inline MatrixXd kmeans(const MatrixXd& Xall, Index k, Rng& rng, Index max_rows =
     C.row(j) = X.row(pick);
     dist = dist.cwiseMin((X.rowwise() - C.row(j)).rowwise().squaredNorm());
   }
-  std::vector<Index> lab(n, 0);
+  // Lloyd iterations, until no row changes its centre
+  const MatrixXd XT = X.transpose();  // rows of X as contiguous columns
+  std::vector<Index> lab(n, -1);
+  MatrixXd CT(d, k);
   for (int it = 0; it < iters; ++it) {
-    const VectorXd cc = C.rowwise().squaredNorm();
-    const MatrixXd XC = X * C.transpose();
-    for (Index i = 0; i < n; ++i) (cc.transpose() - 2.0 * XC.row(i)).minCoeff(&lab[i]);
+    CT = C.transpose();
+    bool changed = false;
+    for (Index i = 0; i < n; ++i) {
+      const double* x = XT.data() + i * d;
+      Index best = 0;
+      double best_d = std::numeric_limits<double>::infinity();
+      for (Index j = 0; j < k; ++j) {
+        const double* c = CT.data() + j * d;
+        double dj = 0;
+        for (Index t = 0; t < d; ++t) dj += (x[t] - c[t]) * (x[t] - c[t]);
+        if (dj < best_d) {
+          best_d = dj;
+          best = j;
+        }
+      }
+      changed = changed || best != lab[i];
+      lab[i] = best;
+    }
+    if (!changed) break;
     MatrixXd S = MatrixXd::Zero(k, d);
     VectorXd cnt = VectorXd::Zero(k);
     for (Index i = 0; i < n; ++i) { S.row(lab[i]) += X.row(i); cnt(lab[i]) += 1; }
