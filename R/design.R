@@ -69,6 +69,7 @@ col_apply <- function(X, f) {
 }
 
 standardise <- function(X, sc) {
+  if (!is.matrix(X)) X <- as.matrix(X)
   if (!is.double(X)) storage.mode(X) <- "double"
   .standardise(X, sc$center, sc$scale)
 }
