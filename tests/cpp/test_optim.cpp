@@ -224,3 +224,40 @@ TEST_CASE("quantiles_type7 equals quantile(type = 7) from a full sort, by bins o
   const std::vector<double> got = quantiles_type7(inf.data(), inf.size(), probs), want = reference(inf, probs);
   for (std::size_t t = 0; t < probs.size(); ++t) CHECK(got[t] == want[t]);
 }
+
+TEST_CASE("Bfgs: Newton steps from the exact inverse Hessian, in the free parameters at a bound", "[optim]") {
+  // f(x) = -0.5 x'Ax + b'x, gradient b - Ax, maximum at A^-1 b
+  Eigen::Matrix3d A;
+  A << 4, 1, 0.5, 1, 3, -0.2, 0.5, -0.2, 2;
+  const Eigen::Vector3d b(1, -2, 0.5), x0(0.3, 0.1, -0.4);
+  const auto grad = [&](const VectorXd& x) { return VectorXd(b - A * x); };
+  Bfgs bf;
+  CHECK(!bf.active());
+  bf.start(A.inverse());
+  const std::vector<bool> none(3, false);
+  const VectorXd x1 = x0 + bf.direction(grad(x0), none);
+  CHECK((x1 - A.inverse() * b).cwiseAbs().maxCoeff() < 1e-12);
+  // parameter 1 held: the maximum over parameters 0 and 2 with x_1 fixed
+  std::vector<bool> held(3, false);
+  held[1] = true;
+  VectorXd g = grad(x0);
+  g(1) = 0;  // (its projected gradient)
+  const VectorXd d = bf.direction(g, held);
+  CHECK(d(1) == 0);
+  Eigen::Matrix2d Aff;
+  Aff << A(0, 0), A(0, 2), A(2, 0), A(2, 2);
+  const Eigen::Vector2d rhs(b(0) - A(0, 1) * x0(1), b(2) - A(2, 1) * x0(1));
+  const Eigen::Vector2d want = Aff.inverse() * rhs;
+  CHECK(std::abs(x0(0) + d(0) - want(0)) < 1e-12);
+  CHECK(std::abs(x0(2) + d(2) - want(1)) < 1e-12);
+  // updates keep the secant condition H y = s; a pair without positive curvature is skipped
+  Bfgs q;
+  q.start(MatrixXd::Identity(3, 3));
+  const VectorXd s = Eigen::Vector3d(0.2, -0.1, 0.3), y = A * s;
+  q.update(s, y);
+  CHECK((q.direction(y, none) - s).cwiseAbs().maxCoeff() < 1e-12);
+  const VectorXd before = q.direction(b, none);
+  q.update(s, -y);
+  CHECK((q.direction(b, none) - before).cwiseAbs().maxCoeff() == 0);
+  CHECK(held_at_bound(Eigen::Vector3d(0, 1, 0), Eigen::Vector3d(2, 1, 0)) == std::vector<bool>{true, false, false});
+}

@@ -255,31 +255,6 @@ bool fd_hessian_inverse(Engine& e, const VectorXd& x, const VectorXd& g, const V
   return true;
 }
 
-// The BFGS direction H pg for the projected gradient pg (g: the gradient);
-// with parameters held at a bound (pg_j = 0, g_j != 0), the Newton
-// direction in the others: B_FF^-1 pg_F with B = H^-1 and F the free
-// parameters (not the rows F of H pg, which still carry the curvature of
-// the held ones).
-inline VectorXd bfgs_direction(const MatrixXd& H, const VectorXd& pg, const VectorXd& g) {
-  std::vector<Index> f;
-  for (Index j = 0; j < pg.size(); ++j)
-    if (!(pg(j) == 0 && g(j) != 0)) f.push_back(j);
-  const Index p = pg.size(), nf = static_cast<Index>(f.size());
-  if (nf == p) return H * pg;
-  VectorXd d = VectorXd::Zero(p);
-  if (nf == 0) return d;
-  const MatrixXd B = H.ldlt().solve(MatrixXd::Identity(p, p));
-  MatrixXd Bf(nf, nf);
-  VectorXd gf(nf);
-  for (Index a = 0; a < nf; ++a) {
-    gf(a) = pg(f[a]);
-    for (Index b = 0; b < nf; ++b) Bf(a, b) = B(f[a], f[b]);
-  }
-  const VectorXd df = Bf.ldlt().solve(gf);
-  for (Index a = 0; a < nf; ++a) d(f[a]) = df(a);
-  return d;
-}
-
 template <class Engine, class Monitor>
 FitInfo fit_profile(Engine& e, const Settings& set, double n_obs, Monitor monitor) {
   FitInfo info;
@@ -303,14 +278,12 @@ FitInfo fit_profile(Engine& e, const Settings& set, double n_obs, Monitor monito
     return p;
   };
   Lbfgs mem(10);
-  // BFGS: H, the inverse-Hessian approximation of -F, when `dense`;
-  // `since` counts the iterations since the start or the last restart
-  MatrixXd H;
-  bool dense = false, tried = false;
-  int since = 0;
+  Bfgs dense;  // (active from the finite-difference Hessian on)
+  bool tried = false;
+  int since = 0;  // iterations since the start or the last restart
   const auto restart = [&] {
     mem.reset();
-    dense = false;
+    dense.reset();
     since = 0;
   };
   int stall = 0;
@@ -321,13 +294,15 @@ FitInfo fit_profile(Engine& e, const Settings& set, double n_obs, Monitor monito
       info.stop = "stationary point";
       break;
     }
-    if (!dense && !tried && since >= kHessianAfter && x.size() <= kHessianMaxParams) {
+    if (!dense.active() && !tried && since >= kHessianAfter && x.size() <= kHessianMaxParams) {
       tried = true;  // (once per fit, and once more after the inducing inputs are fixed)
-      dense = fd_hessian_inverse(e, x, cur.gradient, lo, hi, info, H);
+      MatrixXd H;
+      if (fd_hessian_inverse(e, x, cur.gradient, lo, hi, info, H)) dense.start(std::move(H));
     }
-    VectorXd d = dense ? bfgs_direction(H, pg, cur.gradient) : mem.direction(pg);
+    const std::vector<bool> held = held_at_bound(pg, cur.gradient);
+    VectorXd d = dense.active() ? dense.direction(pg, held) : mem.direction(pg);
     for (Index j = 0; j < d.size(); ++j)
-      if (pg(j) == 0 && cur.gradient(j) != 0) d(j) = 0;  // at an active bound
+      if (held[static_cast<std::size_t>(j)]) d(j) = 0;
     double slope = pg.dot(d);
     if (!(slope > 0)) {
       restart();
@@ -358,7 +333,7 @@ FitInfo fit_profile(Engine& e, const Settings& set, double n_obs, Monitor monito
       }
     }
     if (!accepted) {
-      if (!mem.empty() || dense) {  // retry along the gradient itself
+      if (!mem.empty() || dense.active()) {  // retry along the gradient itself
         restart();
         continue;
       }
@@ -368,15 +343,7 @@ FitInfo fit_profile(Engine& e, const Settings& set, double n_obs, Monitor monito
     const VectorXd xn = e.pack();
     const VectorXd sv = xn - x, yv = cur.gradient - st.gradient;
     mem.update(sv, yv);
-    if (dense) {  // the BFGS update of H (pairs with positive curvature, as Lbfgs)
-      const double sy = sv.dot(yv);
-      if (sy > 1e-12 * sv.norm() * yv.norm()) {
-        const VectorXd Hy = H * yv;
-        const double yHy = yv.dot(Hy);
-        H += ((sy + yHy) / (sy * sy)) * sv * sv.transpose() - (Hy * sv.transpose() + sv * Hy.transpose()) / sy;
-        H = 0.5 * (H + H.transpose());
-      }
-    }
+    dense.update(sv, yv);
     ++since;
     const double gain = st.objective - cur.objective;
     x = xn;

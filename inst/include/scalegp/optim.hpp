@@ -67,6 +67,20 @@ class Stopper {
   int bad_ = 0;
 };
 
+// Whether a step s with gradient change y (of -f) has the positive
+// curvature (s'y > 0, relative to their sizes) a BFGS update needs.
+inline bool positive_curvature(const VectorXd& s, const VectorXd& y) {
+  return s.dot(y) > 1e-12 * s.norm() * y.norm();
+}
+
+// Parameters held at a bound: those whose projected gradient pg is zero
+// while the gradient g is not (the step leaves them where they are).
+inline std::vector<bool> held_at_bound(const VectorXd& pg, const VectorXd& g) {
+  std::vector<bool> held(static_cast<std::size_t>(pg.size()));
+  for (Index j = 0; j < pg.size(); ++j) held[static_cast<std::size_t>(j)] = pg(j) == 0 && g(j) != 0;
+  return held;
+}
+
 // Limited-memory BFGS (Nocedal and Wright 2006, Algorithm 7.4) for
 // maximising f: keeps the last `m` pairs s = x1 - x0, y = g0 - g1 (the
 // change of the gradient of -f) and turns a gradient of f into an ascent
@@ -81,8 +95,7 @@ class Lbfgs {
   bool empty() const { return s_.empty(); }
   // Keeps a pair when it has positive curvature (s'y > 0).
   void update(const VectorXd& s, const VectorXd& y) {
-    const double sy = s.dot(y);
-    if (!(sy > 1e-12 * s.norm() * y.norm())) return;
+    if (!positive_curvature(s, y)) return;
     s_.push_back(s);
     y_.push_back(y);
     if (static_cast<int>(s_.size()) > m_) {
@@ -111,6 +124,56 @@ class Lbfgs {
  private:
   int m_;
   std::vector<VectorXd> s_, y_;
+};
+
+// Dense BFGS for maximising f (Nocedal and Wright 2006, eq. 6.17): the
+// inverse-Hessian approximation H of -f, started from a given matrix (a
+// finite-difference Hessian's inverse, fit_loop.hpp) and updated with the
+// pairs of positive curvature, as Lbfgs keeps them.
+class Bfgs {
+ public:
+  void start(MatrixXd H) {
+    H_ = std::move(H);
+    active_ = true;
+  }
+  void reset() { active_ = false; }
+  bool active() const { return active_; }
+  void update(const VectorXd& s, const VectorXd& y) {
+    if (!active_ || !positive_curvature(s, y)) return;
+    const double sy = s.dot(y);
+    const VectorXd Hy = H_ * y;
+    const double yHy = y.dot(Hy);
+    H_ += ((sy + yHy) / (sy * sy)) * s * s.transpose() - (Hy * s.transpose() + s * Hy.transpose()) / sy;
+    H_ = 0.5 * (H_ + H_.transpose());
+  }
+  // The ascent direction H pg for the projected gradient pg; with
+  // parameters held at a bound (held_at_bound()), the Newton direction in
+  // the others, B_FF^-1 pg_F with B = H^-1 and F the free parameters (not
+  // the rows F of H pg, which still carry the curvature of the held ones),
+  // and 0 for the held ones.
+  VectorXd direction(const VectorXd& pg, const std::vector<bool>& held) const {
+    std::vector<Index> f;
+    for (Index j = 0; j < pg.size(); ++j)
+      if (!held[static_cast<std::size_t>(j)]) f.push_back(j);
+    const Index p = pg.size(), nf = static_cast<Index>(f.size());
+    if (nf == p) return H_ * pg;
+    VectorXd d = VectorXd::Zero(p);
+    if (nf == 0) return d;
+    const MatrixXd B = H_.ldlt().solve(MatrixXd::Identity(p, p));
+    MatrixXd Bf(nf, nf);
+    VectorXd gf(nf);
+    for (Index a = 0; a < nf; ++a) {
+      gf(a) = pg(f[a]);
+      for (Index b = 0; b < nf; ++b) Bf(a, b) = B(f[a], f[b]);
+    }
+    const VectorXd df = Bf.ldlt().solve(gf);
+    for (Index a = 0; a < nf; ++a) d(f[a]) = df(a);
+    return d;
+  }
+
+ private:
+  MatrixXd H_;
+  bool active_ = false;
 };
 
 }  // namespace scalegp
