@@ -61,13 +61,6 @@ input_scaling <- function(st, spec) {
   list(center = ctr, scale = scl)
 }
 
-# f applied to each column of a matrix (apply() would copy X through aperm()).
-col_apply <- function(X, f) {
-  out <- lapply(seq_len(ncol(X)), function(j) f(X[, j]))
-  names(out) <- colnames(X)
-  if (length(out) && all(lengths(out) == 1L)) unlist(out) else do.call(cbind, out)
-}
-
 standardise <- function(X, sc) {
   if (!is.matrix(X)) X <- as.matrix(X)
   if (!is.double(X)) storage.mode(X) <- "double"
@@ -79,8 +72,9 @@ standardise <- function(X, sc) {
 # beta = A beta_std.
 param_scaling <- function(Xp) {
   int <- colnames(Xp) == "(Intercept)"
-  ctr <- ifelse(int | !any(int), 0, colMeans(Xp))
-  scl <- ifelse(int, 1, col_apply(Xp, stats::sd))
+  st <- .col_summary(Xp)
+  ctr <- ifelse(int | !any(int), 0, st["mean", ])
+  scl <- ifelse(int, 1, st["sd", ])
   if (nrow(Xp) < 2) scl[] <- 1
   const <- !int & (!is.finite(scl) | scl <= 1e-12)
   if (any(const)) stop_arg("formula", "the parametric column '", colnames(Xp)[const][1], "' is constant")
