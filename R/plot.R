@@ -91,7 +91,9 @@ plot.gpgam <- function(x, which = c("terms", "trace"), residuals = FALSE, rug = 
 plot.scalegp <- function(x, ...) plot_trace(x, ...)
 
 plot_trace <- function(x, ...) {
-  plot(seq_along(x$trace) - (length(x$trace) > x$iterations), x$trace, type = "l", xlab = "iteration",
+  # (a fit without iterations, e.g. a decoupled fit in closed form: one point)
+  plot(seq_along(x$trace) - (length(x$trace) > x$iterations), x$trace, type = if (length(x$trace) > 1) "l" else "p",
+       xlab = "iteration",
        ylab = paste(x$engine$objective, if (isTRUE(x$log_prior != 0)) "+ log prior"), ...)
   invisible(x)
 }

@@ -18,6 +18,7 @@ DecoupledSettings decoupled_settings_from(const Rcpp::List& o) {
   s.kl_columns = Rcpp::as<int>(o["kl_columns"]);
   s.rate_ratio = Rcpp::as<double>(o["rate_ratio"]);
   s.solve_mean = Rcpp::as<bool>(o["mean_solve"]);
+  s.closed_form = o.containsElementNamed("closed_form") && Rcpp::as<bool>(o["closed_form"]);
   return s;
 }
 

@@ -32,7 +32,7 @@ test_that("a Gaussian minibatch fit ends at the exact optimum of the mean (mean_
                     iterations = 5, seed = 3, threads = 1)
   fml <- y ~ gp(x1, x2, lengthscale = 1, variance = 1) + z
   fv <- gpgam(fml, data = d, control = ctl)  # all rows: q optimal, the Titsias optimum
-  mb <- modifyList(ctl, list(mean_basis = 15, batch_size = 100))
+  mb <- modifyList(ctl, list(mean_basis = 15, batch_size = 100, pilot = 0))
   fs <- gpgam(fml, data = d, inference = "decoupled", control = modifyList(mb, list(mean_solve = TRUE)))
   nd <- dec_data(50, seed = 2)
   pv <- predict(fv, nd, se.fit = TRUE)
@@ -45,9 +45,9 @@ test_that("a Gaussian minibatch fit ends at the exact optimum of the mean (mean_
   # projection of kernel ridge regression on their span)
   fml2 <- y ~ gp(x1, x2, lengthscale = 0.4, variance = 1) + z
   fd <- gpgam(fml2, data = d, inference = "decoupled",
-              control = modifyList(ctl, list(mean_basis = 40, batch_size = 100, mean_solve = TRUE)))
+              control = modifyList(ctl, list(mean_basis = 40, batch_size = 100, mean_solve = TRUE, pilot = 0)))
   fa <- gpgam(fml2, data = d, inference = "decoupled",
-              control = modifyList(ctl, list(mean_basis = 40, batch_size = 100, mean_solve = FALSE)))
+              control = modifyList(ctl, list(mean_basis = 40, batch_size = 100, mean_solve = FALSE, pilot = 0)))
   sc <- fd$terms$gp[[1]]$scaling
   A <- sweep(sweep(fd$state$basis$A, 2, sc$scale, "*"), 2, sc$center, "+")
   expect_equal(nrow(A), 25)
@@ -57,7 +57,7 @@ test_that("a Gaussian minibatch fit ends at the exact optimum of the mean (mean_
   expect_gt(max(abs(predict(fa, nd) - predict(fz, nd))), 0.1)  # five Adam steps are far from it
   # with mean bases and the noise learned: the solve and the noise rounds raise the ELBO
   ctl2 <- gp_control(verbose = FALSE, inducing = 10, mean_basis = 150, batch_size = 100, iterations = 50,
-                     seed = 1, threads = 1)
+                     seed = 1, threads = 1, pilot = 0)
   f1 <- gpgam(y ~ gp(x1, x2) + z, data = d, inference = "decoupled", control = modifyList(ctl2, list(mean_solve = TRUE)))
   f0 <- gpgam(y ~ gp(x1, x2) + z, data = d, inference = "decoupled", control = modifyList(ctl2, list(mean_solve = FALSE)))
   expect_gt(as.numeric(logLik(f1)), as.numeric(logLik(f0)) + 100)
@@ -66,6 +66,63 @@ test_that("a Gaussian minibatch fit ends at the exact optimum of the mean (mean_
   expect_identical(as.numeric(logLik(f2)), as.numeric(logLik(f1)))
   expect_error(gp_control(mean_solve = NA), "'mean_solve'")
   expect_error(gp_control(mean_solve = "yes"), "'mean_solve'")
+})
+
+test_that("after a pilot fit the mean and q are the closed-form optimum at its kernel and noise", {
+  d <- dec_data()
+  # (jitter 1e-8: the 30 bases of this smooth kernel make K ill-conditioned,
+  # and the oracle below adds the jitter to all 30 where the decoupled fit
+  # adds it to the 15 inducing points)
+  ctl <- gp_control(verbose = FALSE, inducing = 15, mean_basis = 30, batch_size = 100, seed = 3, threads = 1,
+                    jitter = 1e-8)
+  set.seed(11)
+  u1 <- runif(2)
+  set.seed(11)
+  fp <- gpgam(y ~ gp(x1, x2) + z, data = d, inference = "decoupled", control = ctl)
+  expect_identical(runif(2), u1)  # R's random numbers untouched
+  # the pilot (all 600 rows here) is the full-batch vi fit whose inducing inputs move for 50 iterations
+  expect_equal(fp$pilot$rows, nrow(d))
+  fv <- gpgam(y ~ gp(x1, x2) + z, data = d,
+              control = gp_control(verbose = FALSE, inducing = 15, learn_inducing = 50, seed = 3, threads = 1,
+                                   jitter = 1e-8))
+  gp <- fp$params$gp[[1]]
+  expect_close(gp$lengthscale, fv$params$gp[[1]]$lengthscale, 1e-10)
+  expect_close(gp$variance, fv$params$gp[[1]]$variance, 1e-10)
+  expect_close(gp$inducing, fv$params$gp[[1]]$inducing, 1e-10)
+  expect_close(sigma(fp), sigma(fv), 1e-10)
+  # no iterations; the gradient in the mean coefficients vanishes
+  expect_equal(fp$iterations, 0L)
+  expect_true(fp$converged)
+  expect_lt(max(abs(fp$gradient)), 1e-6)
+  expect_equal(unname(fp$mean_basis[c("total", "active")]), c(30, 15))
+  # the oracle: the Titsias optimum with the inducing inputs and the mean
+  # bases together as inducing inputs, at the same kernel and noise
+  sc <- fp$terms$gp[[1]]$scaling
+  A <- sweep(sweep(fp$state$basis$A, 2, sc$scale, "*"), 2, sc$center, "+")
+  Zall <- rbind(gp$inducing, A)
+  fz <- gpgam(stats::as.formula(sprintf("y ~ gp(x1, x2, lengthscale = c(%.17g, %.17g), variance = %.17g, inducing = Zall) + z",
+                                        gp$lengthscale[1], gp$lengthscale[2], gp$variance)),
+              data = d, control = gp_control(verbose = FALSE, fixed = c("kernel", "inducing", "sigma"),
+                                                    sigma = sigma(fp), threads = 1, jitter = 1e-8))
+  nd <- dec_data(50, seed = 2)
+  expect_close(predict(fp, nd), predict(fz, nd), 1e-5)
+  # the same fit on two threads; pilot = 0 is the paper's algorithm (minibatch steps)
+  f2 <- gpgam(y ~ gp(x1, x2) + z, data = d, inference = "decoupled", control = modifyList(ctl, list(threads = 2)))
+  expect_identical(predict(f2, nd), predict(fp, nd))
+  f0 <- gpgam(y ~ gp(x1, x2) + z, data = d, inference = "decoupled",
+              control = modifyList(ctl, list(pilot = 0, iterations = 20)))
+  expect_null(f0$pilot)
+  expect_equal(f0$iterations, 20L)
+  # a pilot of fewer rows
+  f1 <- gpgam(y ~ gp(x1, x2) + z, data = d, inference = "decoupled", control = modifyList(ctl, list(pilot = 300)))
+  expect_equal(f1$pilot$rows, 300)
+  expect_gt(max(abs(f1$params$gp[[1]]$lengthscale - gp$lengthscale)), 1e-4)
+  expect_error(gp_control(pilot = 10), "'pilot'")
+  expect_error(gp_control(pilot = 100.5), "'pilot'")
+  expect_error(gp_control(pilot = -1), "'pilot'")
+  d$b <- as.numeric(d$y > 0)
+  expect_warning(gpgam(b ~ gp(x1, x2), data = d, family = binomial(), inference = "decoupled",
+                       control = modifyList(ctl, list(pilot = 100, iterations = 3))), "'pilot'")
 })
 
 test_that("the mean bases enter the predictor, the terms and the intercept consistently", {

@@ -41,6 +41,10 @@ struct DecoupledSettings {
   // Gaussian likelihood on minibatches: at the end, a and the mean of q are set
   // to their joint optimum at the final hyperparameters (solve_mean()).
   bool solve_mean = false;
+  // Gaussian likelihood, kernel, noise and inducing inputs given (not
+  // learned): no iterations; all mean bases are placed, a set to the optimal
+  // mean and q to its optimum (closed_form_fit()).
+  bool closed_form = false;
 };
 
 // k(x, A) a for the rows of Xs (inputs already divided by the lengthscales,
@@ -455,9 +459,45 @@ class Decoupled : public Svgp {
            : sampler.full() ? (lik.family == Family::gaussian ? 1.0 : 0.5)
                             : 0.1;
     warmup_ = rho_ >= 1.0 ? 0 : static_cast<int>(std::ceil(5.0 / rho_));
+    if (dopt.closed_form && lik.family == Family::gaussian) return closed_form_fit();
     if (full_ && opt.lbfgs && lik.family == Family::gaussian)  // (other families: the inner q loop over n x M_alpha is slow)
       return fit_profile(*this, set, static_cast<double>(n()), monitor);
     return fit_loop(*this, sampler, set, monitor);
+  }
+
+  // Gaussian likelihood with the kernel, noise and inducing inputs held
+  // fixed: the ELBO's only free parts are a and q, whose joint optimum is
+  // closed form.  All mean bases are placed (at distinct rows in a random
+  // order), a solves the mean system (mean_system(), solve_mean()), q takes
+  // one natural step of size 1 on all rows; the fit reports the exact ELBO
+  // and its gradient in a (zero up to rounding: a stationary point).
+  FitInfo closed_form_fit() {
+    FitInfo info;
+    auto clock = Clock::now();
+    start();
+    refresh_prior();
+    info.seconds_init = seconds_since(clock);
+    clock = Clock::now();
+    if (!solve_mean(mean_system())) throw std::runtime_error("the system of the optimal mean could not be solved");
+    info.seconds_iter = seconds_since(clock);
+    clock = Clock::now();
+    const VectorXd shift = basis_rows(nullptr, *pfor_);
+    basis_mean_ = shift.size() ? shift.mean() : 0.0;
+    full_natural_step(1.0, &shift);
+    info.q_change = 0;  // (q is at its optimum: another step of size 1 leaves it)
+    Eval ev;
+    Step st = objective(nullptr, 1.0, n_theta() > 0, true, 0, ev, &shift);
+    info.objective = st.objective;
+    info.log_prior = log_prior();
+    if (n_theta() > 0) {
+      info.gradient = st.gradient;
+      log_prior(&info.gradient);
+    }
+    info.trace.push_back(st.objective + info.log_prior);
+    info.converged = true;
+    info.stop = "closed form at the given kernel, noise and inducing inputs";
+    info.seconds_final = seconds_since(clock);
+    return info;
   }
 
   // ---- the engine interface of fit_profile() (all rows; opt.lbfgs) ----------------------
