@@ -31,7 +31,8 @@
 #' the package instead, by default, takes the kernel and noise from a
 #' full-batch fit of 4096 rows and then sets the mean and covariance to their
 #' closed-form optimum on all rows (see `pilot`), which was faster and more
-#' accurate on the data we measured.  A Gaussian fit over all rows (the default up to 4096 rows) places all
+#' accurate on kin40k and on a simulated robot arm (the paper's Table 2
+#' setting), less accurate on the protein data (see the package README).  A Gaussian fit over all rows (the default up to 4096 rows) places all
 #' bases at the start and runs L-BFGS over the same parameters with the
 #' posterior of the inducing variables optimal at each step; the bases and
 #' inducing inputs move in its first 200 iterations only, and it stops at a

@@ -66,7 +66,7 @@ res <- rbind(
       inducing = 128, mean_basis = 4096, iterations = iters, pilot = 0),
   run("decoupled, M_beta = 128, M_alpha = 4096, learning_rate 0.1, exact mean at the end (pilot = 0)", "decoupled",
       inducing = 128, mean_basis = 4096, iterations = iters, learning_rate = 0.1, pilot = 0),
-  run("decoupled, package defaults: pilot of 4096 rows (M = 512), then M_beta = 512, M_alpha = 4500 in closed form",
+  run("decoupled, package defaults: pilot of 4096 rows (M = 512), then M_beta = 512, M_alpha = 4714 in closed form",
       "decoupled"),
   run("decoupled, pilot of 4096 rows with M = 128, then M_beta = 128, M_alpha = 4096 in closed form", "decoupled",
       inducing = 128, mean_basis = 4096),

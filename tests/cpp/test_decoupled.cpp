@@ -296,6 +296,61 @@ TEST_CASE("decoupled: the mean solve is identical for 1, 2 and 3 threads", "[dec
   }
 }
 
+TEST_CASE("decoupled: the closed form is the joint optimum of a and q, identical for 1, 2 and 3 threads",
+          "[decoupled]") {
+  const Data d = make_data(3000, Family::gaussian, 33);  // (two passes of kSolveRows rows)
+  const MatrixXd Z = uniform_matrix(6, 2, 34, -2.0, 2.0);
+  std::vector<VectorXd> coefs, means;
+  std::vector<double> objectives;
+  for (unsigned t : {1u, 2u, 3u}) {
+    Settings set;
+    set.batch_size = 500;
+    set.learn_noise = false;
+    set.learn_inducing = false;
+    Component g = gp_component(KernelType::se, true, Z);
+    g.learn_kernel = false;
+    Likelihood lik(Family::gaussian);
+    lik.log_noise = std::log(0.2);
+    DecoupledSettings ds;
+    ds.mean_basis = 200;
+    ds.closed_form = true;
+    Decoupled s({g, linear_component({2}, VectorXd::Ones(1))}, lik, set, SvgpSettings(), ds, d.X.data(), d.n(),
+                static_cast<std::size_t>(d.X.cols()), d.y.data(), d.w.data(), d.o.data());
+    Rng rng(5);
+    const ParallelFor pfor = t == 1 ? ParallelFor(serial_for) : thread_for(t);
+    const FitInfo info = s.fit(pfor, rng, [](int, double) { return true; });
+    CHECK(info.converged);
+    CHECK(info.iterations == 0);
+    CHECK(s.active == 200);
+    // the free parameters are the 200 coefficients a; the ELBO is quadratic
+    // and concave in them, so a vanishing gradient is its maximum
+    REQUIRE(info.gradient.size() == 200);
+    CHECK(info.gradient.cwiseAbs().maxCoeff() < 1e-7 * std::abs(info.objective));
+    CHECK(s.coef().cwiseAbs().maxCoeff() > 0.0);
+    // q is optimal too: one more full natural step of size 1 leaves it
+    const VectorXd m0 = s.m;
+    s.set_executor(pfor);
+    s.full_natural_step(1.0);
+    CHECK((s.m - m0).cwiseAbs().maxCoeff() < 1e-8);
+    coefs.push_back(s.coef());
+    means.push_back(m0);
+    objectives.push_back(info.objective);
+  }
+  for (std::size_t t = 1; t < 3; ++t) {
+    CHECK((coefs[t].array() == coefs[0].array()).all());
+    CHECK((means[t].array() == means[0].array()).all());
+    CHECK(objectives[t] == objectives[0]);
+  }
+  // anything left to learn is refused
+  DecoupledSettings ds;
+  ds.mean_basis = 50;
+  ds.closed_form = true;
+  Decoupled s2({gp_component(KernelType::se, true, Z)}, Likelihood(Family::gaussian), Settings(), SvgpSettings(), ds,
+               d.X.data(), d.n(), static_cast<std::size_t>(d.X.cols()), d.y.data(), d.w.data(), d.o.data());
+  Rng rng(5);
+  CHECK_THROWS_AS(s2.fit(ParallelFor(serial_for), rng, [](int, double) { return true; }), std::invalid_argument);
+}
+
 TEST_CASE("decoupled: full-data fits end at a stationary point (L-BFGS, q optimal at each step)", "[decoupled]") {
   for (Family fam : {Family::gaussian}) {  // (other families take Adam steps over all rows)
     CAPTURE(static_cast<int>(fam));

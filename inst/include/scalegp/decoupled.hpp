@@ -472,6 +472,9 @@ class Decoupled : public Svgp {
   // one natural step of size 1 on all rows; the fit reports the exact ELBO
   // and its gradient in a (zero up to rounding: a stationary point).
   FitInfo closed_form_fit() {
+    bool fixed = !set.learn_noise && !set.learn_inducing;
+    for (const Component& k : comps) fixed = fixed && !k.learn_kernel;
+    if (!fixed) throw std::invalid_argument("the closed-form decoupled fit needs the kernel, noise and inducing inputs fixed");
     FitInfo info;
     auto clock = Clock::now();
     start();
