@@ -279,8 +279,9 @@ decoupled_pilot <- function(setup, control, gp, rows) {
   }
   sub$comps[[gp]] <- comp
   if (isTRUE(control$verbose))
-    cli::cli_inform(c(i = paste("Kernel and noise from a pilot fit: all of {rows} random rows, {nrow(comp$Z)} inducing",
-                                "points (decoupled_options(pilot); pilot = 0 for the minibatch algorithm).")))
+    cli::cli_inform(c(i = paste("Kernel and noise from a full-batch pilot fit of {rows} random rows with",
+                                "{nrow(comp$Z)} inducing points (decoupled_options(pilot); pilot = 0 for the",
+                                "minibatch algorithm).")))
   vc <- control
   vopt <- vi_options(learn_inducing = if ("inducing" %in% control$fixed) FALSE else 50, discrete = FALSE)
   for (nm in names(vopt)) vc[nm] <- list(vopt[[nm]])

@@ -63,7 +63,8 @@ summary.gpgam <- function(object, ...) {
                  r.sq = fit_stats$r.sq, ylevels = object$ylevels, iterations = object$iterations,
                  converged = object$converged, convergence = convergence_line(object),
                  q_change = object$q_change, time = object$timing[["fit"]],
-                 batch_size = object$control$batch_size, threads = object$control$threads, warnings = warn),
+                 batch_size = object$control$batch_size, threads = object$control$threads, pilot = object$pilot,
+                 warnings = warn),
             class = "summary.gpgam")
 }
 
@@ -97,8 +98,12 @@ print.summary.gpgam <- function(x, digits = max(3L, getOption("digits") - 3L), .
               x$objective_note, x$n))
   if (isTRUE(x$log_prior != 0))
     cat("Log prior of the hyperparameters:", format(x$log_prior, digits = digits + 1), "\n")
-  cat(sprintf("%d iterations (batch size %d, %d thread%s), %.2f s\n", x$iterations, x$batch_size,
-              x$threads, if (x$threads > 1) "s" else "", x$time))
+  if (!is.null(x$pilot))  # (a decoupled fit in closed form after a pilot fit)
+    cat(sprintf("No iterations: the posterior in closed form after a pilot fit of %d rows (%d iterations, %.2f s); %d thread%s, %.2f s\n",
+                x$pilot$rows, x$pilot$iterations, x$pilot$seconds, x$threads, if (x$threads > 1) "s" else "", x$time))
+  else
+    cat(sprintf("%d iterations (batch size %d, %d thread%s), %.2f s\n", x$iterations, x$batch_size,
+                x$threads, if (x$threads > 1) "s" else "", x$time))
   cat(x$convergence, "\n", sep = "")
   if (!is.null(x$q_change)) cat("Last change of the posterior mean of the inducing variables:",
                                 format(x$q_change, digits = 2), "\n")
