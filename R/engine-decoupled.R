@@ -105,8 +105,12 @@
 #'   on kin40k (8 inputs, 36000 rows) the paper's algorithm reached a test
 #'   RMSE of 0.32 (0.22 with the exact mean at the end), the pilot route
 #'   0.16 (`bench/decoupled.R`).  `NULL` (default): 4096 rows for a Gaussian
-#'   fit on minibatches (more than 4096 rows), none otherwise; `0`: no pilot,
-#'   the paper's algorithm (Adam steps on minibatches for everything).
+#'   fit on minibatches (more than 4096 rows), none otherwise, and none when
+#'   a given `mean_basis` would make the solve cost
+#'   \eqn{n M_\alpha^2 > 2 \times 10^{12}}{n M_alpha^2 > 2e12} (e.g. the
+#'   paper's 16384 bases on 2e5 rows: about half an hour and 6 GB here); `0`:
+#'   no pilot, the paper's algorithm (Adam steps on minibatches for
+#'   everything).
 #' @return A list of the options.
 #' @references Cheng and Boots (2017) Variational inference for Gaussian
 #'   process models with linear complexity. NeurIPS.  Hensman, Fusi and
@@ -238,13 +242,16 @@ engine_fit.engine_decoupled <- function(engine, setup, control) {
 
 # ---- the pilot fit (decoupled_options(pilot = )) -----------------------------------
 # Rows of the pilot fit: the user's, or by default 4096 for a Gaussian fit on
-# minibatches (0: none).  At most all rows.
+# minibatches unless a given mean_basis makes the closed-form solve cost
+# n M_alpha^2 > 2e12 (0: none).  At most all rows.
 decoupled_pilot_rows <- function(control, setup) {
   if (setup$lik != "gaussian" || control$batch_size >= setup$n) {
     if (isTRUE(control$pilot > 0))
       warning("'pilot' is used by Gaussian fits on minibatches only; ignored", call. = FALSE)
     return(0L)
   }
+  if (is.null(control$pilot) && !is.null(control$mean_basis) && setup$n * as.numeric(control$mean_basis)^2 > 2e12)
+    return(0L)
   as.integer(min(setup$n, control$pilot %||% 4096L))
 }
 

@@ -117,6 +117,11 @@ test_that("after a pilot fit the mean and q are the closed-form optimum at its k
   f1 <- gpgam(y ~ gp(x1, x2) + z, data = d, inference = "decoupled", control = modifyList(ctl, list(pilot = 300)))
   expect_equal(f1$pilot$rows, 300)
   expect_gt(max(abs(f1$params$gp[[1]]$lengthscale - gp$lengthscale)), 1e-4)
+  # by default no pilot when a given mean_basis makes the closed form too costly (n M_alpha^2 > 2e12)
+  rows <- function(n, mb, pilot = NULL)
+    scalegp:::decoupled_pilot_rows(list(batch_size = 1024L, mean_basis = mb, pilot = pilot), list(lik = "gaussian", n = n))
+  expect_equal(c(rows(2e5, 16384), rows(2e5, 3000), rows(2e5, NULL), rows(2e5, 16384, 2000), rows(3000, NULL)),
+               c(0, 4096, 4096, 2000, 3000))
   expect_error(gp_control(pilot = 10), "'pilot'")
   expect_error(gp_control(pilot = 100.5), "'pilot'")
   expect_error(gp_control(pilot = -1), "'pilot'")
