@@ -57,9 +57,7 @@ gp_one <- function(spec, mf, others, n_terms, ysc, control, col, by) {
   if (!is.null(by)) comp$by_col <- col + d
   rng <- st[c("min", "max"), , drop = FALSE]
   dimnames(rng) <- list(NULL, colnames(Xg))
-  # ((x - center) / scale is monotone in x: the ranges of the standardised inputs)
-  if (isTRUE(control$priors)) comp <- c(comp, hyper_priors((rng - rep(sc$center, each = 2)) / rep(sc$scale, each = 2),
-                                                           spec, nrow(Z), ysc))
+  if (isTRUE(control$priors)) comp <- c(comp, hyper_priors(rng, sc, spec, nrow(Z), ysc))
   term <- list(spec = spec, type = comp$kind, scaling = sc, range = rng, by = by)
   if (centre) {
     q <- (seq_len(40) - 0.5) / 40
@@ -154,8 +152,11 @@ inducing_init <- function(Xg, Xs, spec, sc, control) {
 # Gaussian response (whose sd is 1), 2 on the link scale of the other families.
 sd_prior_scale <- function(ysc) if (isTRUE(ysc$gaussian)) 1 else 2
 
-# (`ranges`: 2 x d, the ranges of the standardised inputs)
-hyper_priors <- function(ranges, spec, M, ysc) {
+# (`raw`: 2 x d, the ranges of the inputs on the data scale; `sc`: their
+# standardisation, (x - center) / scale, which is monotone in x, so the
+# standardised ranges are those of the standardised inputs)
+hyper_priors <- function(raw, sc, spec, M, ysc) {
+  ranges <- (raw - rep(sc$center, each = 2)) / rep(sc$scale, each = 2)
   d <- ncol(ranges)
   rng <- ranges[2, ] - ranges[1, ]
   if (!spec$ard) rng <- mean(rng)

@@ -191,11 +191,16 @@ decoupled_mean_basis <- function(given, M, setup, gp, closed_form = FALSE) {
   as.integer(min(M + distinct, max(M, target)))
 }
 
+# Whether one solve for the exact mean over T coefficients on n rows (one
+# pass of O(n T^2)) is cheap enough to do by default (about half a minute
+# here at n T^2 = 2e12).
+decoupled_solve_cheap <- function(n, T) n * as.numeric(T)^2 <= 2e12
+
 # Whether a fit ends with the exact mean (decoupled_options(mean_solve = )):
-# Gaussian fits on minibatches, by default when n T^2 <= 2e12.
+# Gaussian fits on minibatches, by default when the solve is cheap.
 decoupled_mean_solve <- function(control, setup, Malpha) {
   if (setup$lik != "gaussian" || control$batch_size >= setup$n || isFALSE(control$mean_solve)) return(FALSE)
-  isTRUE(control$mean_solve) || setup$n * (Malpha + ncol(setup$X))^2 <= 2e12
+  isTRUE(control$mean_solve) || decoupled_solve_cheap(setup$n, Malpha + ncol(setup$X))
 }
 
 engine_fit.engine_decoupled <- function(engine, setup, control) {
@@ -242,15 +247,15 @@ engine_fit.engine_decoupled <- function(engine, setup, control) {
 
 # ---- the pilot fit (decoupled_options(pilot = )) -----------------------------------
 # Rows of the pilot fit: the user's, or by default 4096 for a Gaussian fit on
-# minibatches unless a given mean_basis makes the closed-form solve cost
-# n M_alpha^2 > 2e12 (0: none).  At most all rows.
+# minibatches unless a given mean_basis makes the closed-form solve costly
+# (decoupled_solve_cheap(); 0: none).  At most all rows.
 decoupled_pilot_rows <- function(control, setup) {
   if (setup$lik != "gaussian" || control$batch_size >= setup$n) {
     if (isTRUE(control$pilot > 0))
       warning("'pilot' is used by Gaussian fits on minibatches only; ignored", call. = FALSE)
     return(0L)
   }
-  if (is.null(control$pilot) && !is.null(control$mean_basis) && setup$n * as.numeric(control$mean_basis)^2 > 2e12)
+  if (is.null(control$pilot) && !is.null(control$mean_basis) && !decoupled_solve_cheap(setup$n, control$mean_basis))
     return(0L)
   as.integer(min(setup$n, control$pilot %||% 4096L))
 }
@@ -274,15 +279,11 @@ decoupled_pilot <- function(setup, control, gp, rows) {
   comp <- setup$comps[[gp]]
   term <- setup$terms$gp[[1]]
   if (is.null(term$spec$inducing)) {
-    Mp <- min(term$spec$k %||% control$inducing %||% 512L, max(1L, rows %/% 8L))
-    Xg <- sub$X[, comp$cols + 1L, drop = FALSE]
-    Mp <- min(Mp, n_unique_rows(Xg))
-    comp$Z <- unname(.kmeans(Xg, Mp, control$seed))
-    if (isTRUE(control$priors)) {
-      sc <- term$scaling
-      rng <- (term$range - rep(sc$center, each = 2)) / rep(sc$scale, each = 2)
-      comp[c("ls_a", "ls_b")] <- hyper_priors(rng, term$spec, Mp, setup$yscaling)[c("ls_a", "ls_b")]
-    }
+    Xs <- sub$X[, comp$cols + 1L, drop = FALSE]
+    Mp <- min(term$spec$k %||% control$inducing %||% 512L, max(1L, rows %/% 8L), n_unique_rows(Xs))
+    comp$Z <- inducing_init(Xs, Xs, utils::modifyList(term$spec, list(k = Mp)), term$scaling, control)
+    if (isTRUE(control$priors))
+      comp[c("ls_a", "ls_b")] <- hyper_priors(term$range, term$scaling, term$spec, Mp, setup$yscaling)[c("ls_a", "ls_b")]
   }
   sub$comps[[gp]] <- comp
   if (isTRUE(control$verbose))
@@ -293,8 +294,7 @@ decoupled_pilot <- function(setup, control, gp, rows) {
   vopt <- vi_options(learn_inducing = if ("inducing" %in% control$fixed) FALSE else 50, discrete = FALSE)
   for (nm in names(vopt)) vc[nm] <- list(vopt[[nm]])
   vc$batch_size <- sub$n
-  engine <- vi_engine()
-  res <- engine_fit(engine, sub, vc)
+  res <- engine_fit(vi_engine(), sub, vc)
   comps <- lapply(res$specs, function(k) {
     k$learn_kernel <- FALSE
     k

@@ -468,9 +468,10 @@ class Decoupled : public Svgp {
   // Gaussian likelihood with the kernel, noise and inducing inputs held
   // fixed: the ELBO's only free parts are a and q, whose joint optimum is
   // closed form.  All mean bases are placed (at distinct rows in a random
-  // order), a solves the mean system (mean_system(), solve_mean()), q takes
-  // one natural step of size 1 on all rows; the fit reports the exact ELBO
-  // and its gradient in a (zero up to rounding: a stationary point).
+  // order), a solves the mean system (mean_system(), solve_mean()); then
+  // finish() as after iterations: q takes one natural step of size 1 on all
+  // rows, and the fit reports the exact ELBO and its gradient in a (zero up
+  // to rounding: a stationary point).
   FitInfo closed_form_fit() {
     bool fixed = !set.learn_noise && !set.learn_inducing;
     for (const Component& k : comps) fixed = fixed && !k.learn_kernel;
@@ -484,21 +485,11 @@ class Decoupled : public Svgp {
     if (!solve_mean(mean_system())) throw std::runtime_error("the system of the optimal mean could not be solved");
     info.seconds_iter = seconds_since(clock);
     clock = Clock::now();
-    const VectorXd shift = basis_rows(nullptr, *pfor_);
-    basis_mean_ = shift.size() ? shift.mean() : 0.0;
-    full_natural_step(1.0, &shift);
-    info.q_change = 0;  // (q is at its optimum: another step of size 1 leaves it)
-    Eval ev;
-    Step st = objective(nullptr, 1.0, n_theta() > 0, true, 0, ev, &shift);
-    info.objective = st.objective;
-    info.log_prior = log_prior();
-    if (n_theta() > 0) {
-      info.gradient = st.gradient;
-      log_prior(&info.gradient);
-    }
-    info.trace.push_back(st.objective + info.log_prior);
     info.converged = true;
     info.stop = "closed form at the given kernel, noise and inducing inputs";
+    finish(info);
+    info.q_change = 0;  // (q is at its optimum: another step of size 1 leaves it)
+    info.trace.push_back(info.objective + info.log_prior);
     info.seconds_final = seconds_since(clock);
     return info;
   }
@@ -614,7 +605,7 @@ class Decoupled : public Svgp {
   // stopped by the iteration limit reports the last minibatch estimate:
   // the exact one costs two more passes over rows and bases).
   void finish(FitInfo& info) {
-    if (dopt.solve_mean && lik.family == Family::gaussian && !full_) solve_mean_and_noise();
+    if (dopt.solve_mean && !dopt.closed_form && lik.family == Family::gaussian && !full_) solve_mean_and_noise();
     const VectorXd shift = basis_rows(nullptr, *pfor_);  // unchanged by steps on q
     basis_mean_ = shift.size() ? shift.mean() : 0.0;
     const VectorXd m0 = m;
