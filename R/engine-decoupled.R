@@ -29,7 +29,7 @@
 #' of size `learning_rate / (1 + rate_decay * sqrt(t))` (the paper's
 #' schedule).  That is the paper's algorithm; with a Gaussian likelihood
 #' the package instead, by default, takes the kernel and noise from a
-#' full-batch fit of 4096 rows and then sets the mean and covariance to their
+#' full-batch fit of up to 4096 rows (see `pilot`) and then sets the mean and covariance to their
 #' closed-form optimum on all rows (see `pilot`), which was faster and more
 #' accurate on kin40k and on a simulated robot arm (the paper's Table 2
 #' setting), less accurate on the protein data (see the package README).  A Gaussian fit over all rows (the default up to 4096 rows) places all
@@ -104,8 +104,9 @@
 #'   points leave unexplained (its trace term) and the mean is too smooth;
 #'   on kin40k (8 inputs, 36000 rows) the paper's algorithm reached a test
 #'   RMSE of 0.32 (0.22 with the exact mean at the end), the pilot route
-#'   0.16 (`bench/decoupled.R`).  `NULL` (default): 4096 rows for a Gaussian
-#'   fit on minibatches (more than 4096 rows), none otherwise, and none when
+#'   0.16 (`bench/decoupled.R`).  `NULL` (default): a third of the rows, at
+#'   least 2048 and at most 4096, for a Gaussian fit on minibatches (more
+#'   than 4096 rows), none otherwise, and none when
 #'   a given `mean_basis` would make the solve cost
 #'   \eqn{n M_\alpha^2 > 2 \times 10^{12}}{n M_alpha^2 > 2e12} (e.g. the
 #'   paper's 16384 bases on 2e5 rows: about half an hour and 6 GB here); `0`:
@@ -246,7 +247,8 @@ engine_fit.engine_decoupled <- function(engine, setup, control) {
 }
 
 # ---- the pilot fit (decoupled_options(pilot = )) -----------------------------------
-# Rows of the pilot fit: the user's, or by default 4096 for a Gaussian fit on
+# Rows of the pilot fit: the user's, or by default a third of the rows, at
+# least 2048 and at most 4096 (decoupled_pilot_default()), for a Gaussian fit on
 # minibatches unless a given mean_basis makes the closed-form solve costly
 # (decoupled_solve_cheap(); 0: none).  At most all rows.
 decoupled_pilot_rows <- function(control, setup) {
@@ -257,8 +259,13 @@ decoupled_pilot_rows <- function(control, setup) {
   }
   if (is.null(control$pilot) && !is.null(control$mean_basis) && !decoupled_solve_cheap(setup$n, control$mean_basis))
     return(0L)
-  as.integer(min(setup$n, control$pilot %||% 4096L))
+  as.integer(min(setup$n, control$pilot %||% decoupled_pilot_default(setup$n)))
 }
+
+# The default pilot rows: a third of n, within [2048, 4096].  On kin8nm (7373
+# rows, 8 inputs) 2458 rows took 14 s to a test RMSE of 0.076 where 4096
+# took 39 s to 0.075 (bench/decoupled_gpgp.R).
+decoupled_pilot_default <- function(n) as.integer(min(4096, max(2048, ceiling(n / 3))))
 
 # A full-batch inference = "vi" fit (L-BFGS on the collapsed bound) of `rows`
 # random rows (drawn with the fit's seed; R's random numbers are left as they
