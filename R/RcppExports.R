@@ -77,7 +77,15 @@
     .Call(`_scalegp_discrete_shard_sums`, X, y, w, offset, specs, bins, round, values, bounds)
 }
 
-.svgp_fit <- function(X, y, w, offset, specs, family, log_noise, control, options, threads, seed, monitor, shards) {
-    .Call(`_scalegp_svgp_fit`, X, y, w, offset, specs, family, log_noise, control, options, threads, seed, monitor, shards)
+.discrete_row_index <- function(keys, C, bounds) {
+    .Call(`_scalegp_discrete_row_index`, keys, C, bounds)
+}
+
+.discrete_row_sums <- function(y, w, offset, keys, C, index, bounds, family, gh_points, parts, stats, gradient, threads) {
+    .Call(`_scalegp_discrete_row_sums`, y, w, offset, keys, C, index, bounds, family, gh_points, parts, stats, gradient, threads)
+}
+
+.svgp_fit <- function(X, y, w, offset, specs, family, log_noise, control, options, threads, seed, monitor, shards, remote) {
+    .Call(`_scalegp_svgp_fit`, X, y, w, offset, specs, family, log_noise, control, options, threads, seed, monitor, shards, remote)
 }
 

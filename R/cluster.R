@@ -16,7 +16,8 @@ check_cluster <- function(cluster) {
 }
 
 # Sends the shards of `setup` to the workers of `cl`, where `init(shard, key,
-# ...)` stores them; a handle for cluster_run() and cluster_close().
+# ...)` stores them; a handle for cluster_run() and cluster_close() (`rows`:
+# each worker's rows).
 cluster_open <- function(cl, setup, init, ...) {
   b <- .group_bounds(setup$n)
   G <- length(b) - 1L
@@ -35,7 +36,8 @@ cluster_open <- function(cl, setup, init, ...) {
   if (!all(unlist(ok)))
     stop_arg("cluster", "has workers where the scalegp package cannot be loaded; install it there first")
   cluster_try(parallel::clusterApply(cl, shards, init, key = key, ...), "receive its shard")
-  list(cl = cl, key = key)
+  rows <- lapply(owner, function(gs) (b[gs[1]] + 1):b[gs[length(gs)] + 1L])
+  list(cl = cl, key = key, rows = rows)
 }
 
 # fun(key, ...) on every worker of the handle; the results in shard order.

@@ -71,14 +71,17 @@
 #'   in every case.
 #' @param cluster a cluster made by [parallel::makeCluster()] (PSOCK workers on
 #'   this or other hosts, or MPI through snow) on which the rows are held in
-#'   shards while the discretised sums of a Gaussian fit are formed: each
+#'   shards.  Gaussian family: while the discretised sums are formed, each
 #'   worker finds the distinct values of its rows and returns its weighted
 #'   counts by value and by pair of values (at most the number of distinct
 #'   value pairs per group of rows), which add up exactly; the fit then runs
-#'   on the master, whose iterations do not touch the rows.  The fit is
-#'   identical to the one in a single process.  Gaussian family, all rows per
-#'   iteration and discretised covariates only (for classification on a
-#'   cluster use `inference = "ep"`).  The workers need scalegp installed.
+#'   on the master, whose iterations do not touch the rows.  Other families:
+#'   the master discretises the rows, and in every evaluation each worker
+#'   takes the latent moments by value and by observed pair of values, passes
+#'   over its rows and returns its sums of the likelihood's derivatives by
+#'   value and by observed pair per group of rows.  The fit is identical to
+#'   the one in a single process.  All rows per iteration and discretised
+#'   covariates only.  The workers need scalegp installed.
 #' @return A list of the options.
 #' @references Hensman, Fusi and Lawrence (2013) Gaussian processes for big
 #'   data. UAI.  Hensman, Matthews and Ghahramani (2015) Scalable variational
@@ -152,15 +155,21 @@ engine_fit.engine_vi <- function(engine, setup, control) {
                   rank = control$rank %||% 0L, lbfgs = control$optimizer == "lbfgs",
                   discrete = vi_discrete(setup, control),
                   bins = if (is.finite(control$bins %||% 1000)) control$bins %||% 1000 else 0)
-  shards <- NULL
+  shards <- remote <- NULL
   if (!is.null(control$cluster)) {
     check_vi_cluster(setup, control)
-    shards <- vi_cluster_sums(control$cluster, setup, options$bins)
+    if (setup$lik == "gaussian") {
+      shards <- vi_cluster_sums(control$cluster, setup, options$bins)
+    } else {
+      h <- cluster_open(control$cluster, setup, worker_init)
+      on.exit(cluster_close(h))
+      remote <- vi_cluster_rows(h, setup, control)
+    }
   }
   res <- .svgp_fit(setup$X, setup$y, setup$w, setup$offset, setup$comps, setup$lik, setup$log_noise,
                    settings, options, control$threads, control$seed,
-                   progress_monitor(control, engine$objective, jacobian(setup)), shards)
-  res$distributed <- if (!is.null(shards)) length(control$cluster)
+                   progress_monitor(control, engine$objective, jacobian(setup)), shards, remote)
+  res$distributed <- if (!is.null(control$cluster)) length(control$cluster)
   res
 }
 
@@ -171,9 +180,6 @@ engine_fit.engine_vi <- function(engine, setup, control) {
 # group of rows; .svgp_fit() adds the group sums in order (svgp.cpp).
 
 check_vi_cluster <- function(setup, control) {
-  if (setup$lik != "gaussian")
-    stop_arg("cluster", "works with a Gaussian family in the variational engine; for classification on a ",
-             "cluster use inference = \"ep\"")
   if (control$batch_size < setup$n)
     stop_arg("cluster", "works with all rows per iteration; leave 'batch_size' unset (or set it to the number of rows)")
   if (isFALSE(control$discrete))
@@ -191,6 +197,39 @@ vi_cluster_sums <- function(cl, setup, bins) {
                          cluster_run(h, vi_worker_values, specs, bins, m$round, what = "find its distinct values"))
   sums <- cluster_run(h, vi_worker_sums, specs, bins, m$round, m$values, what = "sum its rows")
   list(round = m$round, values = m$values, bins = bins, sums = unlist(sums, recursive = FALSE))
+}
+
+# Other likelihoods: the master discretises the rows (as in one process) and
+# runs the fit; the pass over the rows of every evaluation runs on the
+# workers, each over its whole groups of rows: remote("init", keys, C) gives
+# them their rows' keys (values and observed value pairs, svgp.hpp RowKeys),
+# remote("rows", parts, stats, gradient) the parts of the rows' latent
+# moments, and returns the sums of all groups in order.
+vi_cluster_rows <- function(h, setup, control) {
+  function(kind, a, b, c) {
+    if (kind == "init") {
+      slices <- lapply(h$rows, function(r) lapply(a, function(k) k[r]))
+      cluster_try(parallel::clusterApply(h$cl, slices, vi_worker_keys, key = h$key, C = b), "index its rows")
+      return(NULL)
+    }
+    unlist(cluster_run(h, vi_worker_rows, a, b, c, setup$lik, control$gh_points, what = "sum its rows"),
+           recursive = FALSE)
+  }
+}
+
+vi_worker_keys <- function(keys, key, C) {
+  s <- worker_shard(key)
+  s$keys <- keys
+  s$C <- C
+  s$index <- .discrete_row_index(keys, C, s$bounds)
+  assign(key, s, envir = worker_store)
+  TRUE
+}
+
+vi_worker_rows <- function(key, parts, stats, gradient, family, gh_points) {
+  s <- worker_shard(key)
+  .discrete_row_sums(s$y, s$w, s$offset, s$keys, s$C, s$index, s$bounds, family, gh_points, parts, stats,
+                     gradient, 1L)
 }
 
 vi_worker_values <- function(key, specs, bins, round) {

@@ -301,9 +301,45 @@ BEGIN_RCPP
     return rcpp_result_gen;
 END_RCPP
 }
+// discrete_row_index
+Rcpp::List discrete_row_index(Rcpp::List keys, int C, std::vector<double> bounds);
+RcppExport SEXP _scalegp_discrete_row_index(SEXP keysSEXP, SEXP CSEXP, SEXP boundsSEXP) {
+BEGIN_RCPP
+    Rcpp::RObject rcpp_result_gen;
+    Rcpp::RNGScope rcpp_rngScope_gen;
+    Rcpp::traits::input_parameter< Rcpp::List >::type keys(keysSEXP);
+    Rcpp::traits::input_parameter< int >::type C(CSEXP);
+    Rcpp::traits::input_parameter< std::vector<double> >::type bounds(boundsSEXP);
+    rcpp_result_gen = Rcpp::wrap(discrete_row_index(keys, C, bounds));
+    return rcpp_result_gen;
+END_RCPP
+}
+// discrete_row_sums
+Rcpp::List discrete_row_sums(Eigen::Map<Eigen::VectorXd> y, Eigen::Map<Eigen::VectorXd> w, Eigen::Map<Eigen::VectorXd> offset, Rcpp::List keys, int C, Rcpp::List index, std::vector<double> bounds, std::string family, int gh_points, Rcpp::List parts, bool stats, bool gradient, int threads);
+RcppExport SEXP _scalegp_discrete_row_sums(SEXP ySEXP, SEXP wSEXP, SEXP offsetSEXP, SEXP keysSEXP, SEXP CSEXP, SEXP indexSEXP, SEXP boundsSEXP, SEXP familySEXP, SEXP gh_pointsSEXP, SEXP partsSEXP, SEXP statsSEXP, SEXP gradientSEXP, SEXP threadsSEXP) {
+BEGIN_RCPP
+    Rcpp::RObject rcpp_result_gen;
+    Rcpp::RNGScope rcpp_rngScope_gen;
+    Rcpp::traits::input_parameter< Eigen::Map<Eigen::VectorXd> >::type y(ySEXP);
+    Rcpp::traits::input_parameter< Eigen::Map<Eigen::VectorXd> >::type w(wSEXP);
+    Rcpp::traits::input_parameter< Eigen::Map<Eigen::VectorXd> >::type offset(offsetSEXP);
+    Rcpp::traits::input_parameter< Rcpp::List >::type keys(keysSEXP);
+    Rcpp::traits::input_parameter< int >::type C(CSEXP);
+    Rcpp::traits::input_parameter< Rcpp::List >::type index(indexSEXP);
+    Rcpp::traits::input_parameter< std::vector<double> >::type bounds(boundsSEXP);
+    Rcpp::traits::input_parameter< std::string >::type family(familySEXP);
+    Rcpp::traits::input_parameter< int >::type gh_points(gh_pointsSEXP);
+    Rcpp::traits::input_parameter< Rcpp::List >::type parts(partsSEXP);
+    Rcpp::traits::input_parameter< bool >::type stats(statsSEXP);
+    Rcpp::traits::input_parameter< bool >::type gradient(gradientSEXP);
+    Rcpp::traits::input_parameter< int >::type threads(threadsSEXP);
+    rcpp_result_gen = Rcpp::wrap(discrete_row_sums(y, w, offset, keys, C, index, bounds, family, gh_points, parts, stats, gradient, threads));
+    return rcpp_result_gen;
+END_RCPP
+}
 // svgp_fit
-Rcpp::List svgp_fit(Eigen::Map<Eigen::MatrixXd> X, Eigen::Map<Eigen::VectorXd> y, Eigen::Map<Eigen::VectorXd> w, Eigen::Map<Eigen::VectorXd> offset, Rcpp::List specs, std::string family, double log_noise, Rcpp::List control, Rcpp::List options, int threads, double seed, Rcpp::Function monitor, Rcpp::Nullable<Rcpp::List> shards);
-RcppExport SEXP _scalegp_svgp_fit(SEXP XSEXP, SEXP ySEXP, SEXP wSEXP, SEXP offsetSEXP, SEXP specsSEXP, SEXP familySEXP, SEXP log_noiseSEXP, SEXP controlSEXP, SEXP optionsSEXP, SEXP threadsSEXP, SEXP seedSEXP, SEXP monitorSEXP, SEXP shardsSEXP) {
+Rcpp::List svgp_fit(Eigen::Map<Eigen::MatrixXd> X, Eigen::Map<Eigen::VectorXd> y, Eigen::Map<Eigen::VectorXd> w, Eigen::Map<Eigen::VectorXd> offset, Rcpp::List specs, std::string family, double log_noise, Rcpp::List control, Rcpp::List options, int threads, double seed, Rcpp::Function monitor, Rcpp::Nullable<Rcpp::List> shards, Rcpp::Nullable<Rcpp::Function> remote);
+RcppExport SEXP _scalegp_svgp_fit(SEXP XSEXP, SEXP ySEXP, SEXP wSEXP, SEXP offsetSEXP, SEXP specsSEXP, SEXP familySEXP, SEXP log_noiseSEXP, SEXP controlSEXP, SEXP optionsSEXP, SEXP threadsSEXP, SEXP seedSEXP, SEXP monitorSEXP, SEXP shardsSEXP, SEXP remoteSEXP) {
 BEGIN_RCPP
     Rcpp::RObject rcpp_result_gen;
     Rcpp::RNGScope rcpp_rngScope_gen;
@@ -320,7 +356,8 @@ BEGIN_RCPP
     Rcpp::traits::input_parameter< double >::type seed(seedSEXP);
     Rcpp::traits::input_parameter< Rcpp::Function >::type monitor(monitorSEXP);
     Rcpp::traits::input_parameter< Rcpp::Nullable<Rcpp::List> >::type shards(shardsSEXP);
-    rcpp_result_gen = Rcpp::wrap(svgp_fit(X, y, w, offset, specs, family, log_noise, control, options, threads, seed, monitor, shards));
+    Rcpp::traits::input_parameter< Rcpp::Nullable<Rcpp::Function> >::type remote(remoteSEXP);
+    rcpp_result_gen = Rcpp::wrap(svgp_fit(X, y, w, offset, specs, family, log_noise, control, options, threads, seed, monitor, shards, remote));
     return rcpp_result_gen;
 END_RCPP
 }
@@ -345,7 +382,9 @@ static const R_CallMethodDef CallEntries[] = {
     {"_scalegp_discrete_shard_values", (DL_FUNC) &_scalegp_discrete_shard_values, 4},
     {"_scalegp_discrete_merge", (DL_FUNC) &_scalegp_discrete_merge, 4},
     {"_scalegp_discrete_shard_sums", (DL_FUNC) &_scalegp_discrete_shard_sums, 9},
-    {"_scalegp_svgp_fit", (DL_FUNC) &_scalegp_svgp_fit, 13},
+    {"_scalegp_discrete_row_index", (DL_FUNC) &_scalegp_discrete_row_index, 3},
+    {"_scalegp_discrete_row_sums", (DL_FUNC) &_scalegp_discrete_row_sums, 13},
+    {"_scalegp_svgp_fit", (DL_FUNC) &_scalegp_svgp_fit, 14},
     {NULL, NULL, 0}
 };
 

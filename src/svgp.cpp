@@ -190,11 +190,123 @@ static DiscreteData discrete_from_shards(const std::vector<Component>& comps, co
   return discrete_data(rules, U, p, std::move(total));
 }
 
+// ---- the row pass of a discretised fit on the workers of a cluster (R: engine-vi.R) ----
+// Other likelihoods than Gaussian: the master sends each worker its rows'
+// keys once (remote("init", keys, C)), then per evaluation the parts of the
+// rows' moments and the likelihood's log_noise (remote("rows", parts,
+// stats, gradient)); each worker
+// returns the sums of its groups of rows (.discrete_row_sums()), and the
+// master adds the groups in order (Svgp::evaluate_discrete_rows()).
+
+static Rcpp::List groups_to(const std::vector<RowGroupSums>& groups) {
+  Rcpp::List out(groups.size());
+  for (std::size_t g = 0; g < groups.size(); ++g) {
+    const RowGroupSums& s = groups[g];
+    out[g] = Rcpp::List::create(Rcpp::Named("v") = s.v, Rcpp::Named("dn") = s.dn,
+                                Rcpp::Named("positive") = s.positive, Rcpp::Named("g") = vectors_to(s.g),
+                                Rcpp::Named("gq") = vectors_to(s.gq), Rcpp::Named("raw") = vectors_to(s.raw));
+  }
+  return out;
+}
+static RowGroupSums group_from(const Rcpp::List& l) {
+  RowGroupSums s;
+  s.v = Rcpp::as<double>(l["v"]);
+  s.dn = Rcpp::as<double>(l["dn"]);
+  s.positive = Rcpp::as<bool>(l["positive"]);
+  s.g = vectors_from(l["g"]);
+  s.gq = vectors_from(l["gq"]);
+  s.raw = vectors_from(l["raw"]);
+  return s;
+}
+static Rcpp::List parts_to(const DiscreteRowParts& p) {
+  return Rcpp::List::create(Rcpp::Named("mv") = vectors_to(p.mv), Rcpp::Named("vd") = vectors_to(p.vd),
+                            Rcpp::Named("vp") = vectors_to(p.vp), Rcpp::Named("var") = p.var,
+                            Rcpp::Named("pairs") = p.pairs);
+}
+static DiscreteRowParts parts_from(const Rcpp::List& l) {
+  DiscreteRowParts p;
+  p.mv = vectors_from(l["mv"]);
+  p.vd = vectors_from(l["vd"]);
+  p.vp = vectors_from(l["vp"]);
+  p.var = Rcpp::as<bool>(l["var"]);
+  p.pairs = Rcpp::as<bool>(l["pairs"]);
+  return p;
+}
+// The data of an integer vector of length n, held by its R object (no copy).
+static const int* int_data(SEXP x, std::size_t n) {
+  if (TYPEOF(x) != INTSXP || static_cast<std::size_t>(XLENGTH(x)) != n)
+    throw std::invalid_argument("row keys must be integer vectors of the shard's length");
+  return INTEGER(x);
+}
+static RowKeys keys_from(const Rcpp::List& keys, int C, std::size_t n) {
+  RowKeys k;
+  k.C = static_cast<std::size_t>(C);
+  for (R_xlen_t s = 0; s < keys.size(); ++s) k.key.push_back(int_data(keys[s], n));
+  return k;
+}
+static std::vector<std::size_t> bounds_from(const std::vector<double>& b) {
+  std::vector<std::size_t> out;
+  for (double x : b) out.push_back(static_cast<std::size_t>(x));
+  return out;
+}
+
+// A worker's index of its rows' keys by group (bounds: the groups'
+// boundaries within its rows): list(loc = per stream, size = per group).
+// [[Rcpp::export(.discrete_row_index)]]
+Rcpp::List discrete_row_index(Rcpp::List keys, int C, std::vector<double> bounds) {
+  try {
+    const std::vector<std::size_t> b = bounds_from(bounds);
+    const RowGroupIndex gi = row_group_index(keys_from(keys, C, b.back()), b, serial_for);
+    Rcpp::List loc(gi.loc.size()), size(gi.idx.size());
+    for (std::size_t s = 0; s < gi.loc.size(); ++s) loc[s] = Rcpp::wrap(gi.loc[s]);
+    const std::vector<std::vector<Index>> sz = row_group_sizes(gi);
+    for (std::size_t g = 0; g < sz.size(); ++g) size[g] = Rcpp::IntegerVector(sz[g].begin(), sz[g].end());
+    return Rcpp::List::create(Rcpp::Named("loc") = loc, Rcpp::Named("size") = size);
+  } catch (const std::exception& e) {
+    Rcpp::stop(e.what());
+  }
+}
+
+// A worker's sums over its groups of rows (row_groups_sums()).
+// [[Rcpp::export(.discrete_row_sums)]]
+Rcpp::List discrete_row_sums(Eigen::Map<Eigen::VectorXd> y, Eigen::Map<Eigen::VectorXd> w,
+                             Eigen::Map<Eigen::VectorXd> offset, Rcpp::List keys, int C, Rcpp::List index,
+                             std::vector<double> bounds, std::string family, int gh_points, Rcpp::List parts,
+                             bool stats, bool gradient, int threads) {
+  try {
+    const std::vector<std::size_t> b = bounds_from(bounds);
+    const std::size_t n = b.back();
+    if (static_cast<std::size_t>(y.size()) != n) throw std::invalid_argument("a shard's rows do not match its groups");
+    const RowKeys k = keys_from(keys, C, n);
+    const Rcpp::List locl = index["loc"], sizel = index["size"];
+    std::vector<const int*> loc;
+    for (R_xlen_t s = 0; s < locl.size(); ++s) loc.push_back(int_data(locl[s], n));
+    std::vector<std::vector<Index>> size;
+    for (R_xlen_t g = 0; g < sizel.size(); ++g) {
+      const Rcpp::IntegerVector z = sizel[g];
+      size.emplace_back(z.begin(), z.end());
+    }
+    Likelihood lik(family_from_string(family), gh_points);
+    lik.log_noise = Rcpp::as<double>(parts["log_noise"]);
+    const DiscreteRowParts p = parts_from(parts);
+    std::vector<RowGroupSums> groups;
+    row_groups_sums(p, k, loc, size, b, lik, y.data(), w.data(), offset.data(), stats, gradient, make_pfor(threads),
+                    groups);
+    return groups_to(groups);
+  } catch (const std::exception& e) {
+    Rcpp::stop(e.what());
+  }
+}
+
+// `shards` (Gaussian): the discretised sums of the shards of a cluster;
+// `remote` (other likelihoods): the R function that runs the row pass on
+// its workers (above).
 // [[Rcpp::export(.svgp_fit)]]
 Rcpp::List svgp_fit(Eigen::Map<Eigen::MatrixXd> X, Eigen::Map<Eigen::VectorXd> y,
                     Eigen::Map<Eigen::VectorXd> w, Eigen::Map<Eigen::VectorXd> offset, Rcpp::List specs,
                     std::string family, double log_noise, Rcpp::List control, Rcpp::List options, int threads,
-                    double seed, Rcpp::Function monitor, Rcpp::Nullable<Rcpp::List> shards) {
+                    double seed, Rcpp::Function monitor, Rcpp::Nullable<Rcpp::List> shards,
+                    Rcpp::Nullable<Rcpp::Function> remote) {
   try {
     Likelihood lik(family_from_string(family), Rcpp::as<int>(control["gh_points"]));
     lik.log_noise = log_noise;
@@ -202,6 +314,27 @@ Rcpp::List svgp_fit(Eigen::Map<Eigen::MatrixXd> X, Eigen::Map<Eigen::VectorXd> y
                static_cast<std::size_t>(X.rows()), static_cast<std::size_t>(X.cols()), y.data(), w.data(),
                offset.data());
     if (shards.isNotNull()) model.use_discrete_data(discrete_from_shards(model.comps, Rcpp::List(shards), X.cols()));
+    std::unique_ptr<Rcpp::Function> call;
+    std::size_t keys_sent = 0;  // (the discretisation whose keys the workers hold: resent when there is a new one)
+    if (remote.isNotNull()) {
+      call.reset(new Rcpp::Function(remote.get()));
+      model.set_remote_rows([&](const DiscreteRowParts& p, bool stats, bool gradient) {
+        if (keys_sent != model.discrete_version()) {
+          const RowKeys k = model.row_keys();
+          Rcpp::List keys(k.key.size());
+          for (std::size_t s = 0; s < k.key.size(); ++s)
+            keys[s] = Rcpp::IntegerVector(k.key[s], k.key[s] + model.n());
+          (*call)("init", keys, static_cast<int>(k.C));
+          keys_sent = model.discrete_version();
+        }
+        Rcpp::List parts = parts_to(p);
+        parts["log_noise"] = model.lik.log_noise;
+        const Rcpp::List groups = (*call)("rows", parts, stats, gradient);
+        std::vector<RowGroupSums> out;
+        for (R_xlen_t g = 0; g < groups.size(); ++g) out.push_back(group_from(groups[g]));
+        return out;
+      });
+    }
     Rng rng(static_cast<std::uint64_t>(seed));
     const ParallelFor pfor = make_pfor(threads);  // one thread pool for the fit and its sums
     const FitInfo info = model.fit(pfor, rng, monitor_from(monitor));

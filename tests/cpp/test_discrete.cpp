@@ -141,6 +141,59 @@ TEST_CASE("discretised sums for binary and count responses equal the sums over r
   }
 }
 
+TEST_CASE("the row pass of a discretised fit split over shards of whole groups equals the pass in one process",
+          "[discrete]") {
+  // (what the workers of a cluster do, R: engine-vi.R vi_cluster_rows())
+  const Data d = with_family(coarse_data(3000, 87, 40), Family::logit);
+  Svgp s = make(d, model_components(), 1, 0, Settings(), Family::logit);
+  Svgp t = make(d, model_components(), 1, 0, Settings(), Family::logit);
+  REQUIRE(s.use_discrete(true) > 0);
+  REQUIRE(t.use_discrete(true) > 0);
+  const std::vector<std::size_t> b = group_bounds(d.n());
+  REQUIRE(b.size() > 4);
+  int calls = 0;
+  t.set_remote_rows([&](const DiscreteRowParts& p, bool stats, bool gradient) {
+    ++calls;
+    const RowKeys all = t.row_keys();
+    std::vector<RowGroupSums> out;
+    for (std::size_t g0 : {std::size_t(0), std::size_t(3)}) {  // shards: groups [0, 3) and [3, G)
+      const std::size_t g1 = g0 == 0 ? 3 : b.size() - 1, r0 = b[g0], r1 = b[g1];
+      std::vector<std::vector<int>> keys;
+      RowKeys k;
+      k.C = all.C;
+      for (const int* key : all.key) keys.emplace_back(key + r0, key + r1);
+      for (const std::vector<int>& key : keys) k.key.push_back(key.data());
+      std::vector<std::size_t> bs;
+      for (std::size_t g = g0; g <= g1; ++g) bs.push_back(b[g] - r0);
+      const RowGroupIndex gi = row_group_index(k, bs, serial_for);
+      std::vector<const int*> loc;
+      for (const std::vector<int>& l : gi.loc) loc.push_back(l.data());
+      const Index n0 = static_cast<Index>(r0);
+      const VectorXd y = d.y.segment(n0, static_cast<Index>(r1 - r0)), w = d.w.segment(n0, y.size()),
+                     o = d.o.segment(n0, y.size());
+      std::vector<RowGroupSums> part;
+      row_groups_sums(p, k, loc, row_group_sizes(gi), bs, t.lik, y.data(), w.data(), o.data(), stats, gradient,
+                      thread_for(2), part);
+      for (RowGroupSums& g : part) out.push_back(std::move(g));
+    }
+    return out;
+  });
+  random_q(s, 5);
+  random_q(t, 5);
+  for (Svgp::Pass pass : {Svgp::Pass::elbo, Svgp::Pass::natural, Svgp::Pass::gradient}) {
+    const Svgp::Accum a = s.evaluate(nullptr, pass, thread_for(3));
+    const Svgp::Accum c = t.evaluate(nullptr, pass, serial_for);
+    CHECK(a.sum_v == c.sum_v);
+    CHECK(a.r == c.r);
+    CHECK(a.Q == c.Q);
+    if (pass == Svgp::Pass::gradient) CHECK(s.gradient(a, 1.0) == t.gradient(c, 1.0));
+  }
+  CHECK(calls == 3);
+  // and both equal the sums over the rows
+  Svgp u = make(d, model_components(), 0, 0, Settings(), Family::logit);
+  check_same_pass(t, u, 1e-10);
+}
+
 TEST_CASE("discretised sums with distinct inputs on every row", "[discrete]") {
   const Data d = make_data(300, Family::gaussian, 82);  // continuous inputs: D = n
   std::vector<Component> cs = {gp_component(KernelType::matern52, true, uniform_matrix(8, 2, 83, -2, 2)),

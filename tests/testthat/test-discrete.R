@@ -167,7 +167,7 @@ test_that("discretisation options are checked", {
   expect_true(is.na(vi_options()$discrete))
 })
 
-test_that("a Gaussian fit with its sums formed on a 2-worker PSOCK cluster equals the fit in one process", {
+test_that("fits with their sums formed on a 2-worker PSOCK cluster equal the fit in one process", {
   set.seed(12)
   n <- 3000
   d <- data.frame(x1 = round(runif(n), 1), x2 = runif(n), x3 = runif(n), g = factor(sample(letters[1:5], n, TRUE)),
@@ -204,8 +204,25 @@ test_that("a Gaussian fit with its sums formed on a 2-worker PSOCK cluster equal
   e2 <- gpgam(y ~ gp(x1) + gp(x2) + z, data = d, control = gp_control(verbose = FALSE, seed = 3, inducing = 8,
                                                                        bins = Inf, cluster = cl))
   expect_identical(e2$elbo, e1$elbo)
-  expect_error(gpgam(I(y > 1) ~ gp(x1), data = d, family = binomial(), control = gp_control(cluster = cl)),
-               "'cluster'.*Gaussian")
+  # binomial and Poisson: every evaluation's pass over the rows runs on the
+  # workers (their sums per group of rows, added in order on the master)
+  d$b <- as.numeric(d$y > 1)
+  d$k <- round(exp(d$y / 2))
+  for (fam in list(binomial(), poisson())) {
+    fb <- if (fam$family == "binomial") b ~ gp(x1) + gp(x2) + gp(x2, x3) + gp(g) + z + offset(off)
+          else k ~ gp(x1) + gp(x2, x3) + z
+    b1 <- gpgam(fb, data = d, family = fam, weights = wt, control = ctl)
+    b2 <- gpgam(fb, data = d, family = fam, weights = wt, control = ctl2)
+    expect_true(b1$converged && b1$discrete && b2$discrete)
+    expect_gt(b1$iterations, 3)
+    expect_identical(b2$elbo, b1$elbo)
+    expect_identical(b2$trace, b1$trace)
+    expect_identical(b2$state$m, b1$state$m)
+    expect_identical(b2$state$S, b1$state$S)
+    expect_identical(fitted(b2), fitted(b1))
+    expect_output(print(b2), "sums over 2 workers")
+  }
+  expect_equal(unlist(parallel::clusterEvalQ(cl, length(ls(scalegp:::worker_store)))), c(0L, 0L))
   expect_error(gpgam(y ~ gp(x1), data = d, control = gp_control(cluster = cl, batch_size = 100)), "'cluster'")
   expect_error(gpgam(y ~ gp(x1), data = d, control = gp_control(cluster = cl, discrete = FALSE)), "'cluster'")
   expect_error(gp_control(cluster = "cl"), "'cluster'")

@@ -19,9 +19,14 @@
 #include "fit_loop.hpp"
 #include "gaussian_q.hpp"
 #include "likelihoods.hpp"
+#include <functional>
 #include <memory>
 
 namespace scalegp {
+
+struct DiscreteRowParts;
+struct RowGroupSums;
+using RemoteRows = std::function<std::vector<RowGroupSums>(const DiscreteRowParts&, bool stats, bool gradient)>;
 
 struct SvgpSettings {
   double natgrad_step = -1;  // <= 0: 1 (Gaussian, full batch), 0.5 (other families, full batch), 0.1 (minibatches)
@@ -33,6 +38,214 @@ struct SvgpSettings {
   bool discrete = false;
   double bins = 1000;  // values per gp() input (<= 0: exact values)
 };
+
+// ---- the pass over the rows of a discretised fit (likelihoods other than Gaussian) ----
+// A row's latent mean and variance are sums over its values: per component
+// c its mean mv[c] and variance vd[c] by value, per pair of components q the
+// covariance term vp[q] by observed pair.  A row is known by its `keys`: per
+// stream (components first, then pairs) its value, or its entry of the
+// pair's observed pairs.  The pass sums, per group of rows (group_bounds()),
+// the expected log-likelihood and, by key of every stream, the derivatives
+// of the rows' terms; the groups are added in order (add_row_groups()), so
+// the sums are the same for any thread count and wherever the groups were
+// computed (threads of one process or the workers of a cluster, R:
+// engine-vi.R).
+
+struct DiscreteRowParts {
+  std::vector<VectorXd> mv, vd, vp;
+  bool var = false, pairs = false;
+};
+
+// The rows' keys (row-indexed arrays) of one process: its rows [0, n).
+struct RowKeys {
+  std::size_t C = 0;                  // the first C streams are components
+  std::vector<const int*> key;        // per stream
+};
+
+// Row i's latent mean (offset o included) and variance.
+inline void row_latent_moments(const DiscreteRowParts& p, const RowKeys& k, double o, std::size_t i, std::size_t n,
+                                 double& mu, double& s2) {
+  mu = o;
+  s2 = 0;
+  for (std::size_t c = 0; c < p.mv.size(); ++c) {
+    const int a = k.key[c][i];
+    mu += p.mv[c](a);
+    if (p.var) s2 += p.vd[c](a);
+  }
+  if (p.pairs) {
+    // (the pairs' entries of the rows to come, ahead: these reads go all
+    // over arrays of up to one entry per row, and would each wait for memory)
+    const std::size_t ahead = i + kPrefetchRows;
+    for (std::size_t q = 0; q < p.vp.size(); ++q) {
+      const int* pos = k.key[k.C + q];
+      if (ahead < n) prefetch(p.vp[q].data() + pos[ahead]);
+      s2 += p.vp[q](pos[i]);
+    }
+  }
+  if (p.var) s2 = std::max(s2, 1e-12);
+}
+
+// Per group of rows and stream, the distinct keys of its rows (ascending)
+// and each row's place among them (built once per fit: the sums of a group
+// then go to a short array of its own).
+struct RowGroupIndex {
+  std::vector<std::size_t> bounds;
+  std::vector<std::vector<int>> loc;               // [stream][row]
+  std::vector<std::vector<std::vector<int>>> idx;  // [group][stream]
+};
+
+inline RowGroupIndex row_group_index(const RowKeys& k, const std::vector<std::size_t>& bounds, const ParallelFor& pfor) {
+  RowGroupIndex gi;
+  gi.bounds = bounds;
+  const std::size_t S = k.key.size(), G = bounds.size() - 1, n = bounds.back();
+  gi.loc.assign(S, std::vector<int>(n));
+  gi.idx.assign(G, std::vector<std::vector<int>>(S));
+  pfor(G * S, [&](std::size_t t0, std::size_t t1) {
+    for (std::size_t t = t0; t < t1; ++t) {
+      const std::size_t g = t / S, s = t % S;
+      std::vector<int>& idx = gi.idx[g][s];
+      idx.assign(k.key[s] + bounds[g], k.key[s] + bounds[g + 1]);
+      std::sort(idx.begin(), idx.end());
+      idx.erase(std::unique(idx.begin(), idx.end()), idx.end());
+      for (std::size_t i = bounds[g]; i < bounds[g + 1]; ++i)
+        gi.loc[s][i] = static_cast<int>(std::lower_bound(idx.begin(), idx.end(), k.key[s][i]) - idx.begin());
+    }
+  });
+  return gi;
+}
+
+// Per group and stream the number of distinct keys.
+inline std::vector<std::vector<Index>> row_group_sizes(const RowGroupIndex& gi) {
+  std::vector<std::vector<Index>> size(gi.idx.size());
+  for (std::size_t g = 0; g < gi.idx.size(); ++g)
+    for (const std::vector<int>& ix : gi.idx[g]) size[g].push_back(static_cast<Index>(ix.size()));
+  return size;
+}
+
+// One group's sums: the expected log-likelihood and its noise derivative,
+// and (with `stats`) per stream, at the group's keys, the sums of the rows'
+// dE/dmu (components only), of min(dE/ds2, 0) and, for the gradient when a
+// row of the group has dE/ds2 > 0, of dE/ds2 itself.
+struct RowGroupSums {
+  double v = 0, dn = 0;
+  bool positive = false;
+  std::vector<VectorXd> g, gq, raw;
+  VectorXd row_g, row_gam;  // (the rows' derivatives: room reused between passes)
+};
+
+// The sums of group `g` of a process's rows (y, w, o: row-indexed), with
+// `loc` and `size` (per stream the row's place and the group's number of
+// keys) from a RowGroupIndex of the same rows.
+// (`s` is overwritten; its vectors are reused when they have the sizes.)
+inline void row_group_sums(const DiscreteRowParts& p, const RowKeys& k, const std::vector<const int*>& loc,
+                           const std::vector<Index>& size, std::size_t begin, std::size_t end, std::size_t n,
+                           const Likelihood& lik, const double* y, const double* w, const double* o, bool stats,
+                           bool gradient, RowGroupSums& s) {
+  s.v = s.dn = 0;
+  s.positive = false;
+  const std::size_t nr = end - begin, S = k.key.size();
+  VectorXd& g = s.row_g;
+  VectorXd& gam = s.row_gam;
+  g.resize(static_cast<Index>(nr));
+  gam.resize(static_cast<Index>(nr));
+  for (std::size_t i = begin; i < end; ++i) {
+    double mu, s2;
+    row_latent_moments(p, k, o[i], i, n, mu, s2);
+    const Expectation e = lik.expect(y[i], w[i], mu, s2);
+    s.v += e.v;
+    s.dn += e.dlognoise;
+    g(static_cast<Index>(i - begin)) = e.dm;
+    gam(static_cast<Index>(i - begin)) = e.dv;
+  }
+  if (!stats) {
+    s.g.clear();
+    s.gq.clear();
+    s.raw.clear();
+    return;
+  }
+  s.positive = gradient && (gam.array() > 0.0).any();
+  s.g.resize(k.C);
+  s.gq.resize(S);
+  s.raw.resize(s.positive ? S : 0);
+  for (std::size_t t = 0; t < S; ++t) {
+    const int* l = loc[t] + begin;
+    s.gq[t].setZero(size[t]);
+    for (std::size_t r = 0; r < nr; ++r) s.gq[t](l[r]) += std::min(gam(static_cast<Index>(r)), 0.0);
+    if (t < k.C) {
+      s.g[t].setZero(size[t]);
+      for (std::size_t r = 0; r < nr; ++r) s.g[t](l[r]) += g(static_cast<Index>(r));
+    }
+    if (s.positive) {
+      s.raw[t].setZero(size[t]);
+      for (std::size_t r = 0; r < nr; ++r) s.raw[t](l[r]) += gam(static_cast<Index>(r));
+    }
+  }
+}
+
+// All groups of a process's rows (as row_group_sums(), into `out`).
+inline void row_groups_sums(const DiscreteRowParts& p, const RowKeys& k, const std::vector<const int*>& loc,
+                            const std::vector<std::vector<Index>>& size, const std::vector<std::size_t>& bounds,
+                            const Likelihood& lik, const double* y, const double* w, const double* o, bool stats,
+                            bool gradient, const ParallelFor& pfor, std::vector<RowGroupSums>& out) {
+  out.resize(bounds.size() - 1);
+  pfor(out.size(), [&](std::size_t g0, std::size_t g1) {
+    for (std::size_t g = g0; g < g1; ++g)
+      row_group_sums(p, k, loc, size[g], bounds[g], bounds[g + 1], bounds.back(), lik, y, w, o, stats, gradient,
+                     out[g]);
+  });
+}
+
+// The totals of the groups' sums, added in group order at each group's keys
+// (idx: the RowGroupIndex of all rows): per stream sums over all rows by key
+// (D: the streams' numbers of keys).  `raw` totals (for the gradient) are
+// made when a row has dE/ds2 > 0: from groups without one, their gq.
+struct RowTotals {
+  double v = 0, dn = 0;
+  bool positive = false;
+  std::vector<VectorXd> g, gq, raw;
+};
+
+inline RowTotals add_row_groups(const std::vector<RowGroupSums>& groups,
+                                const std::vector<std::vector<std::vector<int>>>& idx, std::size_t C,
+                                const std::vector<Index>& D, bool stats, const ParallelFor& pfor) {
+  RowTotals t;
+  for (const RowGroupSums& s : groups) {
+    t.v += s.v;
+    t.dn += s.dn;
+    t.positive = t.positive || s.positive;
+  }
+  if (!stats) return t;
+  const std::size_t S = D.size();
+  t.g.resize(C);
+  t.gq.resize(S);
+  for (std::size_t s = 0; s < S; ++s) {
+    t.gq[s] = VectorXd::Zero(D[s]);
+    if (s < C) t.g[s] = VectorXd::Zero(D[s]);
+  }
+  if (t.positive) {
+    t.raw.resize(S);
+    for (std::size_t s = 0; s < S; ++s) t.raw[s] = VectorXd::Zero(D[s]);
+  }
+  if (groups.size() != idx.size()) throw std::invalid_argument("row sums for a different number of groups");
+  for (std::size_t gr = 0; gr < groups.size(); ++gr)
+    for (std::size_t st = 0; st < S; ++st)
+      if (groups[gr].gq.size() != S || groups[gr].gq[st].size() != static_cast<Index>(idx[gr][st].size()))
+        throw std::invalid_argument("row sums of a group do not match its keys");
+  pfor(S, [&](std::size_t s0, std::size_t s1) {  // (streams apart; in each, the groups in order)
+    for (std::size_t st = s0; st < s1; ++st)
+      for (std::size_t gr = 0; gr < groups.size(); ++gr) {
+        const RowGroupSums& s = groups[gr];
+        const std::vector<int>& ix = idx[gr][st];
+        for (std::size_t j = 0; j < ix.size(); ++j) {
+          const Index a = ix[j], jj = static_cast<Index>(j);
+          t.gq[st](a) += s.gq[st](jj);
+          if (st < C) t.g[st](a) += s.g[st](jj);
+          if (t.positive) t.raw[st](a) += s.positive ? s.raw[st](jj) : s.gq[st](jj);
+        }
+      }
+  });
+  return t;
+}
 
 class Svgp : public WhitenedGaussianModel {
  public:
@@ -407,11 +620,9 @@ class Svgp : public WhitenedGaussianModel {
   // What the latent mean and variance of a row are summed from: per
   // component its mean and variance by value, per pair of components its
   // covariance term by observed pair (with `pairs`).
-  struct RowParts {
-    std::vector<VectorXd> mv, vd, vp;
+  struct RowParts : DiscreteRowParts {
     std::vector<const DiscretePair*> pp;
     std::vector<std::pair<std::size_t, std::size_t>> pc;
-    bool var = false, pairs = false;
   };
 
   RowParts row_parts(const DiscreteCache& k, bool var, bool pairs, const ParallelFor& pfor) const {
@@ -435,28 +646,20 @@ class Svgp : public WhitenedGaussianModel {
     return p;
   }
 
+  // The rows' keys (RowKeys): their values of each component, then their
+  // entries of the observed pairs of each pair of components.
+  RowKeys row_keys() const {
+    RowKeys k;
+    k.C = comps.size();
+    for (std::size_t c = 0; c < comps.size(); ++c) k.key.push_back(disc_->id[c].data());
+    for (std::size_t c = 0; c < comps.size(); ++c)
+      for (std::size_t l = c + 1; l < comps.size(); ++l) k.key.push_back(disc_->pair[c][l - c - 1].pos.data());
+    return k;
+  }
+
   // Row i's latent mean (offset included) and variance.
-  void row_moments(const RowParts& p, std::size_t i, double& mu, double& s2) const {
-    const DiscreteData& dd = *disc_;
-    mu = o_(static_cast<Index>(i));
-    s2 = 0;
-    for (std::size_t c = 0; c < p.mv.size(); ++c) {
-      const int a = dd.id[c][i];
-      mu += p.mv[c](a);
-      if (p.var) s2 += p.vd[c](a);
-    }
-    if (p.pairs) {
-      // (the pairs' entries of the rows to come, ahead: these reads go all
-      // over arrays of up to one entry per row, and would each wait for memory)
-      const std::size_t ahead = i + kPrefetchRows;
-      const bool pre = ahead < n();
-      for (std::size_t q = 0; q < p.vp.size(); ++q) {
-        const std::vector<int>& pos = p.pp[q]->pos;
-        if (pre) prefetch(p.vp[q].data() + pos[ahead]);
-        s2 += p.vp[q](pos[i]);
-      }
-    }
-    if (p.var) s2 = std::max(s2, 1e-12);
+  void row_moments(const RowParts& p, const RowKeys& k, std::size_t i, double& mu, double& s2) const {
+    row_latent_moments(p, k, o_(static_cast<Index>(i)), i, n(), mu, s2);
   }
 
   // The latent mean and (with `var`) variance of every row of a discretised
@@ -470,13 +673,14 @@ class Svgp : public WhitenedGaussianModel {
     if (var && pairs && comps.size() > 1 && disc_->pair[0][0].pos.empty())
       throw std::logic_error("row variances need the observed value pairs");
     const RowParts p = row_parts(discrete_cache(pfor), var, pairs, pfor);
+    const RowKeys keys = row_keys();
     const std::size_t N = n();
     mean.resize(static_cast<Index>(N));
     variance.resize(var ? static_cast<Index>(N) : 0);
     blocked_for(N, pfor, [&](std::size_t begin, std::size_t end) {
       for (std::size_t i = begin; i < end; ++i) {
         double mu, s2;
-        row_moments(p, i, mu, s2);
+        row_moments(p, keys, i, mu, s2);
         mean(static_cast<Index>(i)) = mu;
         if (var) variance(static_cast<Index>(i)) = s2;
       }
@@ -557,74 +761,41 @@ class Svgp : public WhitenedGaussianModel {
   }
 
   Accum evaluate_discrete_rows(Pass pass, const ParallelFor& pfor) const {
-    const DiscreteData& dd = *disc_;
-    const std::size_t C = comps.size(), N = n();
+    const std::size_t C = comps.size();
     const DiscreteCache& k = discrete_cache(pfor);
     const RowParts parts = row_parts(k, !plug_in_, !opt.meanfield, pfor);
     const auto& pp = parts.pp;
     const auto& pc = parts.pc;
-    // per row: the derivatives of its expected log-likelihood
-    VectorXd g(N), gam(N);
-    struct Sums {
-      double v = 0, dn = 0;
-      Sums& operator+=(const Sums& a) {
-        v += a.v;
-        dn += a.dn;
-        return *this;
-      }
-    };
-    const Sums tot = deterministic_reduce<Sums>(
-        N, pfor, [] { return Sums(); },
-        [&](Sums& acc, std::size_t begin, std::size_t end) {
-          for (std::size_t i = begin; i < end; ++i) {
-            double mu, s2;
-            row_moments(parts, i, mu, s2);
-            const Index ii = static_cast<Index>(i);
-            const Expectation e = lik.expect(y_(ii), w_(ii), mu, s2);
-            acc.v += e.v;
-            acc.dn += e.dlognoise;
-            g(ii) = e.dm;
-            gam(ii) = e.dv;
-          }
-        });
+    // the pass over the rows, by group (here or on the workers of a cluster),
+    // then the groups' sums by value and by observed pair, added in order
+    const RowGroupIndex& gi = row_group_index_cached(pfor);
+    const bool stats = pass != Pass::elbo, gradient = pass == Pass::gradient;
+    std::vector<RowGroupSums> remote;
+    if (remote_rows_) {
+      remote = remote_rows_(parts, stats, gradient);
+    } else {
+      std::vector<const int*> loc;
+      for (const std::vector<int>& l : gi.loc) loc.push_back(l.data());
+      row_groups_sums(parts, row_keys(), loc, row_group_sizes(gi), gi.bounds, lik, y_.data(), w_.data(), o_.data(),
+                      stats, gradient, pfor, row_sums_);
+    }
+    std::vector<Index> D;
+    for (std::size_t c = 0; c < C; ++c) D.push_back(k.f[c].F.rows());
+    for (const DiscretePair* q : pp) D.push_back(q->pattern.nonZeros());
+    RowTotals tot = add_row_groups(remote_rows_ ? remote : row_sums_, gi.idx, C, D, stats, pfor);
     Accum acc = make_accum();
     acc.sum_v = tot.v;
     acc.dlognoise = tot.dn;
     if (pass == Pass::elbo) return acc;
-    // sums by value and by observed pair (one task per component or pair: rows in order)
-    const VectorXd gq = gam.cwiseMin(0.0);  // Q from the concave part, as accumulate()
-    const bool raw = pass == Pass::gradient && (gam.array() > 0.0).any();
-    std::vector<VectorXd> G(C), Gam(C), Gp(pp.size()), Gam_raw(raw ? C : 0), Gp_raw(raw ? pp.size() : 0);
-    pfor(C + pp.size(), [&](std::size_t t0, std::size_t t1) {
-      for (std::size_t t = t0; t < t1; ++t) {
-        if (t < C) {
-          const std::vector<int>& id = dd.id[t];
-          const Index D = k.f[t].F.rows();
-          G[t] = VectorXd::Zero(D);
-          Gam[t] = VectorXd::Zero(D);
-          for (std::size_t i = 0; i < N; ++i) {
-            G[t](id[i]) += g(static_cast<Index>(i));
-            Gam[t](id[i]) += gq(static_cast<Index>(i));
-          }
-          if (raw) {
-            Gam_raw[t] = VectorXd::Zero(D);
-            for (std::size_t i = 0; i < N; ++i) Gam_raw[t](id[i]) += gam(static_cast<Index>(i));
-          }
-        } else {
-          const std::size_t q = t - C;
-          const std::vector<int>& pos = pp[q]->pos;
-          Gp[q] = VectorXd::Zero(pp[q]->pattern.nonZeros());
-          for (std::size_t i = 0; i < N; ++i) {
-            if (i + kPrefetchRows < N) prefetch(Gp[q].data() + pos[i + kPrefetchRows]);
-            Gp[q](pos[i]) += gq(static_cast<Index>(i));
-          }
-          if (raw) {
-            Gp_raw[q] = VectorXd::Zero(Gp[q].size());
-            for (std::size_t i = 0; i < N; ++i) Gp_raw[q](pos[i]) += gam(static_cast<Index>(i));
-          }
-        }
-      }
-    });
+    const bool raw = gradient && tot.positive;
+    std::vector<VectorXd>& G = tot.g;
+    // (moved, not copied: they have one entry per observed pair)
+    const auto split = [C](std::vector<VectorXd>& v, std::vector<VectorXd>& comp, std::vector<VectorXd>& pair) {
+      for (std::size_t s = 0; s < v.size(); ++s) (s < C ? comp : pair).push_back(std::move(v[s]));
+    };
+    std::vector<VectorXd> Gam, Gp, Gam_raw, Gp_raw;
+    split(tot.gq, Gam, Gp);
+    if (raw) split(tot.raw, Gam_raw, Gp_raw);
     // r, Q (lower triangle; block (l, c) = F_l' Gamma_cl' F_c, as
     // F_l' (Gamma_cl' F_c) or, when contract_left(), (F_c' (Gamma_cl F_l))'), and for the
     // gradient the product of Q's block, T[c][l] = Gamma_cl F_l when
@@ -695,9 +866,20 @@ class Svgp : public WhitenedGaussianModel {
     disc_ = std::make_shared<const DiscreteData>(
         discretise(comps, X_, y_, w_, o_, opt.bins, dense_cells, lik.family != Family::gaussian));
     cache_ = DiscreteCache();
+    row_index_.reset();
+    ++disc_version_;
     return disc_->n_distinct();
   }
   bool discrete() const { return static_cast<bool>(disc_); }
+
+  // The pass over the rows of a discretised fit with a likelihood other than
+  // Gaussian runs through `remote` (given the parts, stats and gradient
+  // flags as row_groups_sums(), it returns the sums of all groups of rows of
+  // group_bounds(n()) in order; R: the workers of a cluster).  Its rows' keys
+  // are row_keys() once the fit has discretised them.
+  void set_remote_rows(RemoteRows remote) { remote_rows_ = std::move(remote); }
+  // Counts the discretisations of the data (row_keys() change with it).
+  std::size_t discrete_version() const { return disc_version_; }
   // A discretised fit whose values are the rows' own (no input rounded) and
   // that knows each row's values (not one from shards).
   bool discrete_rows() const { return disc_ && disc_->exact && !disc_->id.empty(); }
@@ -707,6 +889,8 @@ class Svgp : public WhitenedGaussianModel {
     if (lik.family != Family::gaussian) throw std::invalid_argument("discretised sums from shards need a Gaussian likelihood");
     disc_ = std::make_shared<const DiscreteData>(std::move(d));
     cache_ = DiscreteCache();
+    row_index_.reset();
+    ++disc_version_;
     given_ = true;
   }
 
@@ -1112,6 +1296,18 @@ class Svgp : public WhitenedGaussianModel {
   std::shared_ptr<const DiscreteData> disc_;
   bool given_ = false;  // disc_ from use_discrete_data()
   mutable DiscreteCache cache_;
+  // the row pass of evaluate_discrete_rows(): its index (built once per
+  // discretisation) and, on a cluster, where it runs
+  mutable std::shared_ptr<const RowGroupIndex> row_index_;
+  std::size_t disc_version_ = 0;          // discretisations so far
+  mutable std::vector<RowGroupSums> row_sums_;  // (reused between passes: no two passes of a model at once)
+  RemoteRows remote_rows_;
+
+  const RowGroupIndex& row_group_index_cached(const ParallelFor& pfor) const {
+    if (!row_index_)
+      row_index_ = std::make_shared<const RowGroupIndex>(row_group_index(row_keys(), group_bounds(n()), pfor));
+    return *row_index_;
+  }
 };
 
 }  // namespace scalegp
