@@ -29,8 +29,8 @@
 #' of size `learning_rate / (1 + rate_decay * sqrt(t))` (the paper's
 #' schedule).  That is the paper's algorithm; with a Gaussian likelihood
 #' the package instead, by default, takes the kernel and noise from a
-#' full-batch fit of up to 4096 rows (see `pilot`) and then sets the mean and covariance to their
-#' closed-form optimum on all rows (see `pilot`), which was faster and more
+#' full-batch fit of up to 4096 rows and then sets the mean and covariance to
+#' their closed-form optimum on all rows (see `pilot`), which was faster and more
 #' accurate on kin40k and on a simulated robot arm (the paper's Table 2
 #' setting), less accurate on the protein data (see the package README).  A Gaussian fit over all rows (the default up to 4096 rows) places all
 #' bases at the start and runs L-BFGS over the same parameters with the
