@@ -24,11 +24,11 @@ cluster_open <- function(cl, setup, init, ...) {
   K <- min(length(cl), G)
   cl <- cl[seq_len(K)]
   owner <- split(seq_len(G), rep(seq_len(K), diff(round(seq(0, G, length.out = K + 1)))))
-  shards <- lapply(owner, function(gs) {
-    rows <- (b[gs[1]] + 1):b[gs[length(gs)] + 1L]
-    list(X = setup$X[rows, , drop = FALSE], y = setup$y[rows], w = setup$w[rows],
-         offset = setup$offset[rows], bounds = b[c(gs, gs[length(gs)] + 1L)] - b[gs[1]])
-  })
+  rows <- lapply(owner, function(gs) (b[gs[1]] + 1):b[gs[length(gs)] + 1L])
+  shards <- Map(function(gs, r) {
+    list(X = setup$X[r, , drop = FALSE], y = setup$y[r], w = setup$w[r],
+         offset = setup$offset[r], bounds = b[c(gs, gs[length(gs)] + 1L)] - b[gs[1]])
+  }, owner, rows)
   worker_store$.fits <- (worker_store$.fits %||% 0) + 1
   key <- paste0("fit", Sys.getpid(), "_", worker_store$.fits)
   # (a base function: a closure defined here would carry this frame, data and all, to the workers)
@@ -36,8 +36,7 @@ cluster_open <- function(cl, setup, init, ...) {
   if (!all(unlist(ok)))
     stop_arg("cluster", "has workers where the scalegp package cannot be loaded; install it there first")
   cluster_try(parallel::clusterApply(cl, shards, init, key = key, ...), "receive its shard")
-  rows <- lapply(owner, function(gs) (b[gs[1]] + 1):b[gs[length(gs)] + 1L])
-  list(cl = cl, key = key, rows = rows)
+  list(cl = cl, key = key, rows = unname(rows))
 }
 
 # fun(key, ...) on every worker of the handle; the results in shard order.

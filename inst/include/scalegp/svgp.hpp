@@ -657,11 +657,6 @@ class Svgp : public WhitenedGaussianModel {
     return k;
   }
 
-  // Row i's latent mean (offset included) and variance.
-  void row_moments(const RowParts& p, const RowKeys& k, std::size_t i, double& mu, double& s2) const {
-    row_latent_moments(p, k, o_(static_cast<Index>(i)), i, n(), mu, s2);
-  }
-
   // The latent mean and (with `var`) variance of every row of a discretised
   // fit from its values (the rows' own when discrete_rows()).  Needs the
   // rows' values (not a fit from shards); the variance needs the
@@ -680,7 +675,7 @@ class Svgp : public WhitenedGaussianModel {
     blocked_for(N, pfor, [&](std::size_t begin, std::size_t end) {
       for (std::size_t i = begin; i < end; ++i) {
         double mu, s2;
-        row_moments(p, keys, i, mu, s2);
+        row_latent_moments(p, keys, o_(static_cast<Index>(i)), i, N, mu, s2);
         mean(static_cast<Index>(i)) = mu;
         if (var) variance(static_cast<Index>(i)) = s2;
       }
@@ -863,11 +858,7 @@ class Svgp : public WhitenedGaussianModel {
     if (given_) return disc_->n_distinct();
     disc_.reset();
     if (!opt.discrete || !full) return 0;
-    disc_ = std::make_shared<const DiscreteData>(
-        discretise(comps, X_, y_, w_, o_, opt.bins, dense_cells, lik.family != Family::gaussian));
-    cache_ = DiscreteCache();
-    row_index_.reset();
-    ++disc_version_;
+    set_discrete(discretise(comps, X_, y_, w_, o_, opt.bins, dense_cells, lik.family != Family::gaussian));
     return disc_->n_distinct();
   }
   bool discrete() const { return static_cast<bool>(disc_); }
@@ -887,10 +878,7 @@ class Svgp : public WhitenedGaussianModel {
   // shards of a cluster) in the fit; Gaussian likelihood, all rows.
   void use_discrete_data(DiscreteData d) {
     if (lik.family != Family::gaussian) throw std::invalid_argument("discretised sums from shards need a Gaussian likelihood");
-    disc_ = std::make_shared<const DiscreteData>(std::move(d));
-    cache_ = DiscreteCache();
-    row_index_.reset();
-    ++disc_version_;
+    set_discrete(std::move(d));
     given_ = true;
   }
 
@@ -1302,6 +1290,14 @@ class Svgp : public WhitenedGaussianModel {
   std::size_t disc_version_ = 0;          // discretisations so far
   mutable std::vector<RowGroupSums> row_sums_;  // (reused between passes: no two passes of a model at once)
   RemoteRows remote_rows_;
+
+  // A new discretisation: what was derived from the old one goes.
+  void set_discrete(DiscreteData d) {
+    disc_ = std::make_shared<const DiscreteData>(std::move(d));
+    cache_ = DiscreteCache();
+    row_index_.reset();
+    ++disc_version_;
+  }
 
   const RowGroupIndex& row_group_index_cached(const ParallelFor& pfor) const {
     if (!row_index_)
