@@ -9,25 +9,7 @@
 suppressPackageStartupMessages({ library(scalegp); library(GpGp) })
 args <- commandArgs(TRUE)
 sets <- if (length(args)) strsplit(args[1], ",")[[1]] else c("kin8nm", "power", "kin40k", "protein")
-root <- Sys.getenv("SCALEGP_DATA", file.path("..", "shared", "data"))
-
-load_set <- function(name) {
-  if (name %in% c("kin8nm", "power")) {
-    dir <- file.path(root, "uci", c(kin8nm = "kin8nm", power = "power-plant")[[name]])
-    dat <- as.matrix(utils::read.table(file.path(dir, "data.txt")))
-    fi <- scan(file.path(dir, "index_features.txt"), quiet = TRUE) + 1
-    ti <- scan(file.path(dir, "index_target.txt"), quiet = TRUE) + 1
-    d <- as.data.frame(dat[, c(fi, ti)])
-    test <- seq_len(nrow(d)) %in% (scan(file.path(dir, "index_test_0.txt"), quiet = TRUE) + 1)
-  } else {
-    dir <- file.path(root, "uci-evans", name)
-    d <- utils::read.csv(gzfile(file.path(dir, "data.csv.gz")), header = FALSE)
-    test <- utils::read.csv(gzfile(file.path(dir, "test_mask.csv.gz")), header = FALSE)[[1]] == 1
-  }
-  p <- ncol(d) - 1
-  names(d) <- c(paste0("x", seq_len(p)), "y")
-  list(tr = d[!test, ], te = d[test, ], p = p)
-}
+source(file.path("bench", "gpgp_sets.R"))  # load_set(), gpgp_fit(), md_table()
 
 score <- function(set, method, sec, y, mu, s)
   data.frame(data = set, method = method, n_train = NA, seconds = round(sec, 1),
@@ -45,15 +27,9 @@ run_gpgam <- function(set, D, inference) {
 }
 
 run_gpgp <- function(set, D) {
-  X <- as.matrix(D$tr[, seq_len(D$p)]); Xt <- as.matrix(D$te[, seq_len(D$p)])
-  t0 <- proc.time()[["elapsed"]]
-  set.seed(1)
-  fit <- GpGp::fit_model(D$tr$y, X, covfun_name = "matern25_scaledim", silent = TRUE)
-  mu <- GpGp::predictions(fit, Xt, X_pred = matrix(1, nrow(Xt), 1))
-  sims <- GpGp::cond_sim(fit, Xt, X_pred = matrix(1, nrow(Xt), 1), nsims = 30)
-  sec <- proc.time()[["elapsed"]] - t0
-  r <- score(set, "GpGp matern25_scaledim", sec, D$te$y, mu, apply(sims, 1, stats::sd))
-  r$detail <- sprintf("Vecchia m = 30, %s", if (isTRUE(fit$conv)) "converged" else "not converged")
+  g <- gpgp_fit(D)
+  r <- score(set, "GpGp matern25_scaledim", g$seconds, D$te$y, g$mu, g$sd)
+  r$detail <- sprintf("Vecchia m = 30, %s", if (isTRUE(g$fit$conv)) "converged" else "not converged")
   r
 }
 
@@ -71,6 +47,5 @@ writeLines(c("# One GP over all inputs: decoupled and vi against GpGp (Vecchia)"
              sprintf("`Rscript bench/decoupled_gpgp.R`, %s, one run each on this machine (%d threads), package defaults.",
                      format(Sys.Date()), RcppParallel::defaultNumThreads()),
              "Seconds include prediction; test log-likelihood per row on the original scale, predictive sd with the noise.", "",
-             paste("|", paste(names(res), collapse = " | "), "|"), paste0(paste(rep("|---", ncol(res)), collapse = ""), "|"),
-             apply(res, 1, function(r) paste("|", paste(r, collapse = " | "), "|"))),
+             md_table(res)),
            file.path("bench", "results", "decoupled_gpgp.md"))

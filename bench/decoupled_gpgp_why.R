@@ -9,25 +9,7 @@
 suppressPackageStartupMessages({ library(scalegp); library(GpGp) })
 args <- commandArgs(TRUE)
 sets <- if (length(args)) strsplit(args[1], ",")[[1]] else c("power", "protein")
-root <- Sys.getenv("SCALEGP_DATA", file.path("..", "shared", "data"))
-
-load_set <- function(name) {
-  if (name %in% c("kin8nm", "power")) {
-    dir <- file.path(root, "uci", c(kin8nm = "kin8nm", power = "power-plant")[[name]])
-    dat <- as.matrix(utils::read.table(file.path(dir, "data.txt")))
-    fi <- scan(file.path(dir, "index_features.txt"), quiet = TRUE) + 1
-    ti <- scan(file.path(dir, "index_target.txt"), quiet = TRUE) + 1
-    d <- as.data.frame(dat[, c(fi, ti)])
-    test <- seq_len(nrow(d)) %in% (scan(file.path(dir, "index_test_0.txt"), quiet = TRUE) + 1)
-  } else {
-    dir <- file.path(root, "uci-evans", name)
-    d <- utils::read.csv(gzfile(file.path(dir, "data.csv.gz")), header = FALSE)
-    test <- utils::read.csv(gzfile(file.path(dir, "test_mask.csv.gz")), header = FALSE)[[1]] == 1
-  }
-  p <- ncol(d) - 1
-  names(d) <- c(paste0("x", seq_len(p)), "y")
-  list(tr = d[!test, ], te = d[test, ], p = p)
-}
+source(file.path("bench", "gpgp_sets.R"))  # load_set(), gpgp_fit(), md_table()
 
 row <- function(set, method, sec, y, mu, s, lengthscale, sigma)
   data.frame(data = set, method = method, seconds = round(sec, 1), rmse = signif(sqrt(mean((y - mu)^2)), 4),
@@ -52,19 +34,13 @@ run_gpgam <- function(set, D, label, kernel = "se", lengthscale = NULL, variance
 res <- NULL
 for (set in sets) {
   D <- load_set(set)
-  X <- as.matrix(D$tr[, seq_len(D$p)]); Xt <- as.matrix(D$te[, seq_len(D$p)])
-  t0 <- proc.time()[["elapsed"]]
-  set.seed(1)
-  g <- GpGp::fit_model(D$tr$y, X, covfun_name = "matern25_scaledim", silent = TRUE)
-  mu <- GpGp::predictions(g, Xt, X_pred = matrix(1, nrow(Xt), 1))
-  sims <- GpGp::cond_sim(g, Xt, X_pred = matrix(1, nrow(Xt), 1), nsims = 30)
-  sec <- proc.time()[["elapsed"]] - t0
+  g <- gpgp_fit(D)
   # GpGp's Matern 5/2 (variance, ranges alpha, nugget ratio): (1 + r + r^2/3) exp(-r), r = |x / alpha|,
   # is the package's matern52 with lengthscales sqrt(5) alpha
-  cp <- g$covparms
+  cp <- g$fit$covparms
   ls <- sqrt(5) * cp[1 + seq_len(D$p)]
   sig <- sqrt(cp[1] * cp[D$p + 2])
-  rows <- list(row(set, "GpGp matern25_scaledim", sec, D$te$y, mu, apply(sims, 1, stats::sd), ls, sig),
+  rows <- list(row(set, "GpGp matern25_scaledim", g$seconds, D$te$y, g$mu, g$sd, ls, sig),
                run_gpgam(set, D, "decoupled, se (default)"),
                run_gpgam(set, D, "decoupled, matern52", "matern52"),
                run_gpgam(set, D, "decoupled, matern32", "matern32"),
@@ -80,6 +56,5 @@ writeLines(c("# Where the decoupled engine's gap to GpGp comes from", "",
                      format(Sys.Date()), RcppParallel::defaultNumThreads()),
              paste("Seconds include prediction; test log-likelihood per row on the original scale, predictive sd with",
                    "the noise; lengthscales on the inputs' scale (GpGp's: its ranges times sqrt(5))."), "",
-             paste("|", paste(names(res), collapse = " | "), "|"), paste0(paste(rep("|---", ncol(res)), collapse = ""), "|"),
-             apply(res, 1, function(r) paste("|", paste(r, collapse = " | "), "|"))),
+             md_table(res)),
            file.path("bench", "results", "decoupled_gpgp_why.md"))
