@@ -11,9 +11,13 @@
 #' `gp_control(damping = 0.7)`; `ep_options()` validates them and shows the
 #' defaults.
 #'
-#' @param damping damping of the site updates (1 = none); `NULL` uses 0.5 for
-#'   batch EP and 0.99 for minibatch EP (the paper's values).  Halved after an
-#'   iteration that had to be undone.
+#' @param damping damping of the site updates (1 = none).  `NULL`: batch EP
+#'   fitted by L-BFGS (the default) refits the sites at each step undamped,
+#'   and damps them only when successive sweeps oscillate (where the sweeps
+#'   end does not depend on the damping, only how fast they get there); the
+#'   paper's schemes use its values, 0.5 for batch EP with
+#'   `optimizer = "adam"` and 0.99 for minibatch EP.  A given value is used
+#'   throughout.  Halved after an iteration that had to be undone.
 #' @param sites with minibatches (`batch_size` below the number of rows):
 #'   `"separate"` (default; one site per row, as in the paper; O(N) memory
 #'   for the site scalars) or `"tied"` (one site shared by all rows,

@@ -55,6 +55,7 @@ Rcpp::List accum_to_list(const EpAccum& a) {
     gz[c] = a.grad.g_Z[c];
   }
   return Rcpp::List::create(Rcpp::Named("log_z") = a.log_z, Rcpp::Named("change") = a.change,
+                            Rcpp::Named("turn") = a.turn, Rcpp::Named("last_sq") = a.last_sq,
                             Rcpp::Named("Q") = a.Q, Rcpp::Named("r") = a.r, Rcpp::Named("PtPb") = a.PtPb,
                             Rcpp::Named("g_kern") = gk, Rcpp::Named("g_Z") = gz);
 }
@@ -63,6 +64,8 @@ EpAccum accum_from_list(const Rcpp::List& l) {
   EpAccum a;
   a.log_z = Rcpp::as<double>(l["log_z"]);
   a.change = Rcpp::as<double>(l["change"]);
+  a.turn = Rcpp::as<double>(l["turn"]);
+  a.last_sq = Rcpp::as<double>(l["last_sq"]);
   a.Q = Rcpp::as<Eigen::MatrixXd>(l["Q"]);
   a.r = Rcpp::as<Eigen::VectorXd>(l["r"]);
   a.PtPb = Rcpp::as<Eigen::MatrixXd>(l["PtPb"]);
@@ -106,7 +109,8 @@ Rcpp::List ep_fit(Eigen::Map<Eigen::MatrixXd> X, Eigen::Map<Eigen::VectorXd> y, 
       Rcpp::Function call(remote.get());
       auto reduce = [&](Ep::Pass kind, double rho, Ep::Sites sites) {
         const Rcpp::List state = Rcpp::List::create(Rcpp::Named("specs") = components_to(model.comps, specs),
-                                                    Rcpp::Named("m") = model.m, Rcpp::Named("S") = model.S);
+                                                    Rcpp::Named("m") = model.m, Rcpp::Named("S") = model.S,
+                                                    Rcpp::Named("L") = model.chol_P());
         const Rcpp::List groups = call(pass_name(kind), rho, sites_name(sites), state);
         std::vector<EpAccum> parts;
         for (R_xlen_t g = 0; g < groups.size(); ++g) parts.push_back(accum_from_list(groups[g]));
@@ -133,8 +137,8 @@ Rcpp::List ep_shard_pass(Eigen::Map<Eigen::MatrixXd> X, Eigen::Map<Eigen::Vector
     Ep model(components_from(state["specs"]), settings_from(control), ep_settings_from(options), X.data(),
              static_cast<std::size_t>(X.rows()), static_cast<std::size_t>(X.cols()), y.data(), w.data(),
              offset.data());
-    model.m = Rcpp::as<Eigen::VectorXd>(state["m"]);
-    model.S = Rcpp::as<Eigen::MatrixXd>(state["S"]);
+    model.set_moments(Rcpp::as<Eigen::VectorXd>(state["m"]), Rcpp::as<Eigen::MatrixXd>(state["S"]),
+                      Rcpp::as<Eigen::MatrixXd>(state["L"]));
     Eigen::VectorXd* v[] = {&model.nu,     &model.mu,     &model.nu_new,   &model.mu_new,
                             &model.nu_old, &model.mu_old, &model.nu_saved, &model.mu_saved};
     for (int k = 0; k < 8; ++k) *v[k] = Rcpp::as<Eigen::VectorXd>(sites[k]);

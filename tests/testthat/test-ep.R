@@ -149,6 +149,28 @@ test_that("batch EP learns hyperparameters in every mode and is reproducible acr
   }
 })
 
+test_that("batch EP's automatic damping ends where damped sweeps end", {
+  # The crabs data are separable: undamped parallel sweeps oscillate there
+  # (successive moves of the sites point back with ratio -0.99), so the
+  # automatic damping reduces itself during the fit.
+  cr <- MASS::crabs
+  d <- data.frame(sex = as.numeric(cr$sex == "M"), cr[, c("FL", "RW", "CL", "CW", "BD")], y = as.numeric(cr$sp == "O"))
+  set.seed(1)
+  d <- d[sample(nrow(d), 180), ]
+  f <- function(...) gpgam(y ~ gp(sex, FL, RW, CL, CW, BD), data = d, family = binomial("probit"), inference = "ep",
+                           control = gp_control(inducing = 27, seed = 1, threads = 1, verbose = FALSE, ...))
+  for (fixed in list(c("kernel", "inducing"), character(0))) {
+    fa <- f(fixed = fixed)
+    fh <- f(fixed = fixed, damping = 0.5)
+    expect_true(fa$converged)
+    expect_true(fh$converged)
+    expect_equal(fa$evidence, fh$evidence, tolerance = 1e-6 / abs(fh$evidence))
+    p <- fitted(fa)
+    ph <- fitted(fh)
+    expect_lt(max(abs(p - ph)), 1e-4)
+  }
+})
+
 test_that("distributed EP on a 2-worker PSOCK cluster equals the fit in one process", {
   d <- ep_data(3000, seed = 8)
   ctl <- gp_control(inducing = 20, iterations = 25, seed = 2, verbose = FALSE)

@@ -15,6 +15,8 @@
 // elsewhere: `reduce` returns the summed accumulator of a pass wherever the
 // rows live.
 #pragma once
+#include <limits>
+
 #include "ep_minibatch.hpp"
 
 namespace scalegp {
@@ -51,17 +53,44 @@ class EpBatch {
   void start() { ep_.set_q(reduce_(Ep::Pass::q, 0.0, Ep::Sites::keep)); }
   // (the workers of a cluster hold their own settings: never staged here)
   bool fix_inducing() { return false; }
+  // Where the sweeps end does not depend on their damping, only how fast
+  // they get there.  With automatic damping they start undamped.  Two sweeps
+  // running that move the sites back along the move before (ratio r of the
+  // projection below -0.9) show an oscillating mode whose rate lambda under
+  // undamped sweeps follows from r = rho (1 / rho_before + lambda - 1); the
+  // damping becomes 1 / (1 - lambda), which removes that mode (damped sweeps
+  // multiply it by 1 - rho + rho lambda).  A sweep that leaves an invalid
+  // cavity is taken back and the damping halved.  The damping stays for
+  // later evaluations.
   Step profile() {
     ep_.refresh_prior();
     ep_.set_q(reduce_(Ep::Pass::q, 0.0, Ep::Sites::keep));
     sweeps_ = 0;
+    const bool adapt = !(ep_.opt.damping > 0);
+    constexpr double kMinRho = 1.0 / 64;
+    double last_rho = 0;  // damping of the last sweep committed here (0: none yet)
+    double last_r = 0;    // r of that sweep
     for (int k = 0; k < 500; ++k) {
-      const EpAccum a = reduce_(Ep::Pass::sweep, rho_, Ep::Sites::keep);
-      if (!std::isfinite(ep_.log_evidence(a))) throw numerical_error("a non-finite EP evidence");
+      const EpAccum a = reduce_(Ep::Pass::sweep, sweep_rho_, Ep::Sites::keep);
+      if (!std::isfinite(ep_.log_evidence(a))) {
+        if (!adapt || last_rho == 0 || sweep_rho_ <= kMinRho) throw numerical_error("a non-finite EP evidence");
+        sweep_rho_ = std::max(kMinRho, 0.5 * sweep_rho_);
+        ep_.set_q(reduce_(Ep::Pass::q, 0.0, Ep::Sites::restore));
+        last_rho = last_r = 0;
+        continue;
+      }
       ep_.set_q(reduce_(Ep::Pass::q, 0.0, Ep::Sites::commit));
       ++sweeps_;
       last_change_ = a.change;
       if (a.change < 1e-8) break;
+      const double rho = sweep_rho_;
+      const double r = last_rho > 0 && a.last_sq > 0 ? a.turn / a.last_sq : 0.0;
+      if (adapt && r < -0.9 && last_r < -0.9) {
+        const double lambda = 1.0 + r / rho - 1.0 / last_rho;
+        if (lambda < 0) sweep_rho_ = std::max(kMinRho, std::min(rho, 1.0 / (1.0 - lambda)));
+      }
+      last_r = r;
+      last_rho = rho;
     }
     const bool grad = ep_.n_hyper() > 0;
     const EpAccum a = reduce_(grad ? Ep::Pass::sweep_grad : Ep::Pass::sweep, 0.0, Ep::Sites::save);
@@ -130,6 +159,7 @@ class EpBatch {
   Ep& ep_;
   Reduce reduce_;
   double rho_;
+  double sweep_rho_ = ep_.opt.damping > 0 ? rho_ : 1.0;  // damping of profile()'s sweeps
   int warmup_ = 0, sweeps_ = 0;
   long commits_ = 0;
   double last_change_ = 0;

@@ -30,6 +30,10 @@ struct EpSettings {
 struct EpAccum {
   double log_z = 0;   // sum of the site terms log Z~_i of log Z_q
   double change = 0;  // largest change of a site parameter proposed
+  // sweeps: sum over sites of (proposed - committed) * (committed - before
+  // the last commit), and of the square of the latter (their ratio shows
+  // whether successive sweeps move the sites back and forth)
+  double turn = 0, last_sq = 0;
   MatrixXd Q;         // q pass: sum nu_i w_i w_i' (lower triangle)
   VectorXd r;         // q pass: sum mu_i w_i
   MatrixXd PtPb;      // gradient: sum w_i Phibar_i'
@@ -37,6 +41,8 @@ struct EpAccum {
   EpAccum& operator+=(const EpAccum& a) {
     log_z += a.log_z;
     change = std::max(change, a.change);
+    turn += a.turn;
+    last_sq += a.last_sq;
     Q += a.Q;
     r += a.r;
     PtPb += a.PtPb;
@@ -186,8 +192,16 @@ class Ep : public WhitenedGaussianModel {
     const Index nb = b.Phi.rows();
     const MatrixXd& Sq = shared ? Sc_ : S;
     const VectorXd& mq = shared ? mc_ : m;
-    const MatrixXd T = b.Phi * Sq;
-    const VectorXd d = (T.array() * b.Phi.array()).rowwise().sum();
+    // d = rows of Phi Sq Phi'; T = Phi Sq only for the gradient (else d by a
+    // triangular solve, half the flops)
+    MatrixXd T;
+    VectorXd d;
+    if (grad || shared) {
+      T = b.Phi * Sq;
+      d = (T.array() * b.Phi.array()).rowwise().sum();
+    } else {
+      d = q_variance(b.Phi);
+    }
     const VectorXd e = b.Phi * mq;
     VectorXd alpha(nb), kappa(nb), gam(nb);
     for (Index i = 0; i < nb; ++i) {
@@ -206,6 +220,11 @@ class Ep : public WhitenedGaussianModel {
                                                 0.5 * (nv * e(i) * e(i) - 2 * mt * e(i) + mt * mt * d(i)) / den);
       const double nn = rho * st.nu + (1 - rho) * nv, mn = rho * st.mu + (1 - rho) * mt;
       acc.change = std::max(acc.change, std::max(std::abs(nn - nv), std::abs(mn - mt)));
+      if (!shared) {
+        const double dn = nv - nu_old(row), dm = mt - mu_old(row);
+        acc.turn += (nn - nv) * dn + (mn - mt) * dm;
+        acc.last_sq += dn * dn + dm * dm;
+      }
       nu_new(row) = nn;
       mu_new(row) = mn;
       if (shared) {

@@ -40,6 +40,14 @@ class WhitenedGaussianModel : public AdditiveModel {
     refresh_prior();
     refresh_q();
   }
+  // The moments of q computed elsewhere (by the master of a distributed
+  // fit): mean, covariance and the Cholesky factor of the precision.
+  const MatrixXd& chol_P() const { return LP_; }
+  void set_moments(VectorXd mean, MatrixXd cov, MatrixXd chol_precision) {
+    m = std::move(mean);
+    S = std::move(cov);
+    LP_ = std::move(chol_precision);
+  }
 
   // KL(q || N(0, I)).
   double kl() const {
