@@ -21,18 +21,23 @@
 #' `inference = "ep"` is expectation propagation for GP classification with a
 #' probit likelihood (Hernandez-Lobato and Hernandez-Lobato 2016): the same
 #' sparse model (FITC likelihood, inducing points) with one Gaussian site per
-#' observation, refined in parallel with damping; after every sweep one Adam
-#' step moves the hyperparameters and inducing inputs along the gradient of
-#' the EP estimate of the log marginal likelihood (the paper's "inner"
-#' updates), which [logLik()] reports.  With `batch_size` below the number
+#' observation.  By default (batch EP) L-BFGS maximises the EP estimate of
+#' the log marginal likelihood, which [logLik()] reports, over the
+#' hyperparameters, with the sites refitted to their fixed point by parallel
+#' sweeps at each step (damped only when the sweeps oscillate), so that its
+#' gradient is exact and the fit ends at a stationary point;
+#' `gp_control(optimizer = "adam")` runs the paper's "inner" updates instead
+#' (one damped sweep, then one Adam step on the hyperparameters and inducing
+#' inputs, per iteration).  With `batch_size` below the number
 #' of rows the sites are refined one minibatch at a time (stochastic EP; with
 #' `gp_control(sites = "tied")` one shared site, O(M^2) memory), and with
 #' `gp_control(cluster = )` the data are held in shards on the workers of a
 #' parallel cluster (distributed EP, identical results).  EP needs
 #' `binomial(link = "probit")`, a 0/1, logical or two-level factor response
-#' and unit weights.  Differences from the paper: hyperparameters move by Adam
-#' rather than the paper's sign-adaptive (batch) and ADADELTA (minibatch)
-#' rules; sites keep their scalars in whitened coordinates when the
+#' and unit weights.  Differences from the paper: hyperparameters move by
+#' L-BFGS or Adam rather than the paper's sign-adaptive (batch) and ADADELTA
+#' (minibatch) rules, and the inducing inputs stay where they start unless
+#' `gp_control(learn_inducing = TRUE)`; sites keep their scalars in whitened coordinates when the
 #' hyperparameters change; there is no learned latent noise term (a relative
 #' jitter stabilises K_uu); a minibatch site is removed with the features of
 #' its last refinement, recomputed from stored hyperparameters instead of the
