@@ -45,11 +45,11 @@ authors_fit <- function(d, tr, M, seed) {
   data.frame(nll = nll(p, d$y[-tr]), error = mean((p > 0.5) != (d$y[-tr] == 1)), time = time, iterations = 250L)
 }
 
-ours_fit <- function(d, tr, M, seed, priors = TRUE) {
+ours_fit <- function(d, tr, M, seed, ...) {
   fo <- stats::as.formula(paste("y ~ gp(", paste(setdiff(names(d), "y"), collapse = ", "), ")"))
   t0 <- proc.time()[["elapsed"]]
   f <- gpgam(fo, data = d[tr, ], family = stats::binomial("probit"), inference = "ep",
-             control = gp_control(inducing = M, seed = seed, threads = 1, verbose = FALSE, priors = priors))
+             control = gp_control(inducing = M, seed = seed, threads = 1, verbose = FALSE, ...))
   time <- proc.time()[["elapsed"]] - t0
   p <- predict(f, d[-tr, ], type = "response")
   data.frame(nll = nll(p, d$y[-tr]), error = mean((p > 0.5) != (d$y[-tr] == 1)), time = time,
@@ -57,6 +57,7 @@ ours_fit <- function(d, tr, M, seed, priors = TRUE) {
 }
 
 A <- "authors' SEP (R)"; O <- "gpgam EP, defaults"; P <- "gpgam EP, priors = FALSE"
+S <- "gpgam EP, the paper's scheme"
 res <- NULL
 for (s in seq_len(splits)) for (name in sets) {
   d <- load_set(name)
@@ -66,11 +67,15 @@ for (s in seq_len(splits)) for (name in sets) {
   a <- authors_fit(d, tr, M, s)
   o <- ours_fit(d, tr, M, s)
   p <- ours_fit(d, tr, M, s, priors = FALSE)
+  # the authors' algorithm: 250 iterations of one damped sweep and one
+  # hyperparameter step (Adam here), inducing inputs learned, no priors
+  q <- ours_fit(d, tr, M, s, priors = FALSE, optimizer = "adam", iterations = 250, learn_inducing = TRUE)
   res <- rbind(res, data.frame(dataset = name, split = s, M = M, method = A, a, converged = NA),
                data.frame(dataset = name, split = s, M = M, method = O, o),
-               data.frame(dataset = name, split = s, M = M, method = P, p))
-  cat(sprintf("%-10s split %d  authors: NLL %.3f %5.2f s | defaults: NLL %.3f %5.3f s (%d it) | priors = FALSE: NLL %.3f %5.3f s (%d it)\n",
-              name, s, a$nll, a$time, o$nll, o$time, o$iterations, p$nll, p$time, p$iterations))
+               data.frame(dataset = name, split = s, M = M, method = P, p),
+               data.frame(dataset = name, split = s, M = M, method = S, q))
+  cat(sprintf("%-10s split %d  authors: NLL %.3f %5.2f s | defaults: NLL %.3f %5.3f s (%d it) | priors = FALSE: NLL %.3f %5.3f s (%d it) | paper's scheme: NLL %.3f %5.3f s\n",
+              name, s, a$nll, a$time, o$nll, o$time, o$iterations, p$nll, p$time, p$iterations, q$nll, q$time))
 }
 
 dir.create(file.path("bench", "results"), showWarnings = FALSE)
@@ -98,5 +103,13 @@ md <- c("# Batch EP beside the authors' batch SEP R code (Hernandez-Lobato and H
                 tot(A), tot(O), tot(A) / tot(O), tot(P), tot(A) / tot(P),
                 min(res$time[res$method == A] / res$time[res$method == O]),
                 min(res$time[res$method == A] / res$time[res$method == P])))
+tab2 <- sprintf("| %s | %.3f | %.3f | %.3f | %.2f | %.3f | %.1f |", sets, by_set("nll", A), by_set("nll", S),
+                by_set("error", S), by_set("time", A), by_set("time", S), ratio(S))
+md <- c(md, "",
+        "The same algorithm as the authors' code: gpgam with `gp_control(optimizer = \"adam\", iterations = 250, learn_inducing = TRUE, priors = FALSE)` (250 iterations of one damped sweep and one Adam step on the hyperparameters and inducing inputs), same fits:", "",
+        "| data set | test NLL authors | test NLL gpgam, paper's scheme | test error gpgam, paper's scheme | s authors | s gpgam, paper's scheme | time ratio |",
+        "|---|---|---|---|---|---|---|", tab2, "",
+        sprintf("All data sets and splits: mean test NLL %.3f against %.3f; total time %.1f s against %.2f s (%.1fx).",
+                mean(res$nll[res$method == A]), mean(res$nll[res$method == S]), tot(A), tot(S), tot(A) / tot(S)))
 cat(md, sep = "\n")
 writeLines(md, file.path("bench", "results", "ep_authors.md"))
