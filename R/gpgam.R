@@ -37,8 +37,8 @@
 #' and unit weights.  Differences from the paper: hyperparameters move by
 #' L-BFGS or Adam rather than the paper's sign-adaptive (batch) and ADADELTA
 #' (minibatch) rules, and the inducing inputs stay where they start unless
-#' `gp_control(learn_inducing = TRUE)`; sites keep their scalars in whitened coordinates when the
-#' hyperparameters change; there is no learned latent noise term (a relative
+#' `gp_control(learn_inducing = TRUE)`; sites keep their scalars in whitened
+#' coordinates when the hyperparameters change; there is no learned latent noise term (a relative
 #' jitter stabilises K_uu); a minibatch site is removed with the features of
 #' its last refinement, recomputed from stored hyperparameters instead of the
 #' paper's stored O(NM) vectors.
