@@ -22,7 +22,7 @@ splits <- if (length(args) >= 2) as.integer(args[2]) else 3L
 sets <- if (length(args) >= 3 && args[3] != "all") strsplit(args[3], ",")[[1]] else
   c("Australian", "Breast", "Crabs", "Heart", "Ionosphere", "Pima", "Sonar")
 if (!file.exists(sep_file)) stop("the authors' sep_batch.R is not at ", sep_file, "; see the header of this script")
-source(file.path("inst", "replication", "seed001_data.R"))  # load_set()
+source(file.path("inst", "replication", "seed001_data.R"))  # load_set(), gp_formula()
 m_frac <- 0.15
 
 nll <- function(p, y01) -mean(ifelse(y01 == 1, log(p), log1p(-p)))
@@ -46,7 +46,7 @@ authors_fit <- function(d, tr, M, seed) {
 }
 
 ours_fit <- function(d, tr, M, seed, ...) {
-  fo <- stats::as.formula(paste("y ~ gp(", paste(setdiff(names(d), "y"), collapse = ", "), ")"))
+  fo <- gp_formula(d)
   t0 <- proc.time()[["elapsed"]]
   f <- gpgam(fo, data = d[tr, ], family = stats::binomial("probit"), inference = "ep",
              control = gp_control(inducing = M, seed = seed, threads = 1, verbose = FALSE, ...))

@@ -13,7 +13,7 @@ args <- commandArgs(trailingOnly = TRUE)
 splits <- if (length(args) >= 1) as.integer(args[1]) else 5L
 m <- if (length(args) >= 2) as.numeric(args[2]) else 0.15
 limit <- if (length(args) >= 3) as.numeric(args[3]) else 600
-source(file.path("inst", "replication", "seed001_data.R"))  # load_set()
+source(file.path("inst", "replication", "seed001_data.R"))  # load_set(), gp_formula()
 sets <- c("Australian", "Breast", "Crabs", "Heart", "Ionosphere", "Pima", "Sonar")
 
 scores <- function(p, y, time) {
@@ -30,7 +30,7 @@ timed <- function(expr) {
 
 methods <- list(
   scalegp_ep = function(tr, te, M) {
-    fo <- stats::as.formula(paste("y ~ gp(", paste(setdiff(names(tr), "y"), collapse = ", "), ")"))
+    fo <- gp_formula(tr)
     r <- timed(gpgam(fo, data = tr, family = stats::binomial("probit"), inference = "ep",
                      control = gp_control(inducing = M, iterations = 250, threads = 1, seed = 1, verbose = FALSE,
                                           optimizer = "adam", learn_inducing = TRUE, priors = FALSE)))

@@ -9,7 +9,7 @@ library(scalegp)
 args <- commandArgs(trailingOnly = TRUE)
 threads <- if (length(args) >= 1) as.integer(args[1]) else RcppParallel::defaultNumThreads()
 label <- if (length(args) >= 2) args[2] else "default build"
-source(file.path("inst", "replication", "seed001_data.R"))  # load_set()
+source(file.path("inst", "replication", "seed001_data.R"))  # load_set(), gp_formula()
 sets <- c("Australian", "Breast", "Crabs", "Heart", "Ionosphere", "Pima", "Sonar")
 paper <- c(`0.15` = 17, `0.25` = 37, `0.5` = 130)
 res <- NULL
@@ -17,7 +17,7 @@ for (name in sets) {
   d <- load_set(name)
   set.seed(1)
   tr <- sample(nrow(d), round(0.9 * nrow(d)))
-  fo <- stats::as.formula(paste("y ~ gp(", paste(setdiff(names(d), "y"), collapse = ", "), ")"))
+  fo <- gp_formula(d)
   for (m in c(0.15, 0.25, 0.5)) {
     t0 <- proc.time()[["elapsed"]]
     gpgam(fo, data = d[tr, ], family = stats::binomial("probit"), inference = "ep",

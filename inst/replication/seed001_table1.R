@@ -20,10 +20,10 @@ sets <- if (length(args) >= 3 && args[3] != "all") strsplit(args[3], ",")[[1]] e
 threads <- if (length(args) >= 4) as.integer(args[4]) else NULL
 out <- if (length(args) >= 5) args[5] else file.path("inst", "replication", "results", "seed001_table1.rds")
 
-source(file.path("inst", "replication", "seed001_data.R"))  # load_set()
+source(file.path("inst", "replication", "seed001_data.R"))  # load_set(), gp_formula()
 
 fit_one <- function(d, tr, m, inference, seed) {
-  fo <- stats::as.formula(paste("y ~ gp(", paste(setdiff(names(d), "y"), collapse = ", "), ")"))
+  fo <- gp_formula(d)
   M <- round(m * length(tr))
   t0 <- proc.time()[["elapsed"]]
   f <- gpgam(fo, data = d[tr, ], family = stats::binomial("probit"), inference = inference,

@@ -65,7 +65,6 @@ class EpBatch {
   Step profile() {
     ep_.refresh_prior();
     ep_.set_q(reduce_(Ep::Pass::q, 0.0, Ep::Sites::keep));
-    sweeps_ = 0;
     const bool adapt = !(ep_.opt.damping > 0);
     constexpr double kMinRho = 1.0 / 64;
     double last_rho = 0;  // damping of the last sweep committed here (0: none yet)
@@ -80,7 +79,6 @@ class EpBatch {
         continue;
       }
       ep_.set_q(reduce_(Ep::Pass::q, 0.0, Ep::Sites::commit));
-      ++sweeps_;
       last_change_ = a.change;
       if (a.change < 1e-8) break;
       const double rho = sweep_rho_;
@@ -160,7 +158,7 @@ class EpBatch {
   Reduce reduce_;
   double rho_;
   double sweep_rho_ = ep_.opt.damping > 0 ? rho_ : 1.0;  // damping of profile()'s sweeps
-  int warmup_ = 0, sweeps_ = 0;
+  int warmup_ = 0;
   long commits_ = 0;
   double last_change_ = 0;
 };
