@@ -22,7 +22,7 @@ progress_monitor <- function(control, label, shift = 0, envir = parent.frame()) 
   value <- NA_real_
   bar <- cli::cli_progress_bar(
     "Fitting", total = control$iterations, .auto_close = FALSE,
-    format = paste0("{cli::pb_spin} iteration {cli::pb_current}/{cli::pb_total} | ", label,
+    format = paste0("{cli::pb_spin} iteration {cli::pb_current} (at most {cli::pb_total}) | ", label,
                     " {format(value, digits = 6)} | {cli::pb_elapsed}"))
   env <- environment()
   # (the bar's format is evaluated in `env` on closing too: cli >= 3.6 does)

@@ -65,7 +65,7 @@ session=$!
 sent=0
 for _ in $(seq 1 240); do
   # the bar of the fit is up once an iteration past the first is printed
-  if [ -s r.pid ] && tr '\r' '\n' < interrupt.log | grep -qaE '^.{0,4}iteration [0-9]{2,}/20000'; then
+  if [ -s r.pid ] && tr '\r' '\n' < interrupt.log | grep -qaE '^.{0,4}iteration [0-9]{2,} \(at most 20000\)'; then
     kill -INT "$(cat r.pid)" && sent=1
     break
   fi
