@@ -42,6 +42,5 @@ load_set <- function(name) {
   d
 }
 
-
 # y ~ gp(x1, x2, ...): one GP term over every input of a data set from load_set().
 gp_formula <- function(d) stats::as.formula(paste("y ~ gp(", paste(setdiff(names(d), "y"), collapse = ", "), ")"))
