@@ -1,5 +1,5 @@
-# The simulated design shared by bench/gam_vs_mgcv.R, bench/term_coverage.R
-# and bench/coverage_draws.R (sourced by them):
+# The simulated design shared by bench/gam_vs_mgcv.R, bench/term_coverage.R,
+# bench/coverage_draws.R, bench/term_cost.R and others (sourced by them):
 #   f = sin(3 x1) + 0.5 x2^2 + 2 exp(-(x3^2 + x4^2)),  x ~ U(-2, 2)^4
 #   gaussian: y = f + N(0, 0.3^2), truth = f
 #   binomial: y ~ Bernoulli(truth), truth = plogis(2 (f - fbar))
@@ -15,4 +15,25 @@ gen <- function(n, family = "gaussian", fbar = 0) {
     d$y <- rbinom(n, 1, d$truth)
   }
   d
+}
+
+# One row of a results table: a fit's seconds, test NLPD and 95% coverage on
+# the test rows of gen() (mu, se: latent mean and sd; binomial: on the logit
+# scale, with the method's own probabilities as attr(mu, "p")):
+#   cover_f: intervals for the latent function (Gaussian: f; binomial: the
+#            probability) covering the truth;  cover_y: predictive intervals
+#            covering new y (Gaussian only).
+score <- function(method, family, n, secs, mu, se, sigma, test) {
+  if (family == "gaussian") {
+    sdp <- sqrt(se^2 + sigma^2)
+    nlpd <- -mean(dnorm(test$y, mu, sdp, log = TRUE))
+    cf <- mean(abs(test$truth - mu) <= 1.96 * se)
+    cy <- mean(abs(test$y - mu) <= 1.96 * sdp)
+  } else {  # mu, se on the link (logit) scale; p from the method's own response
+    p <- attr(mu, "p")
+    nlpd <- -mean(dbinom(test$y, 1, p, log = TRUE))
+    cf <- mean(plogis(mu - 1.96 * se) <= test$truth & test$truth <= plogis(mu + 1.96 * se))
+    cy <- NA
+  }
+  data.frame(family = family, n = n, method = method, seconds = secs, nlpd = nlpd, cover_f = cf, cover_y = cy)
 }

@@ -17,23 +17,9 @@ args <- commandArgs(TRUE)
 sizes <- if (length(args) >= 1) as.numeric(strsplit(args[1], ",")[[1]]) else c(1e4, 1e5, 1e6)
 families <- if (length(args) >= 2) strsplit(args[2], ",")[[1]] else c("gaussian", "binomial")
 gam_max <- if (length(args) >= 3) as.numeric(args[3]) else 1e5
-source(file.path("bench", "gam_design.R"))  # ftrue(), gen()
+source(file.path("bench", "gam_design.R"))  # ftrue(), gen(), score()
 set.seed(2026)
 fbar <- mean(ftrue(gen(1e6, "gaussian", 0)))  # mean of f over the input distribution
-score <- function(method, family, n, secs, mu, se, sigma, test) {
-  if (family == "gaussian") {
-    sdp <- sqrt(se^2 + sigma^2)
-    nlpd <- -mean(dnorm(test$y, mu, sdp, log = TRUE))
-    cf <- mean(abs(test$truth - mu) <= 1.96 * se)
-    cy <- mean(abs(test$y - mu) <= 1.96 * sdp)
-  } else {  # mu, se on the link (logit) scale; p from the method's own response
-    p <- attr(mu, "p")
-    nlpd <- -mean(dbinom(test$y, 1, p, log = TRUE))
-    cf <- mean(plogis(mu - 1.96 * se) <= test$truth & test$truth <= plogis(mu + 1.96 * se))
-    cy <- NA
-  }
-  data.frame(family = family, n = n, method = method, seconds = secs, nlpd = nlpd, cover_f = cf, cover_y = cy)
-}
 rows <- NULL
 for (family in families) for (n in sizes) {
   set.seed(n + nchar(family))

@@ -13,7 +13,7 @@ suppressMessages({library(scalegp); library(mgcv)})
 args <- commandArgs(TRUE)
 sizes_txt <- if (length(args) >= 1) strsplit(args[1], ",")[[1]] else c("1e5", "1e6")
 reps <- if (length(args) >= 2) as.integer(args[2]) else 3L
-source(file.path("bench", "gam_design.R"))  # ftrue(), gen()
+source(file.path("bench", "gam_design.R"))  # ftrue(), gen(), score()
 set.seed(2026)
 fbar <- mean(ftrue(gen(1e6, "gaussian", 0)))
 forms <- list("gp(x1) + gp(x2)" = y ~ gp(x1) + gp(x2), "gp(x3, x4)" = y ~ gp(x3, x4),
@@ -22,7 +22,7 @@ bforms <- list(y ~ s(x1) + s(x2), y ~ te(x3, x4), y ~ s(x1) + s(x2) + te(x3, x4)
 rows <- NULL
 for (n_txt in sizes_txt) {
   n <- as.numeric(n_txt)
-  set.seed(n + 8)
+  set.seed(n + nchar("gaussian"))  # the data of bench/gam_vs_mgcv.R
   d <- gen(n, "gaussian", fbar)
   for (j in seq_along(forms)) {
     tb <- median(replicate(reps, system.time(bam(bforms[[j]], data = d, discrete = TRUE, nthreads = 2))[["elapsed"]]))
@@ -40,22 +40,19 @@ for (n_txt in sizes_txt) {
 }
 # fewer inducing points for gp(x3, x4), first size, 2 threads
 n <- as.numeric(sizes_txt[1])
-set.seed(n + 8)
+set.seed(n + nchar("gaussian"))
 d <- gen(n, "gaussian", fbar)
 test <- gen(20000, "gaussian", fbar)
-nlpd <- function(mu, se, s) -mean(dnorm(test$y, mu, sqrt(se^2 + s^2), log = TRUE))
 tb <- system.time(b <- bam(y ~ s(x1) + s(x2) + te(x3, x4), data = d, discrete = TRUE, nthreads = 2))[["elapsed"]]
 pb <- predict(b, test, se.fit = TRUE)
-krows <- data.frame(method = "bam", seconds = tb, nlpd = nlpd(pb$fit, pb$se.fit, sqrt(b$sig2)),
-                    cover_f = mean(abs(test$truth - pb$fit) <= 1.96 * pb$se.fit), edf = sum(b$edf[-1]))
+krows <- cbind(score("bam", "gaussian", n, tb, pb$fit, pb$se.fit, sqrt(b$sig2), test), edf = sum(b$edf[-1]))
 for (k in c(25, 36, 49, 64)) {
   t <- system.time(f <- gpgam(as.formula(sprintf("y ~ gp(x1) + gp(x2) + gp(x3, x4, k = %d)", k)), data = d,
                               control = gp_control(threads = 2, seed = 1, verbose = FALSE)))[["elapsed"]]
   p <- predict(f, test, se.fit = TRUE)
-  krows <- rbind(krows, data.frame(method = sprintf("gpgam, gp(x3, x4, k = %d)%s", k, if (k == 64) " (default)" else ""),
-                                   seconds = t, nlpd = nlpd(p$fit, p$se.fit, sigma(f)),
-                                   cover_f = mean(abs(test$truth - p$fit) <= 1.96 * p$se.fit),
-                                   edf = sum(vapply(f$params$gp, `[[`, 1, "edf"))))
+  krows <- rbind(krows, cbind(score(sprintf("gpgam, gp(x3, x4, k = %d)%s", k, if (k == 64) " (default)" else ""),
+                                    "gaussian", n, t, p$fit, p$se.fit, sigma(f), test),
+                              edf = sum(vapply(f$params$gp, `[[`, 1, "edf"))))
   print(krows[nrow(krows), ])
 }
 md <- c("# Where a discretised Gaussian fit spends its time, term by term", "",
