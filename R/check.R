@@ -98,7 +98,7 @@ inducing_check <- function(fit, r, rep) {
     kidx <- function(res) mean((res - res[nn])^2) / (2 * stats::var(res))
     k0 <- kidx(rr)
     perm <- vapply(seq_len(rep), function(b) kidx(sample(rr)), 0)
-    c(p$n_inducing, p$edf, p$edf / p$n_inducing, k0, mean(perm <= k0))
+    c(p$basis, p$edf, p$edf / p$basis, k0, mean(perm <= k0))
   }, numeric(5)))
   tab <- as.data.frame(tab)
   names(tab) <- c("M", "edf", "edf/M", "k-index", "p-value")
@@ -182,16 +182,9 @@ simulate.scalegp <- function(object, nsim = 1, seed = NULL, ...) {
   if (!is.null(seed)) set.seed(seed)
   rng_state <- get(".Random.seed", envir = .GlobalEnv)
   nd <- new_design(object, NULL, stats::na.pass, mf = object$model)
-  st <- object$state
   ysc <- object$scaling$y
-  Mt <- length(st$m)
-  V <- st$m + t(chol(st$S)) %*% matrix(stats::rnorm(Mt * nsim), Mt, nsim)  # draws of v (Mt x nsim)
+  eta <- latent_draws(object, nd$X, nsim)
   n <- nrow(nd$X)
-  eta <- matrix(0, n, nsim)
-  for (rows in split(seq_len(n), ceiling(seq_len(n) / 1e5))) {
-    f <- .gp_features(st$specs, nd$X[rows, , drop = FALSE], object$control$jitter)
-    eta[rows, ] <- f$Phi %*% V + sqrt(pmax(f$resid, 0)) * matrix(stats::rnorm(length(rows) * nsim), length(rows))
-  }
   eta <- ysc$center + ysc$scale * (eta + nd$offset / ysc$scale)
   w <- object$prior.weights
   sims <- switch(object$likelihood,

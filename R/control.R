@@ -44,7 +44,7 @@
 #'   per iteration, batch EP) maximise the objective by L-BFGS until then, with
 #'   the posterior (or the EP sites) optimal at every step; `summary()` reports
 #'   the largest gradient entry and why a fit stopped.
-#' @param patience minibatch fits (and EP with `optimizer = "inner"`) stop
+#' @param patience minibatch fits (and EP with `optimizer = "adam"`) stop
 #'   when the objective (per observation, averaged over an epoch) has not
 #'   improved by more than `tol` for `patience` consecutive epochs; they have
 #'   converged only if the gradient on all rows then passes the test above.
@@ -79,7 +79,8 @@
 #'   without the priors; `fit$log_prior` holds their log density.
 #' @param ... options of one inference engine, by name: see [vi_options()]
 #'   (`natgrad_step`, `posterior`, `rank`, `discrete`, `cluster`, ...), [ep_options()] (`damping`,
-#'   `sites`, `cluster`) and [decoupled_options()] (`mean_basis`, ...).
+#'   `sites`, `cluster`) and [decoupled_options()] (`mean_basis`, `pilot`, ...).  The fit
+#'   keeps those of its engine as one object, `fit$control$options`.
 #' @return An object of class `gp_control`: a list of the arguments (the
 #'   engine options only where given).
 #' @seealso [gpgam()], [vi_options()], [ep_options()], [decoupled_options()]
@@ -121,14 +122,17 @@ gp_control <- function(inducing = NULL, batch_size = NULL, iterations = 2000, ep
             class = "gp_control")
 }
 
-# Engine options given to gp_control(): each validated by every engine that
-# declares it; returned as given (after validation).
+# Engine options given to gp_control(), kept as given after validation: a
+# name must be an option of some registered engine, and its value must be
+# valid for at least one engine that declares it (two engines may use the
+# same name with different meanings; the engine of the fit validates its own
+# again in resolve_control()).
 given_engine_options <- function(opts) {
   opts <- Filter(Negate(is.null), opts)
   if (length(opts) == 0) return(list())
   nm <- names(opts)
   if (is.null(nm) || any(nm == ""))
-    stop_arg("...", "must be named engine options (see ?vi_options, ?ep_options)")
+    stop_arg("...", "must be named engine options (see ", paste0("?", names(engine_registry()), "_options", collapse = ", "), ")")
   known <- engine_option_names()
   bad <- setdiff(nm, known)
   if (length(bad))
@@ -136,10 +140,14 @@ given_engine_options <- function(opts) {
              paste(vapply(names(engine_registry()), function(e)
                paste0(paste(names(formals(engine_registry()[[e]]()$options)), collapse = ", "), " (", e, ")"), ""),
                collapse = "; "))
-  for (ctor in engine_registry()) {
-    e <- ctor()
-    mine <- intersect(nm, names(formals(e$options)))
-    if (length(mine)) opts[mine] <- do.call(e$options, opts[mine])[mine]
+  for (n in nm) {
+    owners <- Filter(function(e) n %in% names(formals(e$options)), lapply(engine_registry(), function(ctor) ctor()))
+    for (e in owners) {
+      r <- tryCatch(list(value = do.call(e$options, opts[n])[[n]]), error = function(cond) cond)
+      if (!inherits(r, "error")) break
+    }
+    if (inherits(r, "error")) stop(r)
+    opts[n] <- list(r$value)
   }
   opts
 }
@@ -174,8 +182,9 @@ check_count <- function(x, arg, zero = FALSE) {
   if (x > .Machine$integer.max) stop_arg(arg, "is too large")
 }
 
-# Resolves data-dependent defaults of a control object for n rows and the
-# options of `engine` (see engine_options()).
+# Resolves data-dependent defaults of a control object for n rows, and holds
+# the options of `engine` (see engine_options()) as one object,
+# control$options, in place of the engine options given to gp_control().
 resolve_control <- function(control, n, engine, family = "gaussian") {
   if (!inherits(control, "gp_control")) {
     if (is.list(control)) control <- do.call(gp_control, control)
@@ -189,7 +198,8 @@ resolve_control <- function(control, n, engine, family = "gaussian") {
     control$iterations <- as.integer(min(.Machine$integer.max, ceiling(control$epochs * n / b)))
   control$threads <- as.integer(control$threads %||% RcppParallel::defaultNumThreads())
   control$seed <- control$seed %||% sample.int(.Machine$integer.max, 1)
-  control[names(opts)] <- opts
+  control[intersect(names(control), engine_option_names())] <- NULL
+  control$options <- structure(opts, class = paste0(engine$name, "_options"))
   control
 }
 

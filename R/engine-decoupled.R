@@ -3,6 +3,9 @@
 # mean has the inducing inputs plus many more mean bases, the covariance the
 # inducing inputs only.
 
+#' @include engine.R engine-vi.R engine-ep.R
+NULL
+
 #' Options of the decoupled variational engine
 #'
 #' Options of `gpgam(inference = "decoupled")`, the decoupled variational GP
@@ -30,9 +33,9 @@
 #' schedule).  That is the paper's algorithm; with a Gaussian likelihood
 #' the package instead, by default, takes the kernel and noise from a
 #' full-batch fit of up to 4096 rows and then sets the mean and covariance to
-#' their closed-form optimum on all rows (see `pilot`), which was faster and more
-#' accurate on kin40k and on a simulated robot arm (the paper's Table 2
-#' setting), less accurate on the protein data (see the package README).  A Gaussian fit over all rows (the default up to 4096 rows) places all
+#' their closed-form optimum on all rows (see `pilot`; `bench/README.md` in
+#' the source repository compares the two routes on several data sets).  A
+#' Gaussian fit over all rows (the default up to 4096 rows) places all
 #' bases at the start and runs L-BFGS over the same parameters with the
 #' posterior of the inducing variables optimal at each step; the bases and
 #' inducing inputs move in its first 200 iterations only, and it stops at a
@@ -64,10 +67,8 @@
 #'   bases, on the scale `sigma_f^2 sqrt(M) a` for M further bases and kernel
 #'   variance sigma_f^2 (the Jacobi preconditioner of Cheng and Boots 2017,
 #'   Appendix A.1, and a scale for M); `NULL`: `learning_rate`.  Cheng and
-#'   Boots chose the step size per method from 0.1, 0.01 and 0.001; on kin40k
-#'   (8 inputs, 128 inducing points, 1024 mean bases, 300 steps of 1024 rows)
-#'   `learning_rate = 0.1` gave a test RMSE of 0.319 against 0.363 with the
-#'   default 0.01.
+#'   Boots chose the step size per method from 0.1, 0.01 and 0.001; a larger
+#'   step than the default can help (`bench/README.md`).
 #' @param natgrad_step step size of the natural-gradient update of the
 #'   posterior of the inducing variables; `NULL` chooses 1 (Gaussian, all
 #'   rows), 0.5 (other families, all rows) or 0.1 (minibatches).
@@ -80,8 +81,7 @@
 #'   variance is then refitted in closed form and the mean solved again (at
 #'   most 6 rounds).  It costs one pass over the rows of
 #'   O(\eqn{n T^2}{n T^2}) operations and O(\eqn{T^2}{T^2}) memory.  `NULL`
-#'   (default): done when \eqn{n T^2 \le 2 \times 10^{12}}{n T^2 <= 2e12}
-#'   (about half a minute on 2 cores at 36000 rows and 4224 bases); `TRUE`:
+#'   (default): done when \eqn{n T^2 \le 2 \times 10^{12}}{n T^2 <= 2e12}; `TRUE`:
 #'   always; `FALSE`: never (the paper's algorithm, Adam steps only).
 #'   Ignored for other families, for fits over all rows and after a pilot
 #'   fit (which always ends with the exact mean).
@@ -101,15 +101,13 @@
 #'   7373 rows, 4700 at 36000, 2100 at 178000), at least the number of
 #'   inducing points.  Why: learned beside a covariance of few
 #'   inducing points, the ELBO's lengthscales and noise absorb what those
-#'   points leave unexplained (its trace term) and the mean is too smooth;
-#'   on kin40k (8 inputs, 36000 rows) the paper's algorithm reached a test
-#'   RMSE of 0.32 (0.22 with the exact mean at the end), the pilot route
-#'   0.16 (`bench/decoupled.R`).  `NULL` (default): a third of the rows, at
+#'   points leave unexplained (its trace term) and the mean is too smooth
+#'   (`bench/README.md` compares the two routes).  `NULL` (default): a third of the rows, at
 #'   least 2048 and at most 4096, for a Gaussian fit on minibatches (more
 #'   than 4096 rows), none otherwise, and none when
 #'   a given `mean_basis` would make the solve cost
 #'   \eqn{n M_\alpha^2 > 2 \times 10^{12}}{n M_alpha^2 > 2e12} (e.g. the
-#'   paper's 16384 bases on 2e5 rows: about half an hour and 6 GB here); `0`:
+#'   paper's 16384 bases on 2e5 rows); `0`:
 #'   no pilot, the paper's algorithm (Adam steps on minibatches for
 #'   everything).
 #' @return A list of the options.
@@ -148,6 +146,8 @@ decoupled_engine <- function() {
   new_engine("decoupled", label = "decoupled variational GP", objective = "ELBO",
              objective_note = "a lower bound on the log marginal likelihood", options = decoupled_options)
 }
+
+register_engine("decoupled", decoupled_engine)
 
 # Minibatches of 1024 rows (the paper's) beyond 4096 rows.
 default_batch_size.engine_decoupled <- function(engine, n, family, opts) if (n <= 4096) n else 1024L
@@ -200,8 +200,8 @@ decoupled_solve_cheap <- function(n, T) n * as.numeric(T)^2 <= 2e12
 # Whether a fit ends with the exact mean (decoupled_options(mean_solve = )):
 # Gaussian fits on minibatches, by default when the solve is cheap.
 decoupled_mean_solve <- function(control, setup, Malpha) {
-  if (setup$lik != "gaussian" || control$batch_size >= setup$n || isFALSE(control$mean_solve)) return(FALSE)
-  isTRUE(control$mean_solve) || decoupled_solve_cheap(setup$n, Malpha + ncol(setup$X))
+  if (setup$lik != "gaussian" || control$batch_size >= setup$n || isFALSE(control$options$mean_solve)) return(FALSE)
+  isTRUE(control$options$mean_solve) || decoupled_solve_cheap(setup$n, Malpha + ncol(setup$X))
 }
 
 engine_fit.engine_decoupled <- function(engine, setup, control) {
@@ -213,11 +213,11 @@ engine_fit.engine_decoupled <- function(engine, setup, control) {
     setup$log_noise <- pilot$log_noise
   }
   M <- nrow(setup$comps[[gp]]$Z)
-  Malpha <- decoupled_mean_basis(control$mean_basis, M, setup, gp, closed_form = !is.null(pilot))
-  options <- list(natgrad_step = control$natgrad_step %||% -1, mean_basis = Malpha - M,
-                  add_basis = control$add_basis %||% 128L, kl_columns = control$kl_columns %||% 128L,
-                  rate_decay = control$rate_decay %||% 0.1,
-                  rate_ratio = (control$mean_learning_rate %||% control$learning_rate) / control$learning_rate,
+  Malpha <- decoupled_mean_basis(control$options$mean_basis, M, setup, gp, closed_form = !is.null(pilot))
+  options <- list(natgrad_step = control$options$natgrad_step %||% -1, mean_basis = Malpha - M,
+                  add_basis = control$options$add_basis %||% 128L, kl_columns = control$options$kl_columns %||% 128L,
+                  rate_decay = control$options$rate_decay %||% 0.1,
+                  rate_ratio = (control$options$mean_learning_rate %||% control$learning_rate) / control$learning_rate,
                   mean_solve = is.null(pilot) && decoupled_mean_solve(control, setup, Malpha),
                   closed_form = !is.null(pilot))
   if (isTRUE(control$verbose)) {
@@ -253,13 +253,13 @@ engine_fit.engine_decoupled <- function(engine, setup, control) {
 # (decoupled_solve_cheap(); 0: none).  At most all rows.
 decoupled_pilot_rows <- function(control, setup) {
   if (setup$lik != "gaussian" || control$batch_size >= setup$n) {
-    if (isTRUE(control$pilot > 0))
+    if (isTRUE(control$options$pilot > 0))
       warning("'pilot' is used by Gaussian fits on minibatches only; ignored", call. = FALSE)
     return(0L)
   }
-  if (is.null(control$pilot) && !is.null(control$mean_basis) && !decoupled_solve_cheap(setup$n, control$mean_basis))
+  if (is.null(control$options$pilot) && !is.null(control$options$mean_basis) && !decoupled_solve_cheap(setup$n, control$options$mean_basis))
     return(0L)
-  as.integer(min(setup$n, control$pilot %||% decoupled_pilot_default(setup$n)))
+  as.integer(min(setup$n, control$options$pilot %||% decoupled_pilot_default(setup$n)))
 }
 
 # The default pilot rows: a third of n, within [2048, 4096].  On kin8nm (7373
@@ -276,13 +276,7 @@ decoupled_pilot_default <- function(n) as.integer(min(4096, max(2048, ceiling(n 
 # kernel and inducing inputs (no longer learned), the noise and the time.
 decoupled_pilot <- function(setup, control, gp, rows) {
   t0 <- proc.time()[["elapsed"]]
-  idx <- seeded_sample(setup$n, rows, control$seed)
-  sub <- setup
-  sub$X <- setup$X[idx, , drop = FALSE]
-  sub$y <- setup$y[idx]
-  sub$w <- setup$w[idx]
-  sub$offset <- setup$offset[idx]
-  sub$n <- length(idx)
+  sub <- subset_setup(setup, seeded_sample(setup$n, rows, control$seed))
   comp <- setup$comps[[gp]]
   term <- setup$terms$gp[[1]]
   if (is.null(term$spec$inducing)) {
@@ -298,8 +292,8 @@ decoupled_pilot <- function(setup, control, gp, rows) {
                                 "{nrow(comp$Z)} inducing points (decoupled_options(pilot); pilot = 0 for the",
                                 "minibatch algorithm).")))
   vc <- control
-  vopt <- vi_options(learn_inducing = if ("inducing" %in% control$fixed) FALSE else 50, discrete = FALSE)
-  for (nm in names(vopt)) vc[nm] <- list(vopt[[nm]])
+  vc$options <- structure(vi_options(learn_inducing = if ("inducing" %in% control$fixed) FALSE else 50,
+                                     discrete = FALSE), class = "vi_options")
   vc$batch_size <- sub$n
   res <- engine_fit(vi_engine(), sub, vc)
   comps <- lapply(res$specs, function(k) {
@@ -331,7 +325,6 @@ engine_collect.engine_decoupled <- function(engine, fit, res) {
   # average over the data, which a centred term hands to the intercept
   fit$state$basis <- list(A = res$basis, a = res$coef, index = res$gp_index,
                           center = if (centred) res$basis_mean else 0)
-  fit$state$mean_shift <- fit$state$basis$center
   fit$pilot <- res$pilot
   fit$mean_basis <- c(total = res$mean_basis_total, inducing = nrow(fit$state$specs[[res$gp_index]]$Z),
                       active = nrow(res$basis))
@@ -358,13 +351,17 @@ latent_predict.gpgam_decoupled <- function(fit, X, offset, terms = FALSE, se = T
   out
 }
 
-# The mean bases' part of the gp() term at rows X (internal scale of y), centred.
-term_extra.gpgam_decoupled <- function(fit, X) {
+# The term tests see the mean bases' part of the gp() term at rows X
+# (internal scale of y), centred.
+term_projection.gpgam_decoupled <- function(fit, X, ...) {
   b <- fit$state$basis
-  out <- vector("list", length(fit$terms$gp))
-  out[[b$index]] <- .decoupled_mean(fit$state$specs[[b$index]], b$A, b$a, X, fit$control$threads) - b$center
-  out
+  extra <- vector("list", length(fit$terms$gp))
+  extra[[b$index]] <- .decoupled_mean(fit$state$specs[[b$index]], b$A, b$a, X, fit$control$threads) - b$center
+  term_projection.gpgam(fit, X, extra = extra)
 }
+
+# A centred term hands the data average of the mean bases' part to the intercept.
+param_posterior.gpgam_decoupled <- function(fit, ...) param_posterior.gpgam(fit, shift = fit$state$basis$center)
 
 engine_label.gpgam_decoupled <- function(fit) {
   mb <- fit$mean_basis

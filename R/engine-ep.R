@@ -3,6 +3,9 @@
 # process or drives a distributed fit whose data shards live on the workers
 # of a parallel cluster.
 
+#' @include engine.R engine-vi.R
+NULL
+
 #' Options of the expectation-propagation engine
 #'
 #' Options of `gpgam(inference = "ep")`, expectation propagation for GP
@@ -34,10 +37,9 @@
 #' @param learn_inducing `FALSE` (default): the inducing inputs stay at their
 #'   k-means positions.  The EP (FITC) evidence is not a bound: moving the
 #'   inducing inputs to raise it can overfit (Bauer, van der Wilk and
-#'   Rasmussen 2016).  On a test problem of this package (600 rows,
-#'   `gp(x1, x2) + z`, 25 inducing points) freeing them raised the evidence by
-#'   6.8 nats, needed 1766 iterations instead of 9, and worsened the held-out
-#'   NLL from 0.2330 to 0.2406.  `TRUE` learns them, as the paper does.  (A
+#'   Rasmussen 2016): freeing them raises the evidence but can worsen held-out
+#'   predictions, and takes many more iterations.  `TRUE` learns them, as the
+#'   paper does.  (A
 #'   number of iterations, which [vi_options()] accepts, counts here as `TRUE`
 #'   when positive: EP moves them throughout or never.)
 #' @param cluster a cluster made by [parallel::makeCluster()] (PSOCK workers on
@@ -79,10 +81,12 @@ ep_engine <- function() {
              objective_note = "the EP approximation of the log marginal likelihood", options = ep_options)
 }
 
+register_engine("ep", ep_engine)
+
 # The options the C++ core reads (src/ep.cpp: ep_settings_from()).
 ep_core_options <- function(control) {
-  list(damping = control$damping %||% -1, tied = identical(control$sites, "tied"),
-       inner = identical(control$optimizer, "adam"))
+  list(damping = control$options$damping %||% -1, tied = identical(control$options$sites, "tied"),
+       inner = identical(control$options$optimizer, "adam"))
 }
 
 # EP's site updates are closed-form for the probit likelihood of 0/1 data.
@@ -95,18 +99,18 @@ check_ep_setup <- function(setup, control) {
     stop_arg("y", "must be 0/1, logical or a two-level factor with inference = \"ep\" (proportions are not supported)")
   if (any(setup$w != 1))
     stop_arg("weights", "must all be 1 with inference = \"ep\"; use inference = \"vi\" for weighted data")
-  if (!is.null(control$cluster) && control$batch_size < setup$n)
+  if (!is.null(control$options$cluster) && control$batch_size < setup$n)
     stop_arg("cluster", "works with batch EP; leave 'batch_size' unset (or set it to the number of rows)")
 }
 
 engine_fit.engine_ep <- function(engine, setup, control) {
   check_ep_setup(setup, control)
   settings <- common_settings(control)
-  settings$learn_inducing <- settings$learn_inducing && isTRUE(control$learn_inducing > 0)
+  settings$learn_inducing <- settings$learn_inducing && isTRUE(control$options$learn_inducing > 0)
   options <- ep_core_options(control)
   remote <- NULL
-  if (!is.null(control$cluster)) {
-    remote <- ep_cluster_start(control$cluster, setup, settings, options)
+  if (!is.null(control$options$cluster)) {
+    remote <- ep_cluster_start(control$options$cluster, setup, settings, options)
     on.exit(cluster_close(attr(remote, "handle")), add = TRUE)
   }
   local <- is.null(remote)
@@ -114,7 +118,7 @@ engine_fit.engine_ep <- function(engine, setup, control) {
                  if (local) setup$w else numeric(), if (local) setup$offset else numeric(), setup$comps, settings,
                  options, control$threads, control$seed, progress_monitor(control, engine$objective), remote,
                  setup$n)
-  res$distributed <- if (!local) length(control$cluster)
+  res$distributed <- if (!local) length(control$options$cluster)
   res
 }
 
@@ -128,7 +132,7 @@ engine_label.gpgam_ep <- function(fit) {
   paste0(fit$engine$label, ", ",
          if (!is.null(fit$control$distributed)) paste0("distributed over ", fit$control$distributed, " workers")
          else if (fit$control$batch_size < fit$n)
-           paste0("minibatches", if (identical(fit$control$sites, "tied")) ", tied sites")
+           paste0("minibatches", if (identical(fit$control$options$sites, "tied")) ", tied sites")
          else "batch")
 }
 

@@ -1,5 +1,8 @@
 # inference = "vi": the sparse variational GP (core: svgp.hpp, glue: svgp.cpp).
 
+#' @include engine.R
+NULL
+
 #' Options of the variational engine
 #'
 #' Options of `gpgam(inference = "vi")`, the sparse variational GP (SVGP;
@@ -61,13 +64,11 @@
 #'   iterations of a full-data fit during which they move, after which the
 #'   fit goes on with them fixed (and its convergence concerns the other
 #'   parameters).  `NULL` (default): not in a discretised fit whose GP terms
-#'   have at most two inputs each (there they are many and well placed: the
-#'   test NLPD of the benchmark in `bench/gam_vs_mgcv.R` changed by 1e-5 at
-#'   1e4 rows while the fit took a third of the time); otherwise in the first
-#'   200 iterations of a full-data fit (on kin8nm, eight inputs and 7373 rows,
-#'   test RMSE 0.116 with fixed centres, 0.083 after 200 iterations that move
-#'   them, 0.082 after 2000, which still did not reach a stationary point) and
-#'   throughout a minibatch fit.  `gp_control(fixed = "inducing")` fixes them
+#'   have at most two inputs each (there they are many and well placed:
+#'   moving them changes predictions little and costs time); otherwise in the
+#'   first 200 iterations of a full-data fit (with several inputs, fixed
+#'   k-means centres can predict much worse, and most of the gain comes
+#'   early) and throughout a minibatch fit.  `gp_control(fixed = "inducing")` fixes them
 #'   in every case.
 #' @param cluster a cluster made by [parallel::makeCluster()] (PSOCK workers on
 #'   this or other hosts, or MPI through snow) on which the rows are held in
@@ -123,11 +124,13 @@ vi_engine <- function() {
              objective_note = "a lower bound on the log marginal likelihood", options = vi_options)
 }
 
+register_engine("vi", vi_engine)
+
 # Whether a fit of `setup` under `control` uses discretised covariates
 # (vi_options(discrete = NA): all rows per iteration, n >= 5000, or on a cluster).
 vi_discrete <- function(setup, control) {
-  control$batch_size >= setup$n && !isFALSE(control$discrete) &&
-    (isTRUE(control$discrete) || setup$n >= 5000 || !is.null(control$cluster))
+  control$batch_size >= setup$n && !isFALSE(control$options$discrete) &&
+    (isTRUE(control$options$discrete) || setup$n >= 5000 || !is.null(control$options$cluster))
 }
 
 # The largest number of inputs of one GP component of `setup` (0: none).
@@ -139,7 +142,7 @@ max_gp_inputs <- function(setup) {
 # The iterations during which a fit moves the inducing inputs (Inf: all,
 # 0: none); see vi_options(learn_inducing).
 vi_inducing_iterations <- function(setup, control) {
-  li <- control$learn_inducing
+  li <- control$options$learn_inducing
   if ("inducing" %in% control$fixed || isFALSE(li)) return(0)
   if (isTRUE(li)) return(Inf)
   if (is.numeric(li)) return(li)
@@ -151,17 +154,17 @@ engine_fit.engine_vi <- function(engine, setup, control) {
   moves <- vi_inducing_iterations(setup, control)
   settings$learn_inducing <- moves > 0
   settings$inducing_iterations <- if (is.finite(moves)) as.integer(moves) else -1L
-  options <- list(natgrad_step = control$natgrad_step %||% -1, meanfield = control$posterior == "meanfield",
-                  rank = control$rank %||% 0L, lbfgs = control$optimizer == "lbfgs",
+  options <- list(natgrad_step = control$options$natgrad_step %||% -1, meanfield = control$options$posterior == "meanfield",
+                  rank = control$options$rank %||% 0L, lbfgs = control$options$optimizer == "lbfgs",
                   discrete = vi_discrete(setup, control),
-                  bins = if (is.finite(control$bins %||% 1000)) control$bins %||% 1000 else 0)
+                  bins = if (is.finite(control$options$bins %||% 1000)) control$options$bins %||% 1000 else 0)
   shards <- remote <- NULL
-  if (!is.null(control$cluster)) {
+  if (!is.null(control$options$cluster)) {
     check_vi_cluster(setup, control)
     if (setup$lik == "gaussian") {
-      shards <- vi_cluster_sums(control$cluster, setup, options$bins)
+      shards <- vi_cluster_sums(control$options$cluster, setup, options$bins)
     } else {
-      h <- cluster_open(control$cluster, setup, worker_init)
+      h <- cluster_open(control$options$cluster, setup, worker_init)
       on.exit(cluster_close(h))
       remote <- vi_cluster_rows(h, setup, control)
     }
@@ -169,7 +172,7 @@ engine_fit.engine_vi <- function(engine, setup, control) {
   res <- .svgp_fit(setup$X, setup$y, setup$w, setup$offset, setup$comps, setup$lik, setup$log_noise,
                    settings, options, control$threads, control$seed,
                    progress_monitor(control, engine$objective, jacobian(setup)), shards, remote)
-  res$distributed <- if (!is.null(control$cluster)) length(control$cluster)
+  res$distributed <- if (!is.null(control$options$cluster)) length(control$options$cluster)
   res
 }
 
@@ -182,7 +185,7 @@ engine_fit.engine_vi <- function(engine, setup, control) {
 check_vi_cluster <- function(setup, control) {
   if (control$batch_size < setup$n)
     stop_arg("cluster", "works with all rows per iteration; leave 'batch_size' unset (or set it to the number of rows)")
-  if (isFALSE(control$discrete))
+  if (isFALSE(control$options$discrete))
     stop_arg("cluster", "works with discretised covariates; leave 'discrete' unset")
 }
 
@@ -258,9 +261,9 @@ engine_collect.engine_vi <- function(engine, fit, res) {
 
 engine_label.gpgam_vi <- function(fit) {
   paste0(fit$engine$label, ", ",
-         if (!is.null(fit$control$rank)) sprintf("coupled posterior of rank %d", fit$control$rank)
-         else paste(fit$control$posterior, "posterior"),
-         if (isTRUE(fit$discrete)) sprintf(", discretised covariates (bins = %s)", format(fit$control$bins)),
+         if (!is.null(fit$control$options$rank)) sprintf("coupled posterior of rank %d", fit$control$options$rank)
+         else paste(fit$control$options$posterior, "posterior"),
+         if (isTRUE(fit$discrete)) sprintf(", discretised covariates (bins = %s)", format(fit$control$options$bins)),
          if (!is.null(fit$control$distributed)) paste0(", sums over ", fit$control$distributed, " workers"))
 }
 
@@ -268,5 +271,5 @@ engine_notes.gpgam_vi <- function(fit) {
   c(NextMethod(),
     if (isTRUE(fit$rank_loss > 0.01))
       sprintf("the rank restriction (rank = %d) discards %.1f%% of the effective degrees of freedom; increase 'rank'",
-              fit$control$rank, 100 * fit$rank_loss))
+              fit$control$options$rank, 100 * fit$rank_loss))
 }

@@ -1,36 +1,85 @@
-# The engine interface.  An inference engine is an object made by
-# new_engine() with class c("engine_<name>", "scalegp_engine"); gpgam()
-# looks it up by name in the registry below and calls the generics it
-# implements.  A fit made by engine <name> has class
-# c("gpgam_<name>", "gpgam", "scalegp"), so methods written once for "gpgam"
-# or "scalegp" serve every engine, and an engine overrides only what differs.
-#
-# Adding an engine "foo": R/engine-foo.R (foo_options(), foo_engine(), its
-# methods), src/foo.cpp (glue), inst/include/scalegp/foo.hpp (core), one line
-# in engine_registry() and its tests.
+# The engine contract.  An inference engine is an object made by
+# new_engine() with class c("engine_<name>", "scalegp_engine"), registered by
+# name with register_engine() (one line in the engine's own file; a package
+# or a test can register more); gpgam(inference = <name>) looks it up and
+# calls the generics below.  A fit made by engine <name> has class
+# c("gpgam_<name>", "gpgam", "scalegp"): methods written once for "gpgam" or
+# "scalegp" serve every engine, and an engine overrides what differs.
+# ARCHITECTURE.md draws the layers and lists the steps to add an engine.
 #
 # Generics on the engine object:
-#   engine_fit(engine, setup, control)  fits; returns the engine's raw result:
-#       a list with specs, state, m, S (the posterior of the inducing
-#       variables), trace, iterations, converged, objective, seconds,
-#       failures, and anything of its own
-#   engine_collect(engine, fit, res)    adds the engine's own entries to the fit
-# Generics on the fit (defaults for engines with a whitened Gaussian q):
-#   latent_predict(fit, X, offset, terms)  link-scale mean and se (per term)
-#   engine_label(fit)                       one line naming the engine and mode
-#   engine_notes(fit)                       warnings for summary()
-#   term_extra(fit, X)                      per gp() term, a part of its (centred)
-#                                           mean outside q at rows X (default NULL)
+#   engine_fit(engine, setup, control)  fits; returns the engine's raw result: a list
+#       with at least specs (the components with their fitted hyperparameters),
+#       log_noise, objective, trace, iterations, converged, stop, gradient,
+#       seconds, and whatever its posterior methods read
+#   engine_collect(engine, fit, res)    adds the engine's own entries to the fit (default: none)
+#   default_batch_size(engine, n, family, opts)  rows per iteration when not given
+#
+# The posterior contract: generics on the fit, all that the shared layers
+# (fit.R, summary.R, predict.R, plot.R, anova.R, check.R, methods.R) know of
+# a posterior.  The methods for class "gpgam" (R/posterior-whitened.R) are
+# those of a Gaussian over whitened inducing variables (vi, ep, decoupled);
+# an engine with another posterior implements each of these:
+#   posterior_state(fit, res)       the posterior kept in fit$state, from the raw result
+#   term_basis(fit)                 per gp() term: size of its basis (and inducing inputs, if any)
+#   component_edf(fit)              effective degrees of freedom per component (gp() terms first)
+#   centre_terms(fit, setup, res)   the fit with its gp() terms centred over the data
+#                                   (the terms centre_mask() selects; the intercept carries the means)
+#   param_posterior(fit)            posterior mean and covariance of the parametric coefficients (data scale)
+#   latent_predict(fit, X, offset, terms, se)  link-scale mean and se at internal design rows X (per term)
+#   fitted_latent(fit, setup, res)  link-scale mean and se at the data rows (from the result when it has them)
+#   term_projection(fit, X)         per gp() term, its centred posterior mean and covariance at rows X
+#                                   projected on an orthonormal basis of their span (term tests)
+#   latent_draws(fit, X, nsim)      posterior draws of the latent predictor at rows X (internal scale, no offset)
+#   parameter_names(fit, n)         names of the n entries of the fit's gradient
+#   engine_label(fit)               one line naming the engine and its mode
+#   engine_notes(fit)               warnings for summary()
 # The objective's name and meaning are fields of the engine object.
 
-# inference = name -> engine constructor.
-engine_registry <- function() {
-  list(
-    vi = vi_engine,
-    ep = ep_engine,
-    decoupled = decoupled_engine
-  )
+# The registered engines: inference = name -> engine constructor.
+engines <- new.env(parent = emptyenv())
+
+#' Register an inference engine
+#'
+#' Makes `inference = name` available in [gpgam()].  Each engine of the
+#' package registers itself this way; another package (or a test) can add an
+#' engine the same way, with the S3 methods of the engine contract described
+#' in the package's ARCHITECTURE.md: methods of `engine_fit()` for its engine
+#' class `engine_<name>` and of the posterior generics for its fit class
+#' `gpgam_<name>`, passed in `methods` when they are not registered
+#' otherwise.
+#'
+#' @param name the value of `inference` that selects the engine.
+#' @param constructor a function of no arguments returning the engine object
+#'   (made by the package's internal `new_engine()`); `NULL` removes the
+#'   engine `name`.
+#' @param methods a named list of S3 methods to register, named
+#'   `"generic.class"` (for example `"engine_fit.engine_foo"`).
+#' @return The names of the registered engines, invisibly.
+#' @examples
+#' names(scalegp:::engine_registry())
+#' @keywords internal
+#' @export
+register_engine <- function(name, constructor, methods = list()) {
+  if (!is.character(name) || length(name) != 1 || !nzchar(name)) stop_arg("name", "must be a single string")
+  if (is.null(constructor)) {
+    if (exists(name, envir = engines, inherits = FALSE)) rm(list = name, envir = engines)
+    engines$.order <- setdiff(engines$.order, name)
+    return(invisible(names(engine_registry())))
+  }
+  if (!is.function(constructor)) stop_arg("constructor", "must be a function returning the engine object")
+  ns <- if (length(methods)) asNamespace("scalegp")
+  for (nm in names(methods)) {
+    generic <- sub("\\..*$", "", nm)
+    registerS3method(generic, substring(nm, nchar(generic) + 2L), methods[[nm]], envir = ns)
+  }
+  assign(name, constructor, envir = engines)
+  engines$.order <- union(engines$.order, name)
+  invisible(names(engine_registry()))
 }
+
+# inference = name -> engine constructor, in the order of registration.
+engine_registry <- function() mget(engines$.order %||% character(), envir = engines)
 
 # The engine object of `inference`.
 get_engine <- function(inference) {
@@ -44,26 +93,33 @@ get_engine <- function(inference) {
 # name: the value of `inference`; label: what summary() calls it; objective,
 # objective_note: the name and meaning of the objective it maximises (what
 # logLik() returns); options: the constructor of its control options, whose
-# arguments are the names gp_control() accepts for it.
-new_engine <- function(name, label, objective, objective_note, options) {
+# arguments are the names gp_control() accepts for it; basis, basis_column:
+# what print() and summary() call the basis of a gp() term.
+new_engine <- function(name, label, objective, objective_note, options, basis = "inducing points",
+                       basis_column = "inducing") {
   structure(list(name = name, label = label, objective = objective, objective_note = objective_note,
-                 options = options),
+                 options = options, basis = basis, basis_column = basis_column),
             class = c(paste0("engine_", name), "scalegp_engine"))
 }
 
 engine_fit <- function(engine, setup, control) UseMethod("engine_fit")
 
+posterior_state <- function(fit, res) UseMethod("posterior_state")
+term_basis <- function(fit) UseMethod("term_basis")
+component_edf <- function(fit) UseMethod("component_edf")
+centre_terms <- function(fit, setup, res) UseMethod("centre_terms")
+param_posterior <- function(fit, ...) UseMethod("param_posterior")
 latent_predict <- function(fit, X, offset, terms = FALSE, se = TRUE) UseMethod("latent_predict")
+fitted_latent <- function(fit, setup, res) UseMethod("fitted_latent")
+term_projection <- function(fit, X, ...) UseMethod("term_projection")
+latent_draws <- function(fit, X, nsim) UseMethod("latent_draws")
+parameter_names <- function(fit, n, ...) UseMethod("parameter_names")
 
 engine_label <- function(fit) UseMethod("engine_label")
 
 engine_label.scalegp <- function(fit) fit$engine$label
 
 engine_notes <- function(fit) UseMethod("engine_notes")
-
-term_extra <- function(fit, X) UseMethod("term_extra")
-
-term_extra.scalegp <- function(fit, X) NULL
 
 engine_notes.scalegp <- function(fit) {
   if (isTRUE(fit$failures > 0))
@@ -79,10 +135,13 @@ engine_option_names <- function() {
 
 # The options of `engine` in a control object: its option constructor
 # applied to those set there (validated again, since a control object's
-# fields can be changed by hand); an option of another engine is an error
+# fields can be changed by hand), over those it already holds for this
+# engine (the control of a fit); an option of another engine is an error
 # that names it.
 engine_options <- function(engine, control) {
+  held <- if (inherits(control$options, paste0(engine$name, "_options"))) unclass(control$options) else list()
   given <- Filter(Negate(is.null), unclass(control)[intersect(names(control), engine_option_names())])
+  given <- c(given, Filter(Negate(is.null), held[setdiff(names(held), names(given))]))
   mine <- names(formals(engine$options))
   other <- setdiff(names(given), mine)
   if (length(other)) {

@@ -49,14 +49,13 @@ tune_allocator <- function() {
   invisible()
 }
 
-# The fit object of every engine from the model setup and the engine's raw result.
+# The fit object of every engine from the model setup and the engine's raw
+# result, through the posterior contract (R/engine.R).
 collect_fit <- function(setup, res, control, engine) {
   jac <- jacobian(setup)
-  state <- list(specs = res$specs, log_noise = res$log_noise %||% 0, P = res$state$P, h = res$state$h,
-                m = res$m, S = res$S)
   fit <- list(
     terms = setup$terms, scaling = list(y = setup$yscaling), family = setup$family,
-    likelihood = setup$lik, engine = engine, state = state,
+    likelihood = setup$lik, engine = engine,
     objective = res$objective - jac, log_prior = res$log_prior %||% 0, trace = res$trace - jac,
     iterations = res$iterations, evaluations = res$evaluations %||% NA_integer_,
     converged = res$converged, stop = res$stop, q_change = res$q_change, failures = res$failures %||% 0L,
@@ -64,100 +63,77 @@ collect_fit <- function(setup, res, control, engine) {
     control = control, n = setup$n,
     intercept = setup$intercept, y = setup$y_raw, ylevels = setup$ylevels, prior.weights = setup$w_raw,
     offset = setup$offset_raw)
-  fit$control$cluster <- NULL  # connections; not part of the result
+  fit$control$options$cluster <- NULL  # connections; not part of the result
   class(fit) <- c(paste0("gpgam_", engine$name), "gpgam", "scalegp")
+  fit$state <- posterior_state(fit, res)
   fit <- engine_collect(engine, fit, res)
   if (is.null(names(fit$gradient))) names(fit$gradient) <- parameter_names(fit, length(fit$gradient))
-  fit$state$center <- term_centres(fit, setup, res$feature_means)
+  fit <- centre_terms(fit, setup, res)
   fit$title <- "Gaussian-process additive model"
   fit$params <- natural_params(fit)
   # estimated quantities: kernel variances and lengthscales, coefficients, noise sd
   fit$df <- sum(vapply(fit$params$gp, function(g) 1 + length(g$lengthscale), 1)) + length(coef(fit)) +
     !is.na(fit$params$sigma)
-  # (a Gaussian mean response needs no latent variance).  A discretised fit
-  # returns the latent predictor of each row: from its values when no input
-  # was rounded (the same numbers, sums over distinct values), else the mean
-  # at its own inputs (terms over one or two rounded inputs interpolated
-  # from their rounding grid, Svgp::row_means_at_inputs(): the rounded
-  # inputs themselves put the fitted values of gp(x3, x4) on a 100 x 100 grid
-  # 0.5 posterior sd off on average) and the variance at its rounded values.
-  lp <- if (!is.null(res$row_mean)) {
-    ysc <- fit$scaling$y
-    # (the internal offset is the user's on the internal scale, plus the
-    # Poisson centre; the user's offset is added on the data scale)
-    list(fit = ysc$center + ysc$scale * (res$row_mean - setup$offset) + setup$offset_raw,
-         se = if (!is.null(res$row_var)) ysc$scale * sqrt(res$row_var) else numeric(length(res$row_mean)))
-  } else {
-    latent_predict(fit, setup$X, setup$offset_raw, se = fit$likelihood != "gaussian")
-  }
+  lp <- fitted_latent(fit, setup, res)
   fit$linear.predictors <- lp$fit
   # (the mean response: the linear predictor itself under the identity link)
   fit$fitted.values <- if (fit$likelihood == "gaussian") lp$fit else response_moments(fit, lp$fit, lp$se)$mean
   fit
 }
 
-# Hyperparameters on the scale of the data.
+# The response scaling undone: a latent predictor `eta` on the internal
+# scale with the internal offset `offset` (the user's on the internal scale,
+# plus the Poisson centre) to the data scale with the user's offset.
+to_data_scale <- function(setup, eta, offset = 0) {
+  ysc <- setup$yscaling
+  ysc$center + ysc$scale * (eta - offset) + setup$offset_raw
+}
+
+# Hyperparameters on the scale of the data: per gp() term its label, type,
+# kernel, variance, lengthscales (named by input), edf, the size of its basis
+# and, for an inducing-point posterior, its inducing inputs; the noise sd.
 natural_params <- function(fit) {
   ysc <- fit$scaling$y$scale
   edf <- component_edf(fit)
+  basis <- term_basis(fit)
   gp <- lapply(seq_along(fit$terms$gp), function(i) {
     s <- fit$state$specs[[i]]
     g <- fit$terms$gp[[i]]
     out <- list(label = g$spec$label, type = g$type, variance = exp(s$log_var) * ysc^2, edf = edf[i])
-    if (g$type == "factor") {
-      return(c(out, list(kernel = "iid", lengthscale = numeric(), inducing = NULL, n_inducing = s$levels)))
-    }
+    b <- list(basis = basis[[i]]$size, inducing = basis[[i]]$inducing, n_inducing = basis[[i]]$size)
+    if (g$type == "factor") return(c(out, list(kernel = "iid", lengthscale = numeric()), b))
     ls <- exp(s$log_ls) * if (length(s$log_ls) == 1) g$scaling$scale[1] else g$scaling$scale
     names(ls) <- if (length(ls) == length(g$spec$vars)) g$spec$vars else "(all)"
-    Z <- sweep(sweep(s$Z, 2, g$scaling$scale, "*"), 2, g$scaling$center, "+")
-    colnames(Z) <- g$spec$vars
-    c(out, list(kernel = s$kernel, lengthscale = ls, inducing = Z, n_inducing = nrow(Z)))
+    c(out, list(kernel = s$kernel, lengthscale = ls), b)
   })
   names(gp) <- vapply(gp, `[[`, "", "label")
   sigma <- if (fit$likelihood == "gaussian") sqrt(exp(fit$state$log_noise) + 1e-6) * ysc else NA_real_
   list(gp = gp, sigma = sigma)
 }
 
-# Indices of the components' blocks in q (engine order: gp() terms, then the
-# parametric block), one vector per component.
-component_blocks <- function(fit) {
-  sz <- vapply(fit$state$specs, function(s) switch(s$kind, factor = as.integer(s$levels), linear = length(s$cols),
-                                                   nrow(s$Z)), 1L)
-  Map(function(start, size) start + seq_len(size), cumsum(sz) - sz, sz)
-}
-
-# Effective degrees of freedom per component: tr(I - S_cc) in whitened
-# coordinates (Adam, Durrande and John 2018: tr(B_c' K_c B_c A^{-1}); their sum is tr(I - S)).
-component_edf <- function(fit) {
-  vapply(component_blocks(fit), function(idx) length(idx) - sum(diag(fit$state$S)[idx]), 0)
-}
-
-# Identifiable gp() terms, as mgcv constrains every smooth: a term is
-# reported centred over the data, f_c(x) - mean_i f_c(x_i), and the intercept
-# carries the means.  Both are linear in v: the term's features are
-# phi_c(x) - phibar_c.  Returns phibar (zero for the terms with
-# gp(centre = FALSE), for the parametric block, and without an intercept,
-# which nothing could carry the level to); the fitted predictor is unchanged.
-# `means`: the feature means over the data when known.
-term_centres <- function(fit, setup, means = NULL) {
-  blocks <- component_blocks(fit)
-  ctr <- numeric(sum(lengths(blocks)))
-  if (!setup$intercept) return(ctr)
+# Which gp() terms are reported centred over the data (as mgcv constrains
+# every smooth; the intercept carries the means): all but those with
+# gp(centre = FALSE) and the factor-`by` curves whose level has no carrier
+# (level_carriers()); none without an intercept, which nothing could carry
+# the level to.
+centre_mask <- function(fit) {
+  if (!fit$intercept || !length(fit$terms$gp)) return(logical(length(fit$terms$gp)))
   carriers <- level_carriers(fit)
-  keep <- vapply(seq_along(fit$terms$gp), function(i) {
+  vapply(seq_along(fit$terms$gp), function(i) {
     g <- fit$terms$gp[[i]]
     !identical(g$spec$centre, FALSE) &&
       (is.null(g$by) || (g$by$type == "level" && !is.na(carriers$row[i])))
   }, TRUE)
-  if (!any(keep)) return(ctr)
-  # (a discretised fit returns them, from its distinct values)
-  means <- means %||% .gp_feature_means(fit$state$specs, setup$X, fit$control$jitter, fit$control$threads)
-  for (i in which(keep)) {
-    by <- fit$terms$gp[[i]]$by
-    # a level's curve is centred over that level's rows
-    ctr[blocks[[i]]] <- means[blocks[[i]]] * if (is.null(by)) 1 else setup$n / by$n
-  }
-  ctr
+}
+
+# The names of the kernel parameters of component i as the engines pack them:
+# its log variance, then its log lengthscales.
+kernel_parameter_names <- function(fit, i) {
+  s <- fit$state$specs[[i]]
+  lab <- fit$terms$gp[[i]]$spec$label
+  c(paste0(lab, ": log variance"),
+    if (s$kind != "factor")
+      paste0(lab, ": log lengthscale", if (length(s$log_ls) > 1) paste0(" ", fit$terms$gp[[i]]$spec$vars) else ""))
 }
 
 # For each gp() term with a factor `by` (one curve per level): the row of the
@@ -183,93 +159,11 @@ level_carriers <- function(fit) {
   list(row = row, ref = ref)
 }
 
-# Posterior mean and covariance of the parametric coefficients (data scale):
-# linear functions L v of the inducing variables (the intercept includes the
-# data means of the centred terms, see term_centres()).
-param_posterior <- function(fit) {
-  if (is.null(fit$terms$param)) return(list(coef = numeric(), vcov = matrix(0, 0, 0)))
-  k <- length(fit$state$specs)
-  sp <- fit$state$specs[[k]]
-  idx <- component_blocks(fit)[[k]]
-  ysc <- fit$scaling$y
-  A <- fit$terms$param_scaling$A * ysc$scale
-  L <- matrix(0, nrow(A), length(fit$state$m))
-  L[, idx] <- A %*% diag(sp$prior_sd, length(idx))
-  ctr <- fit$state$center
-  if (fit$intercept && !is.null(ctr) && any(ctr != 0)) {
-    blocks <- component_blocks(fit)
-    carriers <- level_carriers(fit)
-    levels_c <- which(!is.na(carriers$row))
-    plain <- ctr
-    for (i in levels_c) plain[blocks[[i]]] <- 0
-    L[1, ] <- L[1, ] + ysc$scale * plain
-    # a level's constant goes to the rows of that level: the intercept for the
-    # reference level, the level's coefficient (minus the reference) for the others
-    for (i in levels_c) {
-      r <- carriers$row[i]
-      L[r, blocks[[i]]] <- L[r, blocks[[i]]] + ysc$scale * ctr[blocks[[i]]]
-      j <- carriers$ref[i]
-      if (r != 1L && !is.na(j)) L[r, blocks[[j]]] <- L[r, blocks[[j]]] - ysc$scale * ctr[blocks[[j]]]
-    }
-  }
-  b <- drop(L %*% fit$state$m)
-  V <- L %*% fit$state$S %*% t(L)
-  # (mean_shift: the data average of a part of the mean outside q, which a
-  # centred term hands to the intercept; the decoupled engine's mean bases)
-  if (fit$intercept) b[1] <- b[1] + ysc$center + ysc$scale * (fit$state$mean_shift %||% 0)
-  names(b) <- rownames(A)
-  dimnames(V) <- list(names(b), names(b))
-  list(coef = b, vcov = V)
-}
-
-# Latent predictor (link scale, data scale) for an internal design, from a
-# whitened Gaussian posterior (the default; engines with another posterior
-# have their own method).
-latent_predict.gpgam <- function(fit, X, offset, terms = FALSE, se = TRUE) {
-  st <- fit$state
-  r <- .gp_predict(st$specs, list(P = st$P, h = st$h), X, offset / fit$scaling$y$scale, terms,
-                   fit$control$jitter, fit$control$threads, if (terms && any(st$center != 0)) st$center,
-                   variance = se || terms)
-  ysc <- fit$scaling$y
-  out <- list(fit = ysc$center + ysc$scale * r$mean, se = ysc$scale * sqrt(r$var))
-  if (terms) {
-    out$term_fit <- ysc$scale * r$term_mean
-    out$term_se <- ysc$scale * sqrt(r$term_var)
-  }
-  out
-}
-
 # Posterior mean and sd of the mean response for latent N(eta, se^2).
 response_moments <- function(fit, eta, se, y = NULL) {
   r <- .lik_predictive(fit$likelihood, if (is.null(y)) numeric() else y, eta, se^2,
                        if (fit$likelihood == "gaussian") fit$params$sigma^2 else 1, fit$control$gh_points)
   list(mean = r[, 2], sd = r[, 3], logpred = r[, 1])
-}
-
-# Names of the packed parameters the engines move (the layout of
-# AdditiveModel::pack_hyper() and the Gaussian noise last): per component its
-# log variance and log lengthscales (when learned), then its inducing
-# coordinates (when learned).
-parameter_names <- function(fit, n, learn_z = !("inducing" %in% fit$control$fixed)) {
-  out <- character()
-  for (i in seq_along(fit$state$specs)) {
-    s <- fit$state$specs[[i]]
-    if (s$kind == "linear") next
-    lab <- fit$terms$gp[[i]]$spec$label
-    if (isTRUE(s$learn_kernel)) {
-      out <- c(out, paste0(lab, ": log variance"))
-      if (s$kind != "factor")
-        out <- c(out, paste0(lab, ": log lengthscale",
-                             if (length(s$log_ls) > 1) paste0(" ", fit$terms$gp[[i]]$spec$vars) else ""))
-    }
-    if (s$kind != "factor" && learn_z)
-      out <- c(out, paste0(lab, ": inducing input ", rep(seq_len(nrow(s$Z)), ncol(s$Z)), ",",
-                           rep(seq_len(ncol(s$Z)), each = nrow(s$Z))))
-  }
-  if (length(out) < n) out <- c(out, "log noise variance")
-  # (a fit that stopped moving the inducing inputs reports the gradient without them)
-  if (length(out) != n) out <- if (learn_z) parameter_names(fit, n, FALSE) else paste0("parameter ", seq_len(n))
-  out
 }
 
 # One line on how the fit ended: converged at a stationary point, or why not;

@@ -15,9 +15,9 @@ print.scalegp <- function(x, digits = max(3L, getOption("digits") - 3L), ...) {
 print.gpgam <- function(x, digits = max(3L, getOption("digits") - 3L), ...) {
   print_header(x)
   for (g in x$params$gp)
-    cat(sprintf("%s: %s%s, %d inducing points, variance %s%s, edf %s\n", g$label, g$kernel,
+    cat(sprintf("%s: %s%s, %d %s, variance %s%s, edf %s\n", g$label, g$kernel,
                 if (g$type == "factor") " random effect" else if (g$type == "centred") " kernel (centred)" else " kernel",
-                g$n_inducing, format(g$variance, digits = digits),
+                g$basis, x$engine$basis, format(g$variance, digits = digits),
                 if (length(g$lengthscale)) paste0(", lengthscale ", paste(format(g$lengthscale, digits = digits),
                                                                            collapse = ", ")) else "",
                 format(g$edf, digits = digits)))

@@ -9,8 +9,8 @@
 #' @section Memory allocator (Linux):
 #' A fit allocates and frees matrices of a few megabytes in every iteration.
 #' With the default settings of glibc's `malloc` such blocks go back to the
-#' system when freed and are faulted in again when next allocated, which cost
-#' a 1e5-row Gaussian fit about 40 percent of its wall time. The first
+#' system when freed and are faulted in again when next allocated, which can
+#' cost a large share of a fit's wall time. The first
 #' [gpgam()] call of a session on a glibc system therefore sets `malloc`'s
 #' `M_MMAP_THRESHOLD` to 32 MB and `M_TRIM_THRESHOLD` to 64 MB (`mallopt`)
 #' for the rest of the R session: blocks up to 32 MB are reused, and up to

@@ -105,3 +105,14 @@ gp_setup <- function(parsed, mf, fam, control) {
        yscaling = ysc, family = fam$family, lik = fam$lik, log_noise = log(max(noise0^2 - 1e-6, 1e-12)),
        intercept = parsed$intercept, n = n, y_raw = y, w_raw = w, offset_raw = off, ylevels = ylevels)
 }
+
+# The setup of the rows `rows` of `setup` (a nested fit, such as the pilot of
+# inference = "decoupled"): the design, response, weights and offsets of
+# those rows; the terms, components, scalings and initial values as they are.
+subset_setup <- function(setup, rows) {
+  sub <- setup
+  for (v in c("y", "w", "offset", "y_raw", "w_raw", "offset_raw")) sub[[v]] <- setup[[v]][rows]
+  sub$X <- setup$X[rows, , drop = FALSE]
+  sub$n <- length(rows)
+  sub
+}

@@ -44,12 +44,13 @@ summary.gpgam <- function(object, ...) {
   coefs <- cbind(Estimate = pp$coef, `Std. Error` = se, `z value` = z, `Pr(>|z|)` = 2 * stats::pnorm(-abs(z)))
   av <- if (!is.null(object$model)) variance_table(object) else NULL
   terms <- do.call(rbind, lapply(object$params$gp, function(g) {
-    data.frame(term = g$label, kernel = g$kernel, inducing = g$n_inducing, variance = g$variance,
+    data.frame(term = g$label, kernel = g$kernel, basis = g$basis, variance = g$variance,
                lengthscale = if (length(g$lengthscale)) paste(format(g$lengthscale, digits = 4), collapse = ", ")
                              else "-",
                share = if (is.null(av)) NA_real_ else av$share[match(g$label, av$term)],
                stringsAsFactors = FALSE)
   }))
+  if (!is.null(terms)) names(terms)[3] <- object$engine$basis_column
   warn <- c(if (!object$converged)
               paste0("the fit did not converge (", object$stop %||% "stopping rule not met",
                      "); see gp_check(fit) and plot(fit, which = \"trace\")"),
@@ -119,25 +120,18 @@ evaluation_rows <- function(object, max_rows = 5000) {
   if (n <= max_rows) seq_len(n) else unique(round(seq(1, n, length.out = max_rows)))
 }
 
-# Approximate tests that each gp() term is zero (see ?summary.gpgam):
-# f = Phi_c m_c at the data (centred features), V = Phi_c S_cc Phi_c'; with
-# Phi_c = Q R, f' V^{r-} f = (R m)' (R S R')^{r-} (R m).
+# Approximate tests that each gp() term is zero (see ?summary.gpgam): with
+# f the term's posterior mean at the data (centred) and V its covariance
+# there, both projected on an orthonormal basis of their span by the engine
+# (term_projection()), f' V^{r-} f.
 term_tests <- function(object) {
   if (is.null(object$model) || length(object$terms$gp) == 0) return(NULL)
   rows <- evaluation_rows(object)
   nd <- new_design(object, NULL, stats::na.pass, mf = object$model[rows, , drop = FALSE])
-  feats <- .gp_features(object$state$specs, nd$X[nd$ok, , drop = FALSE], object$control$jitter,
-                        object$state$center)
-  blocks <- component_blocks(object)
-  extra <- term_extra(object, nd$X[nd$ok, , drop = FALSE])
+  proj <- term_projection(object, nd$X[nd$ok, , drop = FALSE])
   tab <- t(vapply(seq_along(object$terms$gp), function(i) {
-    idx <- blocks[[i]]
-    qx <- qr(feats$Phi[, idx, drop = FALSE], LAPACK = TRUE)
-    R <- qr.R(qx)[, order(qx$pivot), drop = FALSE]
-    b <- drop(R %*% object$state$m[idx])
-    # a part of the mean outside q (the decoupled engine's mean bases): its projection
-    if (!is.null(extra[[i]])) b <- b + drop(crossprod(qr.Q(qx), extra[[i]]))
-    V <- R %*% object$state$S[idx, idx, drop = FALSE] %*% t(R)
+    b <- proj[[i]]$mean
+    V <- proj[[i]]$cov
     ev <- eigen((V + t(V)) / 2, symmetric = TRUE)
     rank <- sum(ev$values > max(ev$values, 0) * 1e-10)
     edf <- object$params$gp[[i]]$edf

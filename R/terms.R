@@ -35,14 +35,9 @@
 #'
 #' @param ... the input variables (names or expressions such as `log(x)`).
 #' @param kernel `"se"` (squared exponential), `"matern32"` or `"matern52"`.
-#'   The Matern kernels assume less smoothness and give wider bands: on the
-#'   Friedman-type function of Adam, Durrande and John (2018), 20 draws of
-#'   5000 rows, the 95% bands of the additive components covered the truth at
-#'   0.957 of the grid points on average with `"matern52"`, 0.976 with
-#'   `"matern32"` and 0.912 with `"se"` (mgcv's `gam()`: 0.951;
-#'   `bench/seed004_coverage.R` in the source repository), but on the smoother
-#'   functions of `bench/coverage_draws.R` the `"matern52"` bands were too
-#'   wide (0.97 to 0.99, against 0.94 to 0.96 with `"se"`).
+#'   The Matern kernels assume less smoothness and give wider bands, which can
+#'   help on rough functions and over-cover smooth ones; `bench/README.md` in
+#'   the source repository compares their coverage on simulated designs.
 #' @param k number of inducing points (default `gp_control()$inducing`).
 #' @param ard one lengthscale per input (`TRUE`) or one shared lengthscale.
 #' @param inducing optional matrix (or vector, for one input) of inducing

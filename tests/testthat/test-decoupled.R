@@ -119,7 +119,8 @@ test_that("after a pilot fit the mean and q are the closed-form optimum at its k
   expect_gt(max(abs(f1$params$gp[[1]]$lengthscale - gp$lengthscale)), 1e-4)
   # by default no pilot when a given mean_basis makes the closed form too costly (n M_alpha^2 > 2e12)
   rows <- function(n, mb, pilot = NULL)
-    scalegp:::decoupled_pilot_rows(list(batch_size = 1024L, mean_basis = mb, pilot = pilot), list(lik = "gaussian", n = n))
+    scalegp:::decoupled_pilot_rows(list(batch_size = 1024L, options = list(mean_basis = mb, pilot = pilot)),
+                                   list(lik = "gaussian", n = n))
   expect_equal(c(rows(2e5, 16384), rows(2e5, 3000), rows(2e5, NULL), rows(2e5, 16384, 2000), rows(3000, NULL),
                  rows(1500, NULL), rows(7373, NULL), rows(12288, NULL), rows(12291, NULL), rows(3000, NULL, 2500)),
                c(0, 4096, 4096, 2000, 2048, 1500, 2458, 4096, 4096, 2500))

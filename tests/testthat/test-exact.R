@@ -136,40 +136,57 @@ test_that("learned Gaussian hyperparameters are a maximum of the ELBO", {
   fit <- gpgam(y ~ gp(x1, x2) - 1, data = d,
                control = qctl(inducing = 12, fixed = "inducing", priors = FALSE, seed = 1))
   expect_true(fit$converged)
-  g <- fit$params$gp[[1]]
-  Z <- g$inducing
-  # ELBO at given hyperparameters (with the optimal q: one exact Gaussian step)
-  elbo_at <- function(p) {
-    gpgam(y ~ gp(x1, x2, inducing = Z, lengthscale = p[1:2], variance = p[3]) - 1, data = d,
-          control = qctl(iterations = 1, fixed = c("kernel", "inducing", "sigma"), sigma = p[4]))$elbo
-  }
-  p0 <- c(g$lengthscale, g$variance, sigma(fit))
-  e0 <- elbo_at(p0)
-  expect_equal(e0, fit$elbo, tolerance = 1e-8)
-  gains <- sapply(seq_along(p0), function(k) sapply(c(0.97, 1.03), function(a) {
+  # the ELBO as a function of the hyperparameters (with the optimal q), as
+  # lme4's devfun: log variance, log lengthscales, log noise variance
+  f <- gp_objective(fit)
+  p0 <- attr(f, "start")
+  expect_equal(names(p0), c("gp(x1, x2): log variance", "gp(x1, x2): log lengthscale x1",
+                            "gp(x1, x2): log lengthscale x2", "log noise variance"))
+  e0 <- f(p0)
+  expect_equal(e0$objective, fit$elbo, tolerance = 1e-10)
+  expect_close(e0$gradient, fit$gradient[names(p0)], 1e-8)
+  gains <- sapply(seq_along(p0), function(k) sapply(log(c(0.97, 1.03)), function(a) {
     p <- p0
-    p[k] <- p[k] * a
-    elbo_at(p) - e0
+    p[k] <- p[k] + a
+    f(p)$objective - e0$objective
   }))
   # a wrong gradient would leave the fit where moving a parameter by 3 %
   # raises the ELBO; at a maximum every perturbation lowers it
   expect_true(all(gains < 5e-3), label = paste("ELBO gains", paste(signif(gains, 3), collapse = ", ")))
-  # and the slope there is zero: central differences in the log parameters,
-  # against the slopes at the starting values (a point that is not a maximum)
+  # central differences of the ELBO against its gradient, at the fit (where
+  # the slope is zero) and at a point away from it
   slope <- function(p) sapply(seq_along(p), function(k) {
     up <- p; dn <- p
-    up[k] <- p[k] * exp(1e-3); dn[k] <- p[k] * exp(-1e-3)
-    (elbo_at(up) - elbo_at(dn)) / 2e-3
+    up[k] <- p[k] + 1e-4; dn[k] <- p[k] - 1e-4
+    (f(up)$objective - f(dn)$objective) / 2e-4
   })
-  s_fit <- slope(p0)
-  s_start <- slope(c(sd(d$x1), sd(d$x2), 1, sd(d$y) / 3))
-  expect_lt(max(abs(s_fit)), 0.02 * max(abs(s_start)),
-            label = sprintf("slopes at the fit %s, at the start %s", paste(signif(s_fit, 3), collapse = ", "),
-                            paste(signif(s_start, 3), collapse = ", ")))
-  # the gradient the fit reports is these slopes (kernel part)
-  g <- fit$gradient
-  expect_close(g[c("gp(x1, x2): log lengthscale x1", "gp(x1, x2): log lengthscale x2", "gp(x1, x2): log variance")],
-               s_fit[c(1, 2, 3)], 1e-3)
+  away <- p0 + c(0.4, -0.3, 0.2, 0.5)
+  s_away <- slope(away)
+  expect_gt(max(abs(s_away)), 1)
+  expect_close(f(away)$gradient, s_away, 1e-4 * max(abs(s_away)))
+  expect_lt(max(abs(slope(p0))), 1e-3 * max(abs(s_away)))
+})
+
+test_that("the EP evidence's gradient from gp_objective() matches finite differences", {
+  set.seed(12)
+  n <- 250
+  d <- data.frame(x1 = runif(n), x2 = runif(n), z = rnorm(n))
+  d$y <- rbinom(n, 1, pnorm(2 * sin(5 * d$x1) + d$z))
+  fit <- gpgam(y ~ gp(x1, x2) + z, data = d, family = binomial("probit"), inference = "ep",
+               control = qctl(inducing = 10, seed = 1))
+  f <- gp_objective(fit)
+  p0 <- attr(f, "start")
+  expect_equal(f(p0)$objective, fit$objective + fit$log_prior, tolerance = 1e-10)
+  away <- p0 + c(0.3, -0.4, 0.25)
+  fd <- sapply(seq_along(away), function(k) {
+    up <- away; dn <- away
+    up[k] <- away[k] + 1e-5; dn[k] <- away[k] - 1e-5
+    (f(up)$objective - f(dn)$objective) / 2e-5
+  })
+  expect_gt(max(abs(fd)), 0.5)
+  expect_close(f(away)$gradient, fd, 1e-5 * max(abs(fd)))
+  expect_error(gp_objective(gpgam(y ~ gp(x1), data = d, family = binomial("probit"), inference = "ep",
+                                  control = qctl(inducing = 8, batch_size = 100, iterations = 3))), "minibatches")
 })
 
 # Reference variational posterior over f at the data (Z = X), in plain R:

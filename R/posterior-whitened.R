@@ -1,0 +1,188 @@
+# The posterior contract (R/engine.R) for engines whose posterior is a
+# Gaussian q(v) = N(m, S) over the whitened inducing variables v of all
+# components (inference = "vi", "ep", "decoupled"): every gp() term is
+# f_c(x) = phi_c(x)' v_c with phi_c(x) = K_c(x, Z_c) L_c^{-T}, the parametric
+# block is v_p scaled by its prior sd.  The fit stores specs (components with
+# their inducing inputs Z), m, S, the precision form P, h of the core, and
+# the centring phibar.  These are the methods for class "gpgam"; an engine
+# with another posterior implements every generic of the contract itself.
+
+# Indices of the components' blocks in q (engine order: gp() terms, then the
+# parametric block), one vector per component.
+component_blocks <- function(fit) {
+  sz <- vapply(fit$state$specs, function(s) switch(s$kind, factor = as.integer(s$levels), linear = length(s$cols),
+                                                   nrow(s$Z)), 1L)
+  Map(function(start, size) start + seq_len(size), cumsum(sz) - sz, sz)
+}
+
+# The posterior as kept in a fit, from the engine's raw result.
+posterior_state.gpgam <- function(fit, res) {
+  list(specs = res$specs, log_noise = res$log_noise %||% 0, P = res$state$P, h = res$state$h, m = res$m, S = res$S)
+}
+
+# Per gp() term: its inducing points (the basis of its posterior) on the data scale.
+term_basis.gpgam <- function(fit) {
+  lapply(seq_along(fit$terms$gp), function(i) {
+    s <- fit$state$specs[[i]]
+    g <- fit$terms$gp[[i]]
+    if (g$type == "factor") return(list(size = as.integer(s$levels), inducing = NULL))
+    Z <- sweep(sweep(s$Z, 2, g$scaling$scale, "*"), 2, g$scaling$center, "+")
+    colnames(Z) <- g$spec$vars
+    list(size = nrow(Z), inducing = Z)
+  })
+}
+
+# Effective degrees of freedom per component: tr(I - S_cc) in whitened
+# coordinates (Adam, Durrande and John 2018: tr(B_c' K_c B_c A^{-1}); their sum is tr(I - S)).
+component_edf.gpgam <- function(fit) {
+  vapply(component_blocks(fit), function(idx) length(idx) - sum(diag(fit$state$S)[idx]), 0)
+}
+
+# Identifiable gp() terms, as mgcv constrains every smooth: a term is
+# reported centred over the data, f_c(x) - mean_i f_c(x_i), and the intercept
+# carries the means.  Both are linear in v: the term's features are
+# phi_c(x) - phibar_c.  Stores phibar in fit$state$center (zero for the terms
+# that centre_mask() leaves uncentred and for the parametric block); the
+# fitted predictor is unchanged.  The feature means over the data come with
+# the engine's result when it has them (a discretised fit), else by a pass
+# over the rows.
+centre_terms.gpgam <- function(fit, setup, res) {
+  blocks <- component_blocks(fit)
+  ctr <- numeric(sum(lengths(blocks)))
+  keep <- centre_mask(fit)
+  if (any(keep)) {
+    means <- res$feature_means %||%
+      .gp_feature_means(fit$state$specs, setup$X, fit$control$jitter, fit$control$threads)
+    for (i in which(keep)) {
+      by <- fit$terms$gp[[i]]$by
+      # a level's curve is centred over that level's rows
+      ctr[blocks[[i]]] <- means[blocks[[i]]] * if (is.null(by)) 1 else setup$n / by$n
+    }
+  }
+  fit$state$center <- ctr
+  fit
+}
+
+# Posterior mean and covariance of the parametric coefficients (data scale):
+# linear functions L v of the inducing variables (the intercept includes the
+# data means of the centred terms, see centre_terms()), plus `shift` (the
+# internal-scale data average of a part of the mean outside q, which a
+# centred term hands to the intercept).
+param_posterior.gpgam <- function(fit, shift = 0) {
+  if (is.null(fit$terms$param)) return(list(coef = numeric(), vcov = matrix(0, 0, 0)))
+  k <- length(fit$state$specs)
+  sp <- fit$state$specs[[k]]
+  idx <- component_blocks(fit)[[k]]
+  ysc <- fit$scaling$y
+  A <- fit$terms$param_scaling$A * ysc$scale
+  L <- matrix(0, nrow(A), length(fit$state$m))
+  L[, idx] <- A %*% diag(sp$prior_sd, length(idx))
+  ctr <- fit$state$center
+  if (fit$intercept && !is.null(ctr) && any(ctr != 0)) {
+    blocks <- component_blocks(fit)
+    carriers <- level_carriers(fit)
+    levels_c <- which(!is.na(carriers$row))
+    plain <- ctr
+    for (i in levels_c) plain[blocks[[i]]] <- 0
+    L[1, ] <- L[1, ] + ysc$scale * plain
+    # a level's constant goes to the rows of that level: the intercept for the
+    # reference level, the level's coefficient (minus the reference) for the others
+    for (i in levels_c) {
+      r <- carriers$row[i]
+      L[r, blocks[[i]]] <- L[r, blocks[[i]]] + ysc$scale * ctr[blocks[[i]]]
+      j <- carriers$ref[i]
+      if (r != 1L && !is.na(j)) L[r, blocks[[j]]] <- L[r, blocks[[j]]] - ysc$scale * ctr[blocks[[j]]]
+    }
+  }
+  b <- drop(L %*% fit$state$m)
+  V <- L %*% fit$state$S %*% t(L)
+  if (fit$intercept) b[1] <- b[1] + ysc$center + ysc$scale * shift
+  names(b) <- rownames(A)
+  dimnames(V) <- list(names(b), names(b))
+  list(coef = b, vcov = V)
+}
+
+# Latent predictor (link scale, data scale) for an internal design.
+latent_predict.gpgam <- function(fit, X, offset, terms = FALSE, se = TRUE) {
+  st <- fit$state
+  r <- .gp_predict(st$specs, list(P = st$P, h = st$h), X, offset / fit$scaling$y$scale, terms,
+                   fit$control$jitter, fit$control$threads, if (terms && any(st$center != 0)) st$center,
+                   variance = se || terms)
+  ysc <- fit$scaling$y
+  out <- list(fit = ysc$center + ysc$scale * r$mean, se = ysc$scale * sqrt(r$var))
+  if (terms) {
+    out$term_fit <- ysc$scale * r$term_mean
+    out$term_se <- ysc$scale * sqrt(r$term_var)
+  }
+  out
+}
+
+# The linear predictor at the data from the engine's result.  A discretised
+# fit returns the latent predictor of each row: from its values when no input
+# was rounded (the same numbers, sums over distinct values), else the mean at
+# its own inputs (terms over one or two rounded inputs interpolated from their
+# rounding grid, Svgp::row_means_at_inputs(): the rounded inputs themselves
+# put the fitted values of gp(x3, x4) on a 100 x 100 grid 0.5 posterior sd off
+# on average) and the variance at its rounded values (internal scale, with
+# the internal offset); other fits predict at the rows.
+fitted_latent.gpgam <- function(fit, setup, res) {
+  if (is.null(res$row_mean))
+    return(latent_predict(fit, setup$X, setup$offset_raw, se = fit$likelihood != "gaussian"))
+  list(fit = to_data_scale(setup, res$row_mean, setup$offset),
+       se = if (!is.null(res$row_var)) fit$scaling$y$scale * sqrt(res$row_var) else numeric(length(res$row_mean)))
+}
+
+# Per gp() term at internal design rows X: its centred posterior mean f and
+# covariance V at the rows, projected on an orthonormal basis Q of the span of
+# its features Phi_c = Q R: Q'f = R m_c (+ Q' e, with `extra[[c]]` a part e
+# of the term's mean outside q), Q'VQ = R S_cc R'.
+term_projection.gpgam <- function(fit, X, extra = NULL) {
+  feats <- .gp_features(fit$state$specs, X, fit$control$jitter, fit$state$center)
+  blocks <- component_blocks(fit)
+  lapply(seq_along(fit$terms$gp), function(i) {
+    idx <- blocks[[i]]
+    qx <- qr(feats$Phi[, idx, drop = FALSE], LAPACK = TRUE)
+    R <- qr.R(qx)[, order(qx$pivot), drop = FALSE]
+    b <- drop(R %*% fit$state$m[idx])
+    if (!is.null(extra[[i]])) b <- b + drop(crossprod(qr.Q(qx), extra[[i]]))
+    list(mean = b, cov = R %*% fit$state$S[idx, idx, drop = FALSE] %*% t(R))
+  })
+}
+
+# nsim draws of the latent predictor (internal scale, without offset) at
+# internal design rows X: v from q plus the independent prior variance the
+# inducing points leave at each row.  Draws of v first, then per block of
+# rows the row noise (the order of R's random numbers is part of the result).
+latent_draws.gpgam <- function(fit, X, nsim) {
+  st <- fit$state
+  Mt <- length(st$m)
+  V <- st$m + t(chol(st$S)) %*% matrix(stats::rnorm(Mt * nsim), Mt, nsim)  # draws of v (Mt x nsim)
+  n <- nrow(X)
+  eta <- matrix(0, n, nsim)
+  for (rows in split(seq_len(n), ceiling(seq_len(n) / 1e5))) {
+    f <- .gp_features(st$specs, X[rows, , drop = FALSE], fit$control$jitter)
+    eta[rows, ] <- f$Phi %*% V + sqrt(pmax(f$resid, 0)) * matrix(stats::rnorm(length(rows) * nsim), length(rows))
+  }
+  eta
+}
+
+# Names of the packed parameters the engines move (the layout of
+# AdditiveModel::pack_hyper() and the Gaussian noise last): per component its
+# log variance and log lengthscales (when learned), then its inducing
+# coordinates (when learned).
+parameter_names.gpgam <- function(fit, n, learn_z = !("inducing" %in% fit$control$fixed)) {
+  out <- character()
+  for (i in seq_along(fit$state$specs)) {
+    s <- fit$state$specs[[i]]
+    if (s$kind == "linear") next
+    lab <- fit$terms$gp[[i]]$spec$label
+    if (isTRUE(s$learn_kernel)) out <- c(out, kernel_parameter_names(fit, i))
+    if (s$kind != "factor" && learn_z)
+      out <- c(out, paste0(lab, ": inducing input ", rep(seq_len(nrow(s$Z)), ncol(s$Z)), ",",
+                           rep(seq_len(ncol(s$Z)), each = nrow(s$Z))))
+  }
+  if (length(out) < n) out <- c(out, "log noise variance")
+  # (a fit that stopped moving the inducing inputs reports the gradient without them)
+  if (length(out) != n) out <- if (learn_z) parameter_names(fit, n, FALSE) else paste0("parameter ", seq_len(n))
+  out
+}
