@@ -1,3 +1,6 @@
+# anova() of gpgam fits: the variance decomposition of one fit, the
+# comparison of nested fits by their objectives.
+
 #' Variance decomposition and model comparison for gpgam fits
 #'
 #' With one fit, a functional-ANOVA table: for every term (as

@@ -1,3 +1,7 @@
+# gp_control(): the settings every engine reads, the engine options given by
+# name, their validation, and resolve_control() (data-dependent defaults; the
+# fit's engine options as one object, control$options).
+
 #' Control settings for gpgam fits
 #'
 #' The optimisation knobs of [gpgam()] in one validated object: those every

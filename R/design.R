@@ -1,4 +1,4 @@
-# Model frame, response checks, standardisation and the internal design:
+# Families, response checks, standardisation and the internal design:
 # one numeric matrix whose columns are the standardised gp() inputs followed
 # by the standardised parametric design, shared by fitting and prediction.
 
@@ -124,8 +124,9 @@ n_unique_rows <- function(X) {
 }
 
 # Internal design matrix for the stored terms and scalings (`Xs`: the
-# standardised inputs of the gp terms where already at hand, in their order).
-internal_design <- function(mf, terms, Xs = list()) {
+# standardised inputs of the gp terms where already at hand, in their order;
+# `Xp`: the parametric model matrix when at hand).
+internal_design <- function(mf, terms, Xs = list(), Xp = NULL) {
   blocks <- lapply(seq_along(terms$gp), function(i) {
     g <- terms$gp[[i]]
     if (g$type == "factor") return(matrix(as.numeric(factor(mf[[g$spec$vars]], levels = g$levels)) - 1))
@@ -133,7 +134,7 @@ internal_design <- function(mf, terms, Xs = list()) {
     if (is.null(g$by)) X else cbind(X, by_column(mf, g$by))
   })
   if (!is.null(terms$param)) {
-    Xp <- stats::model.matrix(terms$param, mf, contrasts.arg = terms$contrasts)
+    Xp <- Xp %||% stats::model.matrix(terms$param, mf, contrasts.arg = terms$contrasts)
     blocks <- c(blocks, list(standardise(Xp, terms$param_scaling)))
   }
   X <- do.call(cbind, blocks)

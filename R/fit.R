@@ -1,8 +1,7 @@
 # The engine-neutral fit layer: the settings every engine's core reads, the
-# progress monitor, the fit object built from an engine's raw result, and
-# the quantities derived from the posterior of the inducing variables
-# (hyperparameters on the data scale, effective degrees of freedom,
-# coefficients, latent and response predictions).
+# progress monitor, and the fit object built from an engine's raw result
+# through the posterior contract (R/engine.R): hyperparameters on the data
+# scale, which terms are centred, the response scaling undone, convergence.
 
 # The settings every engine's C++ core reads (src/glue.h: settings_from()).
 common_settings <- function(control) {

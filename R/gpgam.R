@@ -1,3 +1,6 @@
+# gpgam(): the front function; the pipeline model frame -> setup ->
+# engine_fit() -> collect_fit() (setup.R, engine.R, fit.R).
+
 #' Fit a Gaussian-process additive model
 #'
 #' `gpgam()` fits models of the form
@@ -72,8 +75,8 @@
 #' @param na.action what to do with missing values (default
 #'   `getOption("na.action")`, normally [na.omit()]).
 #' @param model keep the model frame in the fit (`TRUE`, as [lm()] does).
-#' @return An object of class `c("gpgam_vi", "gpgam", "scalegp")` (for EP
-#'   `"gpgam_ep"` in place of `"gpgam_vi"`); see
+#' @return An object of class `c("gpgam_<inference>", "gpgam", "scalegp")`
+#'   (`"gpgam_vi"`, `"gpgam_ep"` or `"gpgam_decoupled"` first); see
 #'   [summary.gpgam()], [predict.gpgam()] and [plot.gpgam()].
 #' @references Hensman, Fusi and Lawrence (2013) Gaussian processes for big
 #'   data. UAI.  Hensman, Matthews and Ghahramani (2015) Scalable variational

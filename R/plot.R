@@ -1,3 +1,6 @@
+# plot() of a fit: term panels with bands (through latent_predict()), the
+# parametric terms, and the objective's trace.
+
 #' Plot a gpgam fit
 #'
 #' In the manner of `mgcv::plot.gam()`, `which = "terms"` draws one panel per

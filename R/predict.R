@@ -1,3 +1,6 @@
+# predict() of a gpgam fit: the new design, the latent predictor through
+# latent_predict(), responses and per-term columns.
+
 #' Predictions from a gpgam fit
 #'
 #' Follows [predict.lm()] and `mgcv::predict.gam()`.

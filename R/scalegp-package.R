@@ -1,3 +1,5 @@
+# The package help page and the allocator note.
+
 #' scalegp: scalable Gaussian-process models with mgcv-style formulas
 #'
 #' Fit Gaussian-process regression and classification models from formulas

@@ -97,7 +97,7 @@ gp_setup <- function(parsed, mf, fam, control) {
   if (length(comps) == 0) stop_arg("formula", "has no terms (no gp(), no parametric terms, no intercept)")
   terms$full <- stats::delete.response(terms(parsed$full))
   terms$full_xlevels <- stats::.getXlevels(terms$full, mf)
-  X <- internal_design(mf, terms, Xs)
+  X <- internal_design(mf, terms, Xs, if (has_param) Xp)
   rm(Xs)
   noise0 <- if (gaussian) (control$sigma %||% (sdy / 3)) / ysc$scale else 1
   list(X = X, y = if (gaussian) (y - ysc$center) / ysc$scale else y, w = w,

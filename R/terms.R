@@ -1,3 +1,6 @@
+# gp() terms and their arguments, and the parsing of a gpgam formula into
+# gp() specs and the parametric part (mgcv's s(), te(), ti() map to gp()).
+
 #' Gaussian-process terms in a gpgam formula
 #'
 #' `gp()` declares a Gaussian-process component over one or more numeric
