@@ -157,6 +157,13 @@ given_engine_options <- function(opts) {
 }
 
 #' @export
+print.scalegp_options <- function(x, ...) {
+  cat("<", class(x)[1], ">\n", sep = "")
+  str(unclass(x), give.head = FALSE, no.list = TRUE)
+  invisible(x)
+}
+
+#' @export
 print.gp_control <- function(x, ...) {
   cat("<gp_control>\n")
   str(unclass(x), give.head = FALSE, no.list = TRUE)
@@ -203,7 +210,7 @@ resolve_control <- function(control, n, engine, family = "gaussian") {
   control$threads <- as.integer(control$threads %||% RcppParallel::defaultNumThreads())
   control$seed <- control$seed %||% sample.int(.Machine$integer.max, 1)
   control[intersect(names(control), engine_option_names())] <- NULL
-  control$options <- structure(opts, class = paste0(engine$name, "_options"))
+  control$options <- structure(opts, class = c(paste0(engine$name, "_options"), "scalegp_options"))
   control
 }
 

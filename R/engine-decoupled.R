@@ -293,7 +293,7 @@ decoupled_pilot <- function(setup, control, gp, rows) {
                                 "minibatch algorithm).")))
   vc <- control
   vc$options <- structure(vi_options(learn_inducing = if ("inducing" %in% control$fixed) FALSE else 50,
-                                     discrete = FALSE), class = "vi_options")
+                                     discrete = FALSE), class = c("vi_options", "scalegp_options"))
   vc$batch_size <- sub$n
   res <- engine_fit(vi_engine(), sub, vc)
   comps <- lapply(res$specs, function(k) {
