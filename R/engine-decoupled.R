@@ -204,6 +204,16 @@ decoupled_mean_solve <- function(control, setup, Malpha) {
   isTRUE(control$options$mean_solve) || decoupled_solve_cheap(setup$n, Malpha + ncol(setup$X))
 }
 
+# The options the C++ core reads (src/decoupled.cpp), from the engine's
+# options: M_alpha mean bases over M inducing points, after a pilot fit or not.
+decoupled_core_options <- function(control, setup, M, Malpha, pilot) {
+  o <- control$options
+  list(natgrad_step = o$natgrad_step %||% -1, mean_basis = Malpha - M, add_basis = o$add_basis %||% 128L,
+       kl_columns = o$kl_columns %||% 128L, rate_decay = o$rate_decay %||% 0.1,
+       rate_ratio = (o$mean_learning_rate %||% control$learning_rate) / control$learning_rate,
+       mean_solve = !pilot && decoupled_mean_solve(control, setup, Malpha), closed_form = pilot)
+}
+
 engine_fit.engine_decoupled <- function(engine, setup, control) {
   gp <- check_decoupled_setup(setup)
   rows <- decoupled_pilot_rows(control, setup)
@@ -214,12 +224,7 @@ engine_fit.engine_decoupled <- function(engine, setup, control) {
   }
   M <- nrow(setup$comps[[gp]]$Z)
   Malpha <- decoupled_mean_basis(control$options$mean_basis, M, setup, gp, closed_form = !is.null(pilot))
-  options <- list(natgrad_step = control$options$natgrad_step %||% -1, mean_basis = Malpha - M,
-                  add_basis = control$options$add_basis %||% 128L, kl_columns = control$options$kl_columns %||% 128L,
-                  rate_decay = control$options$rate_decay %||% 0.1,
-                  rate_ratio = (control$options$mean_learning_rate %||% control$learning_rate) / control$learning_rate,
-                  mean_solve = is.null(pilot) && decoupled_mean_solve(control, setup, Malpha),
-                  closed_form = !is.null(pilot))
+  options <- decoupled_core_options(control, setup, M, Malpha, pilot = !is.null(pilot))
   if (isTRUE(control$verbose)) {
     if (!is.null(pilot))
       cli::cli_inform(c(i = paste("Now the exact posterior at the pilot's kernel and noise: the mean over {Malpha}",

@@ -83,10 +83,10 @@ ep_engine <- function() {
 
 register_engine("ep", ep_engine)
 
-# The options the C++ core reads (src/ep.cpp: ep_settings_from()).
+# The options the C++ core reads (src/ep.cpp: ep_settings_from()), from the engine's options.
 ep_core_options <- function(control) {
-  list(damping = control$options$damping %||% -1, tied = identical(control$options$sites, "tied"),
-       inner = identical(control$options$optimizer, "adam"))
+  o <- control$options
+  list(damping = o$damping %||% -1, tied = identical(o$sites, "tied"), inner = identical(o$optimizer, "adam"))
 }
 
 # EP's site updates are closed-form for the probit likelihood of 0/1 data.

@@ -149,15 +149,20 @@ vi_inducing_iterations <- function(setup, control) {
   if (vi_discrete(setup, control) && max_gp_inputs(setup) <= 2L) 0 else 200
 }
 
+# The options the C++ core reads (src/svgp.cpp), from the engine's options.
+vi_core_options <- function(control, setup) {
+  o <- control$options
+  list(natgrad_step = o$natgrad_step %||% -1, meanfield = o$posterior == "meanfield", rank = o$rank %||% 0L,
+       lbfgs = o$optimizer == "lbfgs", discrete = vi_discrete(setup, control),
+       bins = if (is.finite(o$bins %||% 1000)) o$bins %||% 1000 else 0)
+}
+
 engine_fit.engine_vi <- function(engine, setup, control) {
   settings <- common_settings(control)
   moves <- vi_inducing_iterations(setup, control)
   settings$learn_inducing <- moves > 0
   settings$inducing_iterations <- if (is.finite(moves)) as.integer(moves) else -1L
-  options <- list(natgrad_step = control$options$natgrad_step %||% -1, meanfield = control$options$posterior == "meanfield",
-                  rank = control$options$rank %||% 0L, lbfgs = control$options$optimizer == "lbfgs",
-                  discrete = vi_discrete(setup, control),
-                  bins = if (is.finite(control$options$bins %||% 1000)) control$options$bins %||% 1000 else 0)
+  options <- vi_core_options(control, setup)
   shards <- remote <- NULL
   if (!is.null(control$options$cluster)) {
     check_vi_cluster(setup, control)
