@@ -46,6 +46,10 @@ gp_one <- function(spec, mf, others, n_terms, ysc, control, col, by) {
   # the centred (ANOVA) kernel: asked for, a pure interaction, or several terms without 'by'
   centre <- isTRUE(spec$pure) || (spec$centre %||% (n_terms > 1 && is.null(by)))
   Xs <- standardise(Xg, sc)
+  nu <- n_unique_rows(Xg)
+  if (nu < 10)
+    warning(sprintf("%s has only %d distinct input %s; its curve cannot be estimated well", spec$label, nu,
+                    if (d == 1) "values" else "rows"), call. = FALSE)
   Z <- inducing_init(Xg, Xs, spec, sc, control)
   ls0 <- if (!is.null(spec$lengthscale)) log(spec$lengthscale / sc$scale[seq_along(spec$lengthscale)])
          else log(if (centre) 1 else sqrt(d))
@@ -130,6 +134,7 @@ inducing_init <- function(Xg, Xs, spec, sc, control) {
   }
   k <- spec$k %||% control$inducing %||% c(20L, 64L, 100L)[min(ncol(Xg), 3L)]
   nu <- n_unique_rows(Xg)
+  if (k > nu && nrow(Xg) > 50000) nu <- n_unique_rows(Xg, exact = TRUE)  # (the subset may have missed some)
   if (k > nu) {
     if (!is.null(spec$k) || !is.null(control$inducing))
       warning(sprintf("%s: '%s' = %d exceeds the %d unique input rows; using %d inducing points",

@@ -97,7 +97,10 @@ gp_control <- function(inducing = NULL, batch_size = NULL, iterations = 2000, ep
                        learning_rate = 0.01, tol = 1e-5, patience = 20,
                        threads = NULL, seed = NULL, verbose = interactive(),
                        fixed = character(), sigma = NULL, jitter = 1e-6, gh_points = 20, priors = TRUE, ...) {
-  if (!is.null(inducing)) check_count(inducing, "inducing")
+  if (!is.null(inducing)) {
+    check_count(inducing, "inducing")
+    if (inducing < 2) stop_arg("inducing", "must be at least 2 (one inducing point cannot represent a curve)")
+  }
   if (!is.null(batch_size)) check_count(batch_size, "batch_size")
   check_count(iterations, "iterations")
   if (!is.null(epochs)) check_positive(epochs, "epochs")

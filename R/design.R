@@ -14,6 +14,10 @@ likelihood_name <- function(family) {
   if (is.function(family)) family <- tryCatch(family(), error = function(e) NULL)
   if (!inherits(family, "family"))
     stop_arg("family", "must be a family object such as binomial(); supported: ", supported_families())
+  if (!is.character(family$family) || length(family$family) != 1 || !is.character(family$link) ||
+      length(family$link) != 1)
+    stop_arg("family", "'", paste(family$family, collapse = ", "), "' is not supported; supported: ",
+             supported_families())
   key <- paste(family$family, family$link)
   name <- switch(key, "gaussian identity" = "gaussian", "binomial probit" = "probit",
                  "binomial logit" = "logit", "poisson log" = "poisson", NULL)
@@ -56,7 +60,14 @@ input_scaling <- function(st, spec) {
   ctr <- st["mean", ]
   sds <- st["sd", ]
   const <- !is.finite(sds) | sds <= 1e-12 * pmax(1, abs(ctr))
-  if (any(const)) stop_arg(spec$label, "has a constant input: '", spec$vars[const][1], "'")
+  if (any(const)) {
+    j <- which(const)[1]
+    if (is.finite(sds[j]) && sds[j] > 0)
+      stop_arg(spec$label, "has an input whose spread is below the numerical resolution of its values: '",
+               spec$vars[j], "' has sd ", format(sds[j], digits = 2), " around ", format(ctr[j], digits = 6),
+               "; it is constant for the fit")
+    stop_arg(spec$label, "has a constant input: '", spec$vars[j], "'")
+  }
   scl <- if (spec$ard) sds else rep(sqrt(mean(sds^2)), length(sds))
   list(center = ctr, scale = scl)
 }
@@ -110,9 +121,10 @@ gp_inputs <- function(mf, spec, what = "data") {
   X
 }
 
-# Number of unique rows (estimated on a subset of very large inputs).
-n_unique_rows <- function(X) {
-  if (nrow(X) > 50000) X <- X[seq(1, nrow(X), length.out = 50000), , drop = FALSE]
+# Number of unique rows (with exact = FALSE, a lower bound from 50000 evenly
+# spaced rows of larger inputs).
+n_unique_rows <- function(X, exact = FALSE) {
+  if (!exact && nrow(X) > 50000) X <- X[seq(1, nrow(X), length.out = 50000), , drop = FALSE]
   n <- nrow(X)
   if (ncol(X) == 0L) return(min(n, 1L))
   if (n < 2L) return(n)

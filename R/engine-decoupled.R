@@ -154,6 +154,10 @@ default_batch_size.engine_decoupled <- function(engine, n, family, opts) if (n <
 
 # One stationary gp() term without `by`, plus parametric blocks; the index of its component.
 check_decoupled_setup <- function(setup) {
+  by <- Filter(function(g) !is.null(g$by), setup$terms$gp)
+  if (length(by))
+    stop_arg("formula", "has ", sub(":[^:]*$", "", by[[1]]$spec$label), " with 'by = ", by[[1]]$by$var,
+             "'; inference = \"decoupled\" does not support 'by' (use inference = \"vi\")")
   kinds <- vapply(setup$comps, `[[`, "", "kind")
   gp <- which(kinds != "linear")
   labels <- vapply(setup$terms$gp, function(g) g$spec$label, "")
@@ -164,8 +168,6 @@ check_decoupled_setup <- function(setup) {
   s <- setup$comps[[gp]]
   if (s$kind == "factor")
     stop_arg("formula", "has the random effect ", labels, "; inference = \"decoupled\" needs a gp() term of numeric inputs")
-  if (!is.null(s$by_col))
-    stop_arg("formula", "has ", labels, " with 'by'; inference = \"decoupled\" does not support 'by'")
   if (s$kind != "stationary")
     stop_arg("formula", labels, " has centre = TRUE; inference = \"decoupled\" fits the uncentred kernel")
   gp

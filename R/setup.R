@@ -36,6 +36,7 @@ gp_setup <- function(parsed, mf, fam, control) {
   w <- stats::model.weights(mf) %||% rep(1, n)
   if (!is.numeric(w) || any(!is.finite(w) | w < 0)) stop_arg("weights", "must be finite and non-negative")
   w <- as.numeric(w)
+  if (n > 0 && !any(w > 0)) stop_arg("weights", "are all zero: no row would inform the fit")
   # the response as model.response() gives it, without the row names it
   # attaches (a million strings at 1e6 rows)
   y <- if (attr(attr(mf, "terms"), "response") > 0) mf[[1L]]

@@ -76,7 +76,10 @@ gp <- function(..., kernel = c("se", "matern32", "matern52"), k = NULL, ard = TR
   if (identical(kernel, kernels)) kernel <- kernels[1]
   if (!is.character(kernel) || length(kernel) != 1 || !kernel %in% kernels)
     stop_arg("kernel", "must be one of ", paste0("\"", kernels, "\"", collapse = ", "))
-  if (!is.null(k)) check_count(k, "k")
+  if (!is.null(k)) {
+    check_count(k, "k")
+    if (k < 2) stop_arg("k", "must be at least 2 (one inducing point cannot represent a curve)")
+  }
   if (!is.logical(ard) || length(ard) != 1 || is.na(ard)) stop_arg("ard", "must be TRUE or FALSE")
   d <- length(labels)
   if (!is.null(inducing)) {
@@ -177,6 +180,10 @@ parse_gpgam_formula <- function(formula, data = NULL) {
   tt <- tryCatch(terms(formula, specials = gp_functions, data = data), error = function(e)
     stop_arg("formula", conditionMessage(e)))
   labels <- attr(tt, "term.labels")
+  other <- grepl("^t2\\(", labels)
+  if (any(other))
+    stop_arg("formula", "term '", labels[other][1], "': mgcv's t2() is not supported; write te() (read as ",
+             "gp() over its inputs) or gp(x1, x2, ...)")
   exprs <- lapply(labels, str2lang)
   smooth <- vapply(exprs, is_gp_call, TRUE)
   bad <- !smooth & grepl("\\b(gp|s|te|ti)\\(", labels)

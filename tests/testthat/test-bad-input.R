@@ -101,8 +101,8 @@ test_that("weights and offsets are checked", {
 test_that("k or inducing above the number of unique rows warns and is reduced", {
   d <- bad_data()
   d$x <- rep(1:5, 10)
-  expect_warning(fit <- gpgam(y ~ gp(x, k = 8), data = d, control = bad_ctl(fixed = "inducing")),
-                 "'?k'? = 8.*5 unique")
+  expect_warning(expect_warning(fit <- gpgam(y ~ gp(x, k = 8), data = d, control = bad_ctl(fixed = "inducing")),
+                                "'?k'? = 8.*5 unique"), "only 5 distinct")
   expect_equal(nrow(fit$params$gp[[1]]$inducing), 5L)
   expect_equal(sort(unname(fit$params$gp[[1]]$inducing[, 1])), 1:5)
   d <- bad_data()
@@ -248,4 +248,53 @@ test_that("rows with NA weights are dropped, as lm() drops them", {
   expect_equal(nobs(fit), nrow(d) - 2L)
   expect_equal(nobs(lm(y ~ x, data = d, weights = w)), nrow(d) - 2L)
   expect_error(gpgam(y ~ gp(x), data = d, weights = w, na.action = na.fail, control = bad_ctl()), "missing values")
+})
+
+test_that("a single inducing point is refused naming 'k' or 'inducing'", {
+  d <- bad_data()
+  expect_error(gpgam(y ~ gp(x, k = 1), data = d, control = bad_ctl()), "'k' must be at least 2")
+  expect_error(gp_control(inducing = 1), "'inducing' must be at least 2")
+})
+
+test_that("all-zero weights are refused, not fitted to NaN", {
+  d <- bad_data()
+  expect_error(gpgam(y ~ gp(x), data = d, weights = rep(0, nrow(d)), control = bad_ctl()),
+               "'weights' are all zero")
+})
+
+test_that("an input with a spread below the numerical resolution is named as such", {
+  d <- bad_data()
+  d$tiny <- 1 + seq_len(nrow(d)) * 1e-15
+  expect_error(gpgam(y ~ gp(tiny), data = d, control = bad_ctl()), "spread is below the numerical resolution.*'tiny'")
+})
+
+test_that("the decoupled engine names 'by' as what it does not support", {
+  d <- bad_data()
+  d$f <- factor(rep(c("a", "b"), length.out = nrow(d)))
+  expect_error(gpgam(y ~ gp(x, by = f) + f, data = d, inference = "decoupled", control = bad_ctl()),
+               "does not support 'by'")
+})
+
+test_that("families of mgcv that are not supported get the list of those that are", {
+  skip_if_not_installed("mgcv")
+  d <- bad_data()
+  for (fam in list(mgcv::gaulss(), mgcv::nb(), mgcv::scat(), Gamma(link = "log")))
+    expect_error(gpgam(y ~ gp(x), data = d, family = fam, control = bad_ctl()),
+                 "'family'.*supported: gaussian\\(identity\\)")
+})
+
+test_that("mgcv's t2() is named with what to write instead", {
+  d <- bad_data()
+  d$x2 <- runif(nrow(d))
+  expect_error(gpgam(y ~ t2(x, x2), data = d, control = bad_ctl()), "t2\\(x, x2\\).*not supported.*te\\(\\)")
+})
+
+test_that("a term with very few distinct inputs warns; the unique count is exact beyond 50000 rows", {
+  d <- bad_data()
+  expect_warning(expect_warning(gpgam(y ~ gp(x), data = d[1:5, ], control = bad_ctl()), "only 5 distinct input values"),
+                 "exceeds the 5 unique")
+  # 60 distinct values, most of them outside the 50000 evenly spaced rows of the estimate
+  X <- matrix(c(rep(0, 59940), seq_len(60)), ncol = 1)
+  expect_lt(scalegp:::n_unique_rows(X), 60)
+  expect_equal(scalegp:::n_unique_rows(X, exact = TRUE), 61)
 })
