@@ -35,6 +35,12 @@
 #' @export
 anova.gpgam <- function(object, ...) {
   others <- list(...)
+  if (!is.null(names(others)) && "test" %in% names(others)) {
+    warning("anova() of gpgam fits makes no test (its 'test' argument is ignored): with one fit it decomposes ",
+            "the variance of the posterior mean; with several it compares their objectives, whose differences ",
+            "approximate log Bayes factors", call. = FALSE)
+    others <- others[names(others) != "test"]
+  }
   if (length(others) == 0) {
     tab <- variance_table(object)
     return(structure(tab, heading = "Variance decomposition (functional ANOVA) of the posterior mean",
@@ -44,10 +50,22 @@ anova.gpgam <- function(object, ...) {
   if (!all(vapply(fits, inherits, TRUE, "gpgam"))) stop_arg("...", "must be gpgam fits")
   n <- vapply(fits, nobs, 1)
   if (length(unique(n)) > 1) stop_arg("...", "fits use different numbers of observations (", paste(n, collapse = ", "), ")")
+  if (!all(vapply(fits[-1], function(f) identical(f$y, object$y), TRUE)))
+    stop_arg("...", "fits are of different responses (or rows): their objectives cannot be compared")
+  fam <- vapply(fits, function(f) f$likelihood, "")
+  if (length(unique(fam)) > 1)
+    stop_arg("...", "fits have different families or links (", paste(unique(fam), collapse = ", "),
+             "): compare them by held-out predictions")
+  obj <- vapply(fits, function(f) f$engine$objective, "")
+  if (length(unique(obj)) > 1)
+    stop_arg("...", "fits maximise different objectives (", paste(unique(obj), collapse = ", "),
+             "), which are not comparable: refit with one inference engine")
   ll <- lapply(fits, logLik)
   elbo <- vapply(ll, as.numeric, 1)
   df <- vapply(ll, attr, 1, "df")
-  names <- make.unique(vapply(as.list(match.call())[-1], deparse1, "")[seq_along(fits)])
+  args <- as.list(match.call())[-1]
+  args <- args[(names(args) %||% rep("", length(args))) != "test"]
+  names <- make.unique(vapply(args, deparse1, "")[seq_along(fits)])
   labels <- unique(vapply(fits, function(f) f$engine$objective, ""))
   lab <- if (length(labels) == 1) labels else "logLik"
   tab <- data.frame(elbo, df, c(NA, diff(elbo)), row.names = names)

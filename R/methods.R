@@ -132,15 +132,32 @@ family.scalegp <- function(object, ...) {
 #' fit <- gpgam(y ~ gp(x), data = d, control = gp_control(inducing = 10))
 #' try(AIC(fit))
 #' @export
-AIC.scalegp <- function(object, ..., k = 2) refuse_ic("AIC")
+AIC.scalegp <- function(object, ..., k = 2) refuse_ic("AIC", ...length())
 
 #' @rdname AIC.scalegp
 #' @export
-BIC.scalegp <- function(object, ...) refuse_ic("BIC")
+BIC.scalegp <- function(object, ...) refuse_ic("BIC", ...length())
 
-refuse_ic <- function(what) {
+refuse_ic <- function(what, others = 0) {
   stop(what, "() is not defined for scalegp fits: logLik() is the ELBO (a lower bound on the log marginal ",
        "likelihood) or the EP log evidence, not a maximised log-likelihood, and a GP has no fixed number of ",
-       "parameters; compare fits with anova(fit0, fit1) (differences of log marginal likelihoods) or by ",
-       "held-out predictions", call. = FALSE)
+       "parameters; ", if (others > 0) paste0("instead of ", what, "(fit1, fit2) use anova(fit1, fit2) ")
+       else "compare fits with anova(fit0, fit1) ",
+       "(differences of log marginal likelihoods) or by held-out predictions", call. = FALSE)
+}
+
+#' @rdname gpgam-methods
+#' @details `deviance()` is the deviance of the posterior mean response
+#'   (`sum(family(fit)$dev.resids(y, fitted(fit), w))`, as for a glm at its
+#'   fitted values): a summary of fit, not the quantity a GP fit optimises.
+#'   `df.residual()` is the number of rows minus the total effective degrees
+#'   of freedom (the edf of the `gp()` terms plus the parametric
+#'   coefficients), as mgcv's.
+#' @export
+deviance.scalegp <- function(object, ...) deviance_explained(object)$deviance
+
+#' @rdname gpgam-methods
+#' @export
+df.residual.scalegp <- function(object, ...) {
+  object$n - sum(vapply(object$params$gp, `[[`, 1, "edf")) - length(coef(object))
 }

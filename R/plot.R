@@ -35,6 +35,15 @@
 #'   error), `"image"` (the image alone) or `"persp"` (a perspective plot);
 #'   mgcv's numbers 0, 1, 2 map to `"contour"`, `"persp"`, `"image"`.
 #' @param n grid size per input.
+#' @param ylim,xlab,ylab,main as in [plot.default()], for every panel (`NULL`:
+#'   chosen per panel; a term's default label shows its edf, as mgcv's
+#'   `s(x,3.38)`).
+#' @param col the colour of the curves.
+#' @param seWithMean add the posterior variance of the intercept to each
+#'   term's band (mgcv's `seWithMean`), so that the band covers the curve
+#'   with the overall level uncertain.
+#' @param shift,trans each curve and band is drawn as `trans(f + shift)`,
+#'   as in `mgcv::plot.gam()` (e.g. `shift = coef(fit)[1], trans = plogis`).
 #' @param ... passed to the plotting functions.
 #' @return Invisibly, for `which = "terms"`, a list with one element per
 #'   panel drawn, as `mgcv::plot.gam()` returns: `label`, `xlab`, the grid `x`
@@ -51,9 +60,15 @@
 #' @export
 plot.gpgam <- function(x, which = c("terms", "trace"), residuals = FALSE, rug = TRUE, se = TRUE, shade = TRUE,
                        shade.col = grDevices::adjustcolor("steelblue", 0.25), scale = -1, select = NULL,
-                       all.terms = FALSE, pages = 0, scheme = c("contour", "image", "persp"), n = 100, ...) {
+                       all.terms = FALSE, pages = 0, scheme = c("contour", "image", "persp"), n = 100,
+                       ylim = NULL, xlab = NULL, ylab = NULL, main = NULL, col = "black", seWithMean = FALSE,
+                       shift = 0, trans = I, ...) {
   which <- match.arg(which)
   if (which == "trace") return(plot_trace(x, ...))
+  if (!is.null(ylim) && (!is.numeric(ylim) || length(ylim) != 2 || any(!is.finite(ylim))))
+    stop_arg("ylim", "must be two finite numbers")
+  if (!is.numeric(shift) || length(shift) != 1 || !is.finite(shift)) stop_arg("shift", "must be a finite number")
+  if (!is.function(trans)) stop_arg("trans", "must be a function, such as plogis or exp")
   if (is.numeric(scheme)) scheme <- c("contour", "persp", "image")[min(scheme, 2) + 1]
   scheme <- match.arg(scheme)
   mult <- if (isTRUE(se)) 2 else if (isFALSE(se)) 0 else if (is.numeric(se) && length(se) == 1 && se >= 0) se else
@@ -70,6 +85,17 @@ plot.gpgam <- function(x, which = c("terms", "trace"), residuals = FALSE, rug = 
   if (!is.numeric(select) || any(!select %in% seq_along(panels)))
     stop_arg("select", "must index the panels (1..", length(panels), ")")
   panels <- panels[select]
+  edf <- vapply(x$params$gp, `[[`, 1, "edf")
+  v0 <- if (isTRUE(seWithMean) && x$intercept && length(coef(x))) vcov(x)[1, 1] else 0
+  for (i in seq_along(panels)) {
+    p <- panels[[i]]
+    if (is.null(p$term)) next
+    lab <- sub("\\)$", paste0(",", format(round(edf[p$term], 2), nsmall = 2), ")"), p$label)
+    if (!is.null(p$ylab)) p$ylab <- sub(p$label, lab, p$ylab, fixed = TRUE)
+    p$label <- lab
+    p$se <- sqrt(p$se^2 + v0)
+    panels[[i]] <- p
+  }
   data_rows <- if (!is.null(x$model)) x$model else NULL
   # partial residuals: each term at the data plus the working residuals
   presid <- if (isTRUE(residuals) && !is.null(data_rows))
@@ -82,10 +108,13 @@ plot.gpgam <- function(x, which = c("terms", "trace"), residuals = FALSE, rug = 
     on.exit(graphics::par(op))
   }
   one_d <- vapply(panels, function(p) p$kind == "1d", TRUE)
-  ylim <- if (scale == -1 && any(one_d))
-    range(unlist(lapply(panels[one_d], function(p) c(p$fit - mult * p$se, p$fit + mult * p$se, p$p.resid))),
-          na.rm = TRUE)
-  for (p in panels) draw_panel(p, mult, shade, shade.col, ylim, scheme, ...)
+  tr <- function(v) trans(v + shift)
+  user_ylim <- ylim
+  if (is.null(ylim) && scale == -1 && any(one_d))
+    ylim <- range(unlist(lapply(panels[one_d], function(p) tr(c(p$fit - mult * p$se, p$fit + mult * p$se, p$p.resid)))),
+                  na.rm = TRUE)
+  labs <- list(xlab = xlab, ylab = ylab, main = main, ylim = user_ylim)
+  for (p in panels) draw_panel(p, mult, shade, shade.col, ylim, scheme, labs, col, tr, ...)
   invisible(panels)
 }
 
@@ -204,27 +233,32 @@ add_data <- function(fit, p, mf, presid, rug) {
   p
 }
 
-draw_panel <- function(p, mult, shade, shade.col, ylim, scheme, ...) {
+# One panel; `labs`: the user's xlab, ylab, main and ylim (NULL: the panel's);
+# `tr`: the shift and transformation of the curve and band.
+draw_panel <- function(p, mult, shade, shade.col, ylim, scheme, labs, col, tr, ...) {
+  xlab <- labs$xlab %||% p$xlab
+  main <- labs$main %||% ""
   if (p$kind == "factor") {
-    lo <- p$fit - mult * p$se
-    hi <- p$fit + mult * p$se
+    lo <- tr(p$fit - mult * p$se)
+    hi <- tr(p$fit + mult * p$se)
     L <- length(p$x)
-    plot(seq_len(L), p$fit, ylim = range(lo, hi), xaxt = "n", pch = 19, xlab = p$xlab, ylab = p$label, ...)
+    plot(seq_len(L), tr(p$fit), ylim = labs$ylim %||% range(lo, hi), xaxt = "n", pch = 19, col = col, xlab = xlab,
+         ylab = labs$ylab %||% p$label, main = main, ...)
     graphics::axis(1, at = seq_len(L), labels = p$x)
     if (mult > 0) graphics::segments(seq_len(L), lo, seq_len(L), hi, col = "steelblue", lwd = 2)
-    graphics::abline(h = 0, lty = 3)
+    graphics::abline(h = tr(0), lty = 3)
     return(invisible())
   }
   if (p$kind == "2d") {
     if (scheme == "persp") {
-      graphics::persp(p$x, p$y, p$fit, xlab = p$xlab, ylab = p$ylab, zlab = p$label, theta = 30, phi = 30,
-                      col = "lightblue", shade = 0.4, border = NA, ...)
+      graphics::persp(p$x, p$y, tr(p$fit), xlab = xlab, ylab = labs$ylab %||% p$ylab, zlab = p$label,
+                      main = main, theta = 30, phi = 30, col = "lightblue", shade = 0.4, border = NA, ...)
       return(invisible())
     }
-    graphics::image(p$x, p$y, p$fit, col = grDevices::hcl.colors(50, "Blue-Red 3"), xlab = p$xlab, ylab = p$ylab,
-                    main = p$label, ...)
+    graphics::image(p$x, p$y, tr(p$fit), col = grDevices::hcl.colors(50, "Blue-Red 3"), xlab = xlab,
+                    ylab = labs$ylab %||% p$ylab, main = labs$main %||% p$label, ...)
     if (scheme == "contour") {
-      graphics::contour(p$x, p$y, p$fit, add = TRUE)
+      graphics::contour(p$x, p$y, tr(p$fit), add = TRUE)
       if (mult > 0) graphics::contour(p$x, p$y, p$se, add = TRUE, lty = 2, col = "grey40", labcex = 0.6)
     }
     if (!is.null(p$raw)) {
@@ -233,17 +267,18 @@ draw_panel <- function(p, mult, shade, shade.col, ylim, scheme, ...) {
     }
     return(invisible())
   }
-  lo <- p$fit - mult * p$se
-  hi <- p$fit + mult * p$se
-  yl <- ylim %||% range(lo, hi, p$p.resid, na.rm = TRUE)
-  plot(p$x, p$fit, type = "n", ylim = yl, xlab = p$xlab, ylab = p$ylab, ...)
-  if (!is.null(p$p.resid))
-    graphics::points(p$x.resid, p$p.resid, pch = 20, cex = 0.5, col = grDevices::adjustcolor("black", 0.35))
+  lo <- tr(p$fit - mult * p$se)
+  hi <- tr(p$fit + mult * p$se)
+  pr <- if (!is.null(p$p.resid)) tr(p$p.resid)
+  yl <- ylim %||% range(lo, hi, pr, na.rm = TRUE)
+  plot(p$x, tr(p$fit), type = "n", ylim = yl, xlab = xlab, ylab = labs$ylab %||% p$ylab, main = main, ...)
+  if (!is.null(pr))
+    graphics::points(p$x.resid, pr, pch = 20, cex = 0.5, col = grDevices::adjustcolor("black", 0.35))
   if (mult > 0) {
     if (shade) graphics::polygon(c(p$x, rev(p$x)), c(lo, rev(hi)), col = shade.col, border = NA)
-    else graphics::matlines(p$x, cbind(lo, hi), lty = 2, col = "black")
+    else graphics::matlines(p$x, cbind(lo, hi), lty = 2, col = col)
   }
-  graphics::lines(p$x, p$fit, lwd = 2)
+  graphics::lines(p$x, tr(p$fit), lwd = 2, col = col)
   if (!is.null(p$raw)) graphics::rug(p$raw, col = grDevices::adjustcolor("black", 0.3))
   invisible()
 }

@@ -19,6 +19,8 @@
 #'   Observation noise is excluded; [sigma()] gives its sd for Gaussian models.
 #' @param na.action what to do with rows of `newdata` with missing values:
 #'   [na.pass()] (default) returns `NA` for them.
+#' @param terms with `type = "terms"`, the labels of the terms to return (as
+#'   in [predict.lm()]); `NULL`: all.
 #' @param ... unused.
 #' @return A vector (or, for `"terms"`, a matrix) of predictions; with
 #'   `se.fit = TRUE` a list with components `fit`, `se.fit` and
@@ -32,7 +34,7 @@
 #' predict(fit, data.frame(x = c(0.1, 0.5, 0.9)), type = "response", se.fit = TRUE)
 #' @export
 predict.gpgam <- function(object, newdata, type = c("link", "response", "terms"), se.fit = FALSE,
-                          na.action = stats::na.pass, ...) {
+                          na.action = stats::na.pass, terms = NULL, ...) {
   type <- match.arg(type)
   if (!is.logical(se.fit) || length(se.fit) != 1 || is.na(se.fit)) stop_arg("se.fit", "must be TRUE or FALSE")
   nd <- new_design(object, newdata, na.action)
@@ -41,6 +43,14 @@ predict.gpgam <- function(object, newdata, type = c("link", "response", "terms")
   fill <- function(v) { out <- rep(NA_real_, length(ok)); out[ok] <- v; names(out) <- nd$names; out }
   if (type == "terms") {
     tt <- predict_terms(object, nd, lp)
+    if (!is.null(terms)) {
+      bad <- setdiff(terms, colnames(tt$fit))
+      if (!is.character(terms) || length(bad))
+        stop_arg("terms", "must be labels of the fit's terms: ", paste0("\"", colnames(tt$fit), "\"", collapse = ", "))
+      const <- attr(tt$fit, "constant")
+      tt <- lapply(tt, function(m) m[, terms, drop = FALSE])
+      attr(tt$fit, "constant") <- const
+    }
     return(if (se.fit) list(fit = tt$fit, se.fit = tt$se.fit) else tt$fit)
   }
   if (type == "response") {
