@@ -10,7 +10,7 @@ using namespace glue;
 
 namespace {
 
-// The options of inference = "decoupled" (R: decoupled_options(), decoupled_core_options()).
+// The options of inference = "decoupled" (R: decoupled_options(), passed on by engine-decoupled.R).
 DecoupledSettings decoupled_settings_from(const Rcpp::List& o) {
   DecoupledSettings s;
   s.mean_basis = Rcpp::as<int>(o["mean_basis"]);
@@ -19,6 +19,7 @@ DecoupledSettings decoupled_settings_from(const Rcpp::List& o) {
   s.rate_ratio = Rcpp::as<double>(o["rate_ratio"]);
   s.solve_mean = Rcpp::as<bool>(o["mean_solve"]);
   s.closed_form = o.containsElementNamed("closed_form") && Rcpp::as<bool>(o["closed_form"]);
+  s.rate_decay = Rcpp::as<double>(o["rate_decay"]);
   return s;
 }
 
@@ -38,11 +39,8 @@ Rcpp::List decoupled_fit(Eigen::Map<Eigen::MatrixXd> X, Eigen::Map<Eigen::Vector
                          std::string family, double log_noise, Rcpp::List control, Rcpp::List options, int threads,
                          double seed, Rcpp::Function monitor) {
   try {
-    Likelihood lik(family_from_string(family), Rcpp::as<int>(control["gh_points"]));
-    lik.log_noise = log_noise;
-    Settings set = settings_from(control);
-    set.rate_decay = Rcpp::as<double>(options["rate_decay"]);
-    Decoupled model(components_from(specs), lik, set, natural_settings_from(options), decoupled_settings_from(options),
+    Decoupled model(components_from(specs), likelihood_from(family, control, log_noise), settings_from(control),
+                    natural_settings_from(options), decoupled_settings_from(options),
                     X.data(), static_cast<std::size_t>(X.rows()), static_cast<std::size_t>(X.cols()), y.data(),
                     w.data(), offset.data());
     Rng rng(static_cast<std::uint64_t>(seed));

@@ -1,4 +1,5 @@
-// Shared by the Rcpp entry points: R lists <-> the C++ core's structures, the
+// Shared by the Rcpp entry points: R lists <-> the C++ core's structures
+// (components, the common settings, the likelihood of a fit), the
 // RcppParallel executor, the monitor and the common part of a fit's result.
 // An engine's own options are read by its glue file only.
 #pragma once
@@ -111,6 +112,14 @@ inline Settings settings_from(const Rcpp::List& c) {
   if (c.containsElementNamed("inducing_iterations")) s.inducing_iterations = Rcpp::as<int>(c["inducing_iterations"]);
   s.learn_noise = Rcpp::as<bool>(c["learn_noise"]);
   return s;
+}
+
+// The likelihood of a fit: `family` with control$gh_points Gauss-Hermite
+// nodes (R: common_settings()) and log noise variance `log_noise`.
+inline Likelihood likelihood_from(const std::string& family, const Rcpp::List& control, double log_noise) {
+  Likelihood lik(family_from_string(family), Rcpp::as<int>(control["gh_points"]));
+  lik.log_noise = log_noise;
+  return lik;
 }
 
 // The monitor of a fit: interrupts and the R progress callback, on the main thread.

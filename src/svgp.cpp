@@ -196,7 +196,7 @@ static DiscreteData discrete_from_shards(const std::vector<Component>& comps, co
 // rows' moments and the likelihood's log_noise (remote("rows", parts,
 // stats, gradient)); each worker
 // returns the sums of its groups of rows (.discrete_row_sums()), and the
-// master adds the groups in order (Svgp::evaluate_discrete_rows()).
+// master adds the groups in order (DataPass::evaluate_discrete_rows()).
 
 static Rcpp::List groups_to(const std::vector<RowGroupSums>& groups) {
   Rcpp::List out(groups.size());
@@ -308,24 +308,22 @@ Rcpp::List svgp_fit(Eigen::Map<Eigen::MatrixXd> X, Eigen::Map<Eigen::VectorXd> y
                     double seed, Rcpp::Function monitor, Rcpp::Nullable<Rcpp::List> shards,
                     Rcpp::Nullable<Rcpp::Function> remote) {
   try {
-    Likelihood lik(family_from_string(family), Rcpp::as<int>(control["gh_points"]));
-    lik.log_noise = log_noise;
-    Svgp model(components_from(specs), lik, settings_from(control), svgp_settings_from(options), X.data(),
+    Svgp model(components_from(specs), likelihood_from(family, control, log_noise), settings_from(control), svgp_settings_from(options), X.data(),
                static_cast<std::size_t>(X.rows()), static_cast<std::size_t>(X.cols()), y.data(), w.data(),
                offset.data());
-    if (shards.isNotNull()) model.use_discrete_data(discrete_from_shards(model.comps, Rcpp::List(shards), X.cols()));
+    if (shards.isNotNull()) model.data().use_discrete_data(discrete_from_shards(model.comps, Rcpp::List(shards), X.cols()));
     std::unique_ptr<Rcpp::Function> call;
     std::size_t keys_sent = 0;  // (the discretisation whose keys the workers hold: resent when there is a new one)
     if (remote.isNotNull()) {
       call.reset(new Rcpp::Function(remote.get()));
-      model.set_remote_rows([&](const DiscreteRowParts& p, bool stats, bool gradient) {
-        if (keys_sent != model.discrete_version()) {
-          const RowKeys k = model.row_keys();
+      model.data().set_remote_rows([&](const DiscreteRowParts& p, bool stats, bool gradient) {
+        if (keys_sent != model.data().discrete_version()) {
+          const RowKeys k = model.data().row_keys();
           Rcpp::List keys(k.key.size());
           for (std::size_t s = 0; s < k.key.size(); ++s)
             keys[s] = Rcpp::IntegerVector(k.key[s], k.key[s] + model.n());
           (*call)("init", keys, static_cast<int>(k.C));
-          keys_sent = model.discrete_version();
+          keys_sent = model.data().discrete_version();
         }
         Rcpp::List parts = parts_to(p);
         parts["log_noise"] = model.lik.log_noise;
@@ -342,15 +340,15 @@ Rcpp::List svgp_fit(Eigen::Map<Eigen::MatrixXd> X, Eigen::Map<Eigen::VectorXd> y
     out["log_noise"] = model.lik.log_noise;
     out["kl"] = model.kl();
     out["rank_loss"] = model.rank_loss();
-    out["discrete"] = model.discrete();
-    if (model.discrete()) out["feature_means"] = model.discrete_feature_means(pfor);
-    if (model.discrete() && shards.isNull()) {
+    out["discrete"] = model.data().discrete();
+    if (model.data().discrete()) out["feature_means"] = model.data().discrete_feature_means(pfor);
+    if (model.data().discrete() && shards.isNull()) {
       // the fitted latent predictor: the rows' own values (nothing rounded),
       // else their means at their inputs and variances at their rounded values
       const bool var = model.lik.family != Family::gaussian;
       Eigen::VectorXd mean, variance;
-      if (model.discrete_rows() || var) model.discrete_row_moments(var, mean, variance, pfor);
-      if (!model.discrete_rows()) mean = model.row_means_at_inputs(pfor);
+      if (model.data().discrete_rows() || var) model.data().discrete_row_moments(var, mean, variance, pfor);
+      if (!model.data().discrete_rows()) mean = model.data().row_means_at_inputs(pfor);
       out["row_mean"] = mean;
       if (variance.size() > 0) out["row_var"] = variance;
     }

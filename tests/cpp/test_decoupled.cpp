@@ -15,12 +15,13 @@ using namespace fixtures;
 namespace {
 
 Decoupled make_decoupled(const Data& d, std::vector<Component> comps, Family fam, Index mean_basis,
-                         Index kl_columns = 0, Settings set = Settings()) {
+                         Index kl_columns = 0, Settings set = Settings(), double rate_decay = 0) {
   Likelihood lik(fam);
   lik.log_noise = std::log(0.2);
   DecoupledSettings ds;
   ds.mean_basis = mean_basis;
   ds.kl_columns = kl_columns;
+  ds.rate_decay = rate_decay;
   return Decoupled(std::move(comps), lik, set, SvgpSettings(), ds, d.X.data(), d.n(),
                    static_cast<std::size_t>(d.X.cols()), d.y.data(), d.w.data(), d.o.data());
 }
@@ -186,9 +187,8 @@ TEST_CASE("decoupled: fits are identical for 1, 2 and 3 threads", "[decoupled]")
     Settings set;
     set.batch_size = 300;
     set.max_iter = 30;
-    set.rate_decay = 0.1;
     Decoupled s = make_decoupled(d, {gp_component(KernelType::se, true, Z), linear_component({2}, VectorXd::Ones(1))},
-                                 Family::logit, 400, 50, set);
+                                 Family::logit, 400, 50, set, 0.1);
     Rng rng(42);
     const ParallelFor pfor = t == 1 ? ParallelFor(serial_for) : thread_for(t);
     infos.push_back(s.fit(pfor, rng, [](int, double) { return true; }));
@@ -268,7 +268,7 @@ TEST_CASE("decoupled: the mean solve gives the optimal mean and the noise round 
   s.lik.log_noise = std::log(0.05);
   s.solve_mean_and_noise();
   const Step tuned = eval(s, true, true, 0);
-  const double gnoise = tuned.gradient(s.Svgp::n_theta() - 1);
+  const double gnoise = tuned.gradient(s.NaturalQ::n_theta() - 1);
   CAPTURE(tuned.objective, gnoise, s.lik.log_noise);
   CHECK(tuned.objective > after.objective);
   CHECK(std::abs(gnoise) <= 2e-3 * static_cast<double>(d.n()));

@@ -1,4 +1,4 @@
-// Discretised covariates (discrete.hpp, Svgp::evaluate_discrete): the sums
+// Discretised covariates (discrete.hpp, DataPass::evaluate_discrete): the sums
 // over distinct values equal the sums over rows.
 #include "fixtures.hpp"
 
@@ -66,8 +66,8 @@ Data with_family(Data d, Family family) {
 void check_same_pass(Svgp& s, Svgp& t, double tol, const ParallelFor& pfor = serial_for) {
   random_q(s, 5);
   random_q(t, 5);
-  const Svgp::Accum a = s.evaluate(nullptr, Svgp::Pass::gradient, pfor);
-  const Svgp::Accum b = t.evaluate(nullptr, Svgp::Pass::gradient, serial_for);
+  const PassSums a = s.evaluate(nullptr, Pass::gradient, pfor);
+  const PassSums b = t.evaluate(nullptr, Pass::gradient, serial_for);
   CHECK(std::abs(a.sum_v - b.sum_v) <= tol * std::abs(b.sum_v));
   CHECK(std::abs(a.dlognoise - b.dlognoise) <= tol * std::abs(b.dlognoise));
   check_all_close(a.r, b.r, tol, tol * b.r.cwiseAbs().maxCoeff());
@@ -84,21 +84,21 @@ TEST_CASE("discretised sums equal the sums over rows (exact values)", "[discrete
   const Data d = coarse_data(400, 81, 12);  // 13 values per input, 5 levels
   Svgp s = make(d, model_components(), 1, 0);
   Svgp t = make(d, model_components(), 0, 0);
-  REQUIRE(s.use_discrete(true) > 0);
-  REQUIRE(t.use_discrete(true) == 0);
-  CHECK(s.discrete());
+  REQUIRE(s.data().use_discrete(true) > 0);
+  REQUIRE(t.data().use_discrete(true) == 0);
+  CHECK(s.data().discrete());
   check_same_pass(s, t, 1e-10);
   // feature means over all rows (weight-0 rows included)
-  check_all_close(s.discrete_feature_means(serial_for), t.feature_means(serial_for), 1e-12, 1e-13);
+  check_all_close(s.data().discrete_feature_means(serial_for), t.feature_means(serial_for), 1e-12, 1e-13);
   SECTION("sparse pair counts give the same sums") {
     Svgp u = make(d, model_components(), 1, 0);
-    u.use_discrete(true, 0.0);
+    u.data().use_discrete(true, 0.0);
     check_same_pass(u, t, 1e-10);
   }
   SECTION("not used for minibatches") {
     Svgp v = make(d, model_components(), 1, 0);
-    CHECK(v.use_discrete(false) == 0);
-    CHECK_FALSE(v.discrete());
+    CHECK(v.data().use_discrete(false) == 0);
+    CHECK_FALSE(v.data().discrete());
   }
 }
 
@@ -109,7 +109,7 @@ TEST_CASE("discretised sums for binary and count responses equal the sums over r
     const Data d = with_family(g, f);
     Svgp s = make(d, model_components(), 1, 0, Settings(), f);
     Svgp t = make(d, model_components(), 0, 0, Settings(), f);
-    REQUIRE(s.use_discrete(true) > 0);
+    REQUIRE(s.data().use_discrete(true) > 0);
     check_same_pass(s, t, 1e-10);
     check_same_pass(s, t, 1e-10, thread_for(3));
     SECTION("mean-field posterior") {
@@ -122,7 +122,7 @@ TEST_CASE("discretised sums for binary and count responses equal the sums over r
       o.discrete = false;
       Svgp v(model_components(), Likelihood(f), Settings(), o, d.X.data(), d.n(), 4, d.y.data(), d.w.data(),
              d.o.data());
-      u.use_discrete(true);
+      u.data().use_discrete(true);
       random_q(u, 7);
       random_q(v, 7);
       // block-diagonal S: the pair terms vanish
@@ -132,8 +132,8 @@ TEST_CASE("discretised sums for binary and count responses equal the sums over r
             u.S.block(u.offset_of(c), u.offset_of(l), u.comps[c].size(), u.comps[l].size()).setZero();
             v.S.block(v.offset_of(c), v.offset_of(l), v.comps[c].size(), v.comps[l].size()).setZero();
           }
-      const Svgp::Accum a = u.evaluate(nullptr, Svgp::Pass::gradient, serial_for);
-      const Svgp::Accum b = v.evaluate(nullptr, Svgp::Pass::gradient, serial_for);
+      const PassSums a = u.evaluate(nullptr, Pass::gradient, serial_for);
+      const PassSums b = v.evaluate(nullptr, Pass::gradient, serial_for);
       CHECK(std::abs(a.sum_v - b.sum_v) <= 1e-10 * std::abs(b.sum_v));
       const VectorXd ga = u.gradient(a, 1.0), gb = v.gradient(b, 1.0);
       check_all_close(ga, gb, 1e-10, 1e-10 * gb.cwiseAbs().maxCoeff());
@@ -147,14 +147,14 @@ TEST_CASE("the row pass of a discretised fit split over shards of whole groups e
   const Data d = with_family(coarse_data(3000, 87, 40), Family::logit);
   Svgp s = make(d, model_components(), 1, 0, Settings(), Family::logit);
   Svgp t = make(d, model_components(), 1, 0, Settings(), Family::logit);
-  REQUIRE(s.use_discrete(true) > 0);
-  REQUIRE(t.use_discrete(true) > 0);
+  REQUIRE(s.data().use_discrete(true) > 0);
+  REQUIRE(t.data().use_discrete(true) > 0);
   const std::vector<std::size_t> b = group_bounds(d.n());
   REQUIRE(b.size() > 4);
   int calls = 0;
-  t.set_remote_rows([&](const DiscreteRowParts& p, bool stats, bool gradient) {
+  t.data().set_remote_rows([&](const DiscreteRowParts& p, bool stats, bool gradient) {
     ++calls;
-    const RowKeys all = t.row_keys();
+    const RowKeys all = t.data().row_keys();
     std::vector<RowGroupSums> out;
     for (std::size_t g0 : {std::size_t(0), std::size_t(3)}) {  // shards: groups [0, 3) and [3, G)
       const std::size_t g1 = g0 == 0 ? 3 : b.size() - 1, r0 = b[g0], r1 = b[g1];
@@ -180,13 +180,13 @@ TEST_CASE("the row pass of a discretised fit split over shards of whole groups e
   });
   random_q(s, 5);
   random_q(t, 5);
-  for (Svgp::Pass pass : {Svgp::Pass::elbo, Svgp::Pass::natural, Svgp::Pass::gradient}) {
-    const Svgp::Accum a = s.evaluate(nullptr, pass, thread_for(3));
-    const Svgp::Accum c = t.evaluate(nullptr, pass, serial_for);
+  for (Pass pass : {Pass::elbo, Pass::natural, Pass::gradient}) {
+    const PassSums a = s.evaluate(nullptr, pass, thread_for(3));
+    const PassSums c = t.evaluate(nullptr, pass, serial_for);
     CHECK(a.sum_v == c.sum_v);
     CHECK(a.r == c.r);
     CHECK(a.Q == c.Q);
-    if (pass == Svgp::Pass::gradient) CHECK(s.gradient(a, 1.0) == t.gradient(c, 1.0));
+    if (pass == Pass::gradient) CHECK(s.gradient(a, 1.0) == t.gradient(c, 1.0));
   }
   CHECK(calls == 3);
   // and both equal the sums over the rows
@@ -200,7 +200,7 @@ TEST_CASE("discretised sums with distinct inputs on every row", "[discrete]") {
                                linear_component({2}, VectorXd::Constant(1, 2.0))};
   Svgp s = make(d, cs, 1, 0);
   Svgp t = make(d, cs, 0, 0);
-  CHECK(s.use_discrete(true) == 300 + 1);
+  CHECK(s.data().use_discrete(true) == 300 + 1);
   check_same_pass(s, t, 1e-10);
 }
 
@@ -222,7 +222,7 @@ TEST_CASE("rounded inputs: the fit of the rows with rounded inputs", "[discrete]
   cs.erase(cs.begin() + 2);
   Svgp s = make(d, cs, 1, bins);
   Svgp t = make(r, cs, 0, 0);
-  CHECK(s.use_discrete(true) == 20 + 20 + 3 + 1);
+  CHECK(s.data().use_discrete(true) == 20 + 20 + 3 + 1);
   check_same_pass(s, t, 1e-10);
 }
 
@@ -236,8 +236,8 @@ TEST_CASE("row_means_at_inputs: a rounded fit's latent means at the rows' own in
   for (Index i = 0; i < static_cast<Index>(n); ++i) d.X(i, 3) = static_cast<double>(i % 5);
   const std::vector<Component> cs = model_components();
   Svgp s = make(d, cs, 1, 200);
-  REQUIRE(s.use_discrete(true) > 0);
-  REQUIRE_FALSE(s.discrete_rows());
+  REQUIRE(s.data().use_discrete(true) > 0);
+  REQUIRE_FALSE(s.data().discrete_rows());
   random_q(s, 7);
   // every component at the rows, and at the rows' rounded inputs
   const auto round_to = [&](Index j, double k) {
@@ -254,13 +254,13 @@ TEST_CASE("row_means_at_inputs: a rounded fit's latent means at the rows' own in
     exact += s.component_block_mean(c, d.X, mc);
     rounded += s.component_block_mean(c, c == 0 ? X1 : (c == 2 ? X12 : MatrixXd(d.X)), mc);
   }
-  const VectorXd got = s.row_means_at_inputs(serial_for);
+  const VectorXd got = s.data().row_means_at_inputs(serial_for);
   const double scale = exact.cwiseAbs().maxCoeff();
   CHECK((got - exact).cwiseAbs().maxCoeff() < 1e-5 * scale);  // (measured 2.4e-6)
   // (the rounded inputs are far off: the check above sees whether they are used)
   CHECK((rounded - exact).cwiseAbs().maxCoeff() > 1e-3 * scale);
   // the same numbers on 3 threads
-  CHECK(s.row_means_at_inputs(thread_for(3)) == got);
+  CHECK(s.data().row_means_at_inputs(thread_for(3)) == got);
 }
 
 // Two DiscreteData are equal entry by entry (bit for bit).
@@ -396,7 +396,7 @@ static void check_fit_equals_rows(const Data& d, Family family) {
     Svgp s = make(d, cs, discrete, 0, set, family);
     Rng rng(1);
     const FitInfo info = s.fit(pfor, rng, [](int, double) { return true; });
-    return std::make_tuple(info, s.m, s.pack(), s.discrete());
+    return std::make_tuple(info, s.m, s.pack(), s.data().discrete());
   };
   const auto [ia, ma, ta, da] = run(1, serial_for);
   const auto [ib, mb, tb, db] = run(0, serial_for);
@@ -442,8 +442,8 @@ TEST_CASE("diag_quadratic: Cholesky and fallback paths", "[discrete]") {
   REQUIRE(Eigen::LLT<MatrixXd>(indefinite).info() != Eigen::Success);
   for (const MatrixXd* S : {&pd, &indefinite}) {
     const VectorXd ref = (F * *S).cwiseProduct(F).rowwise().sum();
-    const VectorXd one = Svgp::diag_quadratic(F, *S, serial_for);
-    const VectorXd three = Svgp::diag_quadratic(F, *S, thread_for(3));
+    const VectorXd one = DataPass::diag_quadratic(F, *S, serial_for);
+    const VectorXd three = DataPass::diag_quadratic(F, *S, thread_for(3));
     for (Index i = 0; i < F.rows(); ++i) CHECK(std::abs(one(i) - ref(i)) <= 1e-12 * (1 + std::abs(ref(i))));
     CHECK(one == three);
   }

@@ -142,7 +142,7 @@ TEST_CASE("evaluate() statistics match a dense computation", "[svgp]") {
       g(i) = e.dm;
       gam(i) = e.dv;
     }
-    const Svgp::Accum acc = s.evaluate(nullptr, false, serial_for);
+    const PassSums acc = s.evaluate(nullptr, false, serial_for);
     CHECK(acc.sum_v == Approx(sum_v).epsilon(1e-11));
     CHECK((acc.r - Phi.transpose() * g).cwiseAbs().maxCoeff() < 1e-10);
     const VectorXd eta1 = Phi.transpose() * (g.array() - 2.0 * gam.array() * (mu - d.o).array()).matrix();
@@ -158,7 +158,7 @@ TEST_CASE("evaluate() statistics match a dense computation", "[svgp]") {
     // a subset of rows: same as the dense computation on those rows
     std::vector<std::size_t> idx = {59, 3, 17, 17, 40};
     s.refresh();
-    const Svgp::Accum ai = s.evaluate(&idx, false, serial_for);
+    const PassSums ai = s.evaluate(&idx, false, serial_for);
     double sv = 0.0;
     const VectorXd mu2 = Phi * s.m + d.o;
     for (std::size_t i : idx) {
@@ -176,9 +176,9 @@ TEST_CASE("the ELBO, natural and gradient passes agree on sum_v", "[svgp]") {
   Svgp s = make_svgp(d, {gp_component(KernelType::matern32, true, Z), linear_component({2}, VectorXd::Constant(1, 2.0))},
                      Family::logit);
   randomise_q(s, 10);
-  const double v_elbo = s.evaluate(nullptr, Svgp::Pass::elbo, serial_for).sum_v;
-  const double v_nat = s.evaluate(nullptr, Svgp::Pass::natural, serial_for).sum_v;
-  const double v_grad = s.evaluate(nullptr, Svgp::Pass::gradient, thread_for(2)).sum_v;
+  const double v_elbo = s.evaluate(nullptr, Pass::elbo, serial_for).sum_v;
+  const double v_nat = s.evaluate(nullptr, Pass::natural, serial_for).sum_v;
+  const double v_grad = s.evaluate(nullptr, Pass::gradient, thread_for(2)).sum_v;
   CHECK(v_nat == v_elbo);
   CHECK(v_grad == Approx(v_elbo).epsilon(1e-12));
   CHECK(s.elbo(thread_for(3)) == v_elbo - s.kl());
@@ -313,7 +313,7 @@ TEST_CASE("mean-field and low-rank natural steps", "[svgp][natgrad]") {
     full.P = s.P;
     full.h = s.h;
     full.refresh();
-    const Svgp::Accum acc = s.evaluate(nullptr, false, serial_for);
+    const PassSums acc = s.evaluate(nullptr, false, serial_for);
     const MatrixXd Q = acc.Q.selfadjointView<Eigen::Lower>();
     MatrixXd Qb = MatrixXd::Zero(7, 7);
     Qb.topLeftCorner(6, 6) = Q.topLeftCorner(6, 6);
@@ -543,7 +543,7 @@ TEST_CASE("natural-gradient iteration converges to a stationary q (Poisson)", "[
   CHECK((s.m - m_before).cwiseAbs().maxCoeff() < 1e-8);
   CHECK(std::abs(s.elbo(serial_for) - elbo_before) < 1e-8);
   // stationary point of the ELBO in m: d ELBO / d m = Phi' g - m = 0
-  const Svgp::Accum acc = s.evaluate(nullptr, false, serial_for);
+  const PassSums acc = s.evaluate(nullptr, false, serial_for);
   CHECK((acc.r - s.m).cwiseAbs().maxCoeff() < 1e-7);
   // ... and checked by finite differences of the ELBO in m
   auto elbo_at = [&](const VectorXd& mm) {
@@ -724,7 +724,7 @@ TEST_CASE("full-batch fits end at a stationary point of the ELBO", "[svgp][fit]"
     // q is optimal for the final hyperparameters: a further natural step of
     // size 1 moves the mean by less than the inner loop's tolerance (1e-6)
     const VectorXd m_end = s.m;
-    s.natural_step(s.evaluate(nullptr, Svgp::Pass::natural, serial_for), 1.0, 1.0);
+    s.natural_step(s.evaluate(nullptr, Pass::natural, serial_for), 1.0, 1.0);
     s.refresh_q();
     CHECK((s.m - m_end).lpNorm<Eigen::Infinity>() < 1e-6);
     CHECK(info.q_change < 1e-3);

@@ -13,22 +13,36 @@
 // chunks, never stored whole) plus the SVGP engine's O(N_b M_beta^2).
 //
 // The model is one stationary GP component (any number of inputs) plus
-// parametric blocks.  q(v) = N(m, S) takes the SVGP engine's natural-gradient
-// steps, towards P* = I - 2 s Q, h* = s (r - 2 Q m) - c (the linear KL term
-// shifts the prior mean; with a Gaussian likelihood and all rows a step of 1
-// is exact); a, A, Z, the kernel hyperparameters and the noise take Adam
-// steps with the paper's step size lr / (1 + 0.1 sqrt(t)).  Mean bases are
-// added `add` per iteration at data rows drawn without replacement (the
-// online growth of their Algorithm 1) with a = 0, so q is unchanged when
-// they arrive.  The quadratic a' K_AA a is estimated from a window of
-// `kl_columns` columns (a random start, wrapping), scaled by M_a / columns:
-// unbiased; the gradient is the exact one of that estimate.
+// parametric blocks.  Decoupled composes the parts of the SVGP engine: q(v)
+// = N(m, S) and its natural-gradient updates (NaturalQ, natural_q.hpp; the
+// linear KL term shifts the prior mean, so every step goes towards
+// P* = I - 2 s Q, h* = s (r - 2 Q m) - c: shifted_step()), the row pass of
+// DataPass (data_pass.hpp) with the mean bases as a per-row shift, and the
+// drivers of fit_loop.hpp.  (The discretised pass takes no per-row shift,
+// so a decoupled fit always passes over the rows.)
+//   All rows with a Gaussian likelihood: all mean bases are
+//   placed at the start, and L-BFGS/BFGS (fit_profile()) moves a, A, Z, the
+//   kernel hyperparameters and the noise with q optimal at each value (a
+//   natural step of size 1 is exact).
+//   Minibatches (or other likelihoods): natural steps on q, and Adam steps
+//   on a, A, Z, the kernel hyperparameters and the noise with the paper's
+//   step size lr / (1 + rate_decay sqrt(t)) (rate_decay: 0.1 from R).  Mean
+//   bases are added `add` per iteration at data rows drawn without
+//   replacement (the online growth of their Algorithm 1) with a = 0, so q
+//   is unchanged when they arrive.  The quadratic a' K_AA a is estimated
+//   from a window of `kl_columns` columns (a random start, wrapping),
+//   scaled by M_a / columns: unbiased; the gradient is the exact one of
+//   that estimate.  With solve_mean (Gaussian), a and q's mean end at their
+//   joint optimum (solve_mean_and_noise()).
+//   Gaussian likelihood with the kernel, noise and inducing inputs fixed
+//   (closed_form): no iterations, the joint optimum of a and q.
 //
 // Parametrisation: a = a0 * rate_ratio / (sigma_f^2 sqrt(M_a)) (the Jacobi
 // preconditioner of their Appendix A.1, a scale for M_a and a step size of
 // its own); Adam moves a0.
 #pragma once
-#include "svgp.hpp"
+#include "fit_loop.hpp"
+#include "natural_q.hpp"
 #include <set>
 
 namespace scalegp {
@@ -45,6 +59,7 @@ struct DecoupledSettings {
   // learned): no iterations; all mean bases are placed, a set to the optimal
   // mean and q to its optimum (closed_form_fit()).
   bool closed_form = false;
+  double rate_decay = 0;  // Adam step learning_rate / (1 + rate_decay sqrt(t)) (0: constant)
 };
 
 // k(x, A) a for the rows of Xs (inputs already divided by the lengthscales,
@@ -67,7 +82,7 @@ inline VectorXd basis_mean(const Kernel& k, const MatrixXd& Xs, const MatrixXd& 
   return out;
 }
 
-class Decoupled : public Svgp {
+class Decoupled : public NaturalQ {
  public:
   DecoupledSettings dopt;
   MatrixXd A;   // mean-basis locations (M_a x d; component inputs on the internal scale)
@@ -77,7 +92,8 @@ class Decoupled : public Svgp {
   Decoupled(std::vector<Component> components, Likelihood likelihood, Settings settings, SvgpSettings options,
             DecoupledSettings dset, const double* X, std::size_t n, std::size_t p, const double* y,
             const double* w, const double* offset)
-      : Svgp(std::move(components), std::move(likelihood), settings, options, X, n, p, y, w, offset), dopt(dset) {
+      : NaturalQ(std::move(components), std::move(likelihood), settings, rows_only(options), X, n, p, y, w, offset),
+        dopt(dset) {
     for (std::size_t c = 0; c < comps.size(); ++c) {
       if (comps[c].kind == Kind::linear) continue;
       if (comps[c].kind != Kind::stationary || comps[c].by_col >= 0 || cg_ != kNone)
@@ -89,7 +105,6 @@ class Decoupled : public Svgp {
     if (dopt.mean_basis < 0) throw std::invalid_argument("mean_basis must be >= 0");
     A = MatrixXd::Zero(dopt.mean_basis, comps[cg_].dim());
     a0 = VectorXd::Zero(dopt.mean_basis);
-    opt.discrete = false;
   }
 
   std::size_t gp_component() const { return cg_; }
@@ -131,18 +146,18 @@ class Decoupled : public Svgp {
   }
 
   // ---- parameters moved by Adam: [hyperparameters, noise | a0 | A] --------------------
-  Index n_theta() const { return Svgp::n_theta() + n_basis() + (set.learn_inducing ? A.size() : 0); }
+  Index n_theta() const { return NaturalQ::n_theta() + n_basis() + (set.learn_inducing ? A.size() : 0); }
   VectorXd pack() const {
     VectorXd th(n_theta());
-    const Index k = Svgp::n_theta();
-    th.head(k) = Svgp::pack();
+    const Index k = NaturalQ::n_theta();
+    th.head(k) = NaturalQ::pack();
     th.segment(k, n_basis()) = a0;
     if (set.learn_inducing) th.tail(A.size()) = Eigen::Map<const VectorXd>(A.data(), A.size());
     return th;
   }
   void unpack(const VectorXd& th) {
-    const Index k = Svgp::n_theta();
-    Svgp::unpack(th.head(k));
+    const Index k = NaturalQ::n_theta();
+    NaturalQ::unpack(th.head(k));
     a0 = th.segment(k, n_basis());
     if (set.learn_inducing) Eigen::Map<VectorXd>(A.data(), A.size()) = th.tail(A.size());
   }
@@ -150,7 +165,7 @@ class Decoupled : public Svgp {
   // ---- the objective ---------------------------------------------------------------------
   // What one evaluation keeps for the natural step that follows it.
   struct Eval {
-    Accum acc;
+    PassSums acc;
     VectorXd c;  // L^{-1} K_ZA a
     double scale = 1;
   };
@@ -172,7 +187,7 @@ class Decoupled : public Svgp {
     const MatrixXd Xs = scaled_inputs(idx);
     const VectorXd shift = shift_in ? *shift_in : active > 0 ? basis_mean(ker, Xs, As, a, pfor) : VectorXd::Zero(Xs.rows());
     VectorXd g;
-    ev.acc = evaluate(idx, grad ? Pass::gradient : Pass::natural, pfor, &shift, grad ? &g : nullptr);
+    ev.acc = data_.evaluate(idx, grad ? Pass::gradient : Pass::natural, pfor, &shift, grad ? &g : nullptr);
     ev.scale = s;
     // KL: cross term m_g' c and the quadratic a' K_AA a / 2 (estimated from columns)
     MatrixXd KZA, DZA;
@@ -240,8 +255,8 @@ class Decoupled : public Svgp {
 
     // gradient: the SVGP part (hyperparameters through the features, noise)
     st.gradient = VectorXd::Zero(n_theta());
-    const Index k0 = Svgp::n_theta();
-    st.gradient.head(k0) = Svgp::gradient(ev.acc, s);
+    const Index k0 = NaturalQ::n_theta();
+    st.gradient.head(k0) = NaturalQ::gradient(ev.acc, s);
     GradAccum extra = make_grad();
     VectorXd& gk = extra.g_kern[cg_];  // [log var, log ls]
     for (const Part& p : part) {
@@ -326,7 +341,7 @@ class Decoupled : public Svgp {
   // blocks); each tile of G's lower triangle is summed by one thread with the
   // rows in order, so the result is bit-identical for any thread count.
   // Memory O(T^2 + kSolveRows T), time O(n T^2) for T = M + M_a.  (Not
-  // Svgp::weighted_gram_lower(): it needs the features of all rows at once
+  // DataPass::weighted_gram_lower(): it needs the features of all rows at once
   // and keeps one T x T sum per group of rows, too much at T in the thousands.)
   MeanSystem mean_system() const {
     const ParallelFor& pfor = *pfor_;
@@ -450,19 +465,12 @@ class Decoupled : public Svgp {
   // ---- the fit (fit_loop.hpp) ---------------------------------------------------------
   template <class Monitor>
   FitInfo fit(const ParallelFor& pfor, Rng& rng, Monitor monitor) {
-    pfor_ = &pfor;
     rng_ = &rng;
-    Sampler sampler(Sampler::Mode::shuffled, n(), set.batch_size, rng);
-    full_ = sampler.full();
-    use_discrete(false);
-    rho_ = opt.natgrad_step > 0 ? opt.natgrad_step
-           : sampler.full() ? (lik.family == Family::gaussian ? 1.0 : 0.5)
-                            : 0.1;
-    warmup_ = rho_ >= 1.0 ? 0 : static_cast<int>(std::ceil(5.0 / rho_));
+    Sampler sampler = begin_fit(pfor, rng);
     if (dopt.closed_form && lik.family == Family::gaussian) return closed_form_fit();
     if (full_ && opt.lbfgs && lik.family == Family::gaussian)  // (other families: the inner q loop over n x M_alpha is slow)
       return fit_profile(*this, set, static_cast<double>(n()), monitor);
-    return fit_loop(*this, sampler, set, monitor);
+    return fit_loop(*this, sampler, set, monitor, dopt.rate_decay);
   }
 
   // Gaussian likelihood with the kernel, noise and inducing inputs held
@@ -504,16 +512,16 @@ class Decoupled : public Svgp {
     while (active < n_basis() && next_ < order_.size()) grow();
   }
   void bounds(VectorXd& lo, VectorXd& hi) const {
-    const Index k = Svgp::n_theta();
+    const Index k = NaturalQ::n_theta();
     lo = VectorXd::Constant(n_theta(), -std::numeric_limits<double>::infinity());
     hi = VectorXd::Constant(n_theta(), std::numeric_limits<double>::infinity());
     VectorXd l, h;
-    Svgp::bounds(l, h);
+    NaturalQ::bounds(l, h);
     lo.head(k) = l.head(k);
     hi.head(k) = h.head(k);
   }
   // q optimal for the current parameters (Gaussian: one natural step of size
-  // 1; otherwise Svgp::optimise_q()), then the exact ELBO on all rows and
+  // 1; otherwise optimise_q()), then the exact ELBO on all rows and
   // its gradient.
   Step profile() {
     refresh_prior();
@@ -526,10 +534,7 @@ class Decoupled : public Svgp {
       bool has_gradient = false;
       m0 = optimise_q<Eval>(
           [&](Eval& e, bool) { return objective(nullptr, 1.0, false, true, 0, e, &shift).objective; },
-          [this](const Eval& e, double rho) {
-            natural_step(e.acc, 1.0, rho);
-            h.segment(offset_of(cg_), comps[cg_].size()) -= rho * e.c;
-          },
+          [this](const Eval& e, double rho) { shifted_step(e, 1.0, rho); },
           last, has_gradient);
     }
     q_change_ = (m - m0).lpNorm<Eigen::Infinity>();
@@ -541,7 +546,7 @@ class Decoupled : public Svgp {
   void finish_profile(FitInfo& info) {
     const VectorXd shift = basis_rows(nullptr, *pfor_);
     basis_mean_ = shift.size() ? shift.mean() : 0.0;
-    Svgp::finish_profile(info);
+    NaturalQ::finish_profile(info);
   }
 
   // The executor of objective() outside fit() (kept by value).
@@ -550,20 +555,14 @@ class Decoupled : public Svgp {
     pfor_ = &own_pfor_;
   }
 
-  struct Snapshot {
-    VectorXd theta, h;
-    MatrixXd P;
-  };
-  Snapshot snapshot() const { return {pack(), h, P}; }
+  Snapshot snapshot() const { return snapshot_with(pack()); }
   void restore(const Snapshot& s) {
     unpack(s.theta);
-    P = s.P;
-    h = s.h;
-    refresh();
+    restore_q(s);
   }
 
   void initialise(const Sampler& sampler) {
-    Svgp::initialise(sampler);
+    initial_q(sampler);
     // candidate rows for the mean bases: a random order of the rows, distinct inputs only
     order_.resize(n());
     for (std::size_t i = 0; i < n(); ++i) order_[i] = i;
@@ -583,9 +582,16 @@ class Decoupled : public Svgp {
   }
 
   void update(const Step&) {
-    natural_step(ev_.acc, ev_.scale, rho_);
-    h.segment(offset_of(cg_), comps[cg_].size()) -= rho_ * ev_.c;
+    shifted_step(ev_, ev_.scale, rho_);
     refresh();
+  }
+
+  // The natural step of size rho towards the target of evaluation `ev` (at
+  // scale s), with the linear KL term's shift of the prior mean of the gp
+  // block: h*_g = s (r - 2 Q m)_g - c.
+  void shifted_step(const Eval& ev, double s, double rho) {
+    natural_step(ev.acc, s, rho);
+    h.segment(offset_of(cg_), comps[cg_].size()) -= rho * ev.c;
   }
 
   // The natural step on all rows (size rho) at the current state
@@ -593,8 +599,7 @@ class Decoupled : public Svgp {
   void full_natural_step(double rho, const VectorXd* shift = nullptr) {
     Eval ev;
     objective(nullptr, 1.0, false, true, 0, ev, shift);
-    natural_step(ev.acc, 1.0, rho);
-    h.segment(offset_of(cg_), comps[cg_].size()) -= rho * ev.c;
+    shifted_step(ev, 1.0, rho);
     refresh();
   }
 
@@ -612,16 +617,8 @@ class Decoupled : public Svgp {
     if (lik.family == Family::gaussian) {
       full_natural_step(1.0, &shift);
     } else if (!full_) {
-      double last = -std::numeric_limits<double>::infinity();
-      for (int k = 0; k < 10; ++k) {
-        Eval ev;
-        const double value = objective(nullptr, 1.0, false, true, 0, ev, &shift).objective;
-        if (value - last < set.tol * static_cast<double>(n())) break;
-        last = value;
-        natural_step(ev.acc, 1.0, 0.5);
-        h.segment(offset_of(cg_), comps[cg_].size()) -= 0.5 * ev.c;
-        refresh();
-      }
+      settle_q<Eval>([&](Eval& ev) { return objective(nullptr, 1.0, false, true, 0, ev, &shift).objective; },
+                     [this](const Eval& ev, double rho) { shifted_step(ev, 1.0, rho); });
     }
     info.q_change = (m - m0).lpNorm<Eigen::Infinity>();
     const bool grad = n_theta() > 0 && (info.converged || last_gradient_.size() == 0);
@@ -655,6 +652,14 @@ class Decoupled : public Svgp {
   std::vector<std::size_t> order_;
   std::size_t next_ = 0;
   std::set<std::vector<double>> seen_;
+
+  // The options of the base with the discretised pass off: every evaluation
+  // shifts the rows' means by the mean bases, and only the row pass takes a
+  // per-row shift (data_pass.hpp).
+  static SvgpSettings rows_only(SvgpSettings o) {
+    o.discrete = false;
+    return o;
+  }
 
   static std::vector<double> row_key(const Eigen::Ref<const Eigen::RowVectorXd>& r) {
     return std::vector<double>(r.data(), r.data() + r.size());

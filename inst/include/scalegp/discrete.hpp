@@ -10,12 +10,12 @@
 //   Phi' W y,   block c      = F_c' (sum of w_i (y_i - o_i) by value of c).
 // A Gaussian likelihood depends on the data only through these sums, so
 // after the one pass of discretise() an evaluation of the ELBO and its
-// gradient costs nothing per row (svgp.hpp, evaluate_discrete()).  Other
+// gradient costs nothing per row (data_pass.hpp, DataPass::evaluate_discrete()).  Other
 // likelihoods keep each row's value of every component and its entry in
 // the observed value pairs of every pair of components (`row_level`): an
 // evaluation then costs O(components^2) lookups and one scatter-add of
 // weights per row, plus products over distinct values
-// (svgp.hpp, evaluate_discrete_rows()).
+// (data_pass.hpp, DataPass::evaluate_discrete_rows()).
 //
 // Rounding: a gp() input is rounded to the nearest of `bins` equally spaced
 // values over its range (for a term over d >= 2 inputs, max(100,

@@ -1,11 +1,16 @@
-// The fit loop every engine runs: which rows an iteration sees (Sampler),
-// the warm-up before the first parameter step, Adam on the packed
-// parameters, the stopping rule, timers, the monitor (progress and
-// interrupts, on the calling thread), and the recovery from a failed
-// iteration (back to the last state whose objective was finite, the Adam
-// step and the engine's own rate halved, Adam's moments forgotten).
+// The drivers of the fits.  fit_loop(), the loop of minibatch (and
+// iterative) fits: which rows an iteration sees (Sampler), the warm-up
+// before the first parameter step, Adam on the packed parameters, the
+// stopping rule, timers, the monitor (progress and interrupts, on the
+// calling thread), and the recovery from a failed iteration (back to the
+// last state whose objective was finite, the Adam step and the engine's own
+// rate halved, Adam's moments forgotten).  fit_profile(), the driver of
+// full-data fits: L-BFGS, then BFGS from a finite-difference Hessian, on
+// the profile objective (below).  The natural step size and warm-up rule
+// of the variational engines (natural_rate(), natural_warmup()).
 //
-// An engine (svgp.hpp, ep.hpp, ep_minibatch.hpp) provides
+// An engine of fit_loop() (svgp.hpp, decoupled.hpp, ep.hpp,
+// ep_minibatch.hpp) provides
 //   int warmup() const          iterations before the first parameter step
 //   int stop_warmup() const     iterations before the stopping rule counts
 //   bool own_stop() const       convergence is Step::done, not the stopping rule
@@ -102,8 +107,24 @@ struct Step {
 
 inline bool stationary(const VectorXd& g, double gtol);
 
+// The step size of the natural-gradient steps on q of the variational
+// engines when none is given (natgrad_step <= 0): 1 with a Gaussian
+// likelihood on all rows (exact), 0.5 for other likelihoods on all rows,
+// 0.1 on minibatches.
+inline double natural_rate(double given, bool full, bool gaussian) {
+  return given > 0 ? given : full ? (gaussian ? 1.0 : 0.5) : 0.1;
+}
+
+// Warm-up: with damped natural steps (rho < 1) q needs a few iterations to
+// approach its optimum; hyperparameter gradients at a poor q are misleading
+// (and would dominate Adam's moment estimates), so Adam starts after
+// ceil(5 / rho) iterations.
+inline int natural_warmup(double rho) { return rho >= 1.0 ? 0 : static_cast<int>(std::ceil(5.0 / rho)); }
+
+// `rate_decay`: Adam's step is set.learning_rate / (1 + rate_decay sqrt(t))
+// (0: constant; the decoupled engine's option).
 template <class Engine, class Monitor>
-FitInfo fit_loop(Engine& e, Sampler& sampler, const Settings& set, Monitor monitor) {
+FitInfo fit_loop(Engine& e, Sampler& sampler, const Settings& set, Monitor monitor, double rate_decay = 0) {
   FitInfo info;
   auto clock = Clock::now();
   sampler.next();
@@ -114,7 +135,7 @@ FitInfo fit_loop(Engine& e, Sampler& sampler, const Settings& set, Monitor monit
   const int warmup = e.warmup(), stop_warmup = e.stop_warmup();
   const std::size_t per_epoch = sampler.per_epoch();
   Adam adam(set.learning_rate);
-  adam.set_decay(set.rate_decay);
+  adam.set_decay(rate_decay);
   Stopper stop(set.tol, set.patience, static_cast<double>(sampler.n()));
   auto good = e.snapshot();  // the last state whose objective was finite
   double epoch_sum = 0;

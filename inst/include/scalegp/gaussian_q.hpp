@@ -3,7 +3,8 @@
 // q(v) = N(m, S) over all components, held in natural parameters
 // (precision P = S^{-1}, shift h = P m), and the predictions it implies.
 // The engines differ only in how they set P, h and the hyperparameters:
-// natural-gradient steps (svgp.hpp) or EP sites (ep.hpp).
+// natural-gradient steps (natural_q.hpp, for svgp.hpp and decoupled.hpp) or EP
+// sites (ep.hpp).
 #pragma once
 #include "model.hpp"
 

@@ -1,5 +1,9 @@
-// Initial inducing locations: k-means (k-means++ seeding, Lloyd iterations)
-// on the rows of X, run on a random subset of rows when X is large.
+// The random generator of the fits (Rng: a fixed algorithm, the same draws
+// on every platform) and what is drawn with it: uniform integers and
+// numbers, the shuffle of the samplers; selection of order statistics and
+// quantiles; and the initial inducing locations: k-means (k-means++
+// seeding, Lloyd iterations) on the rows of X, run on a random subset of
+// rows when X is large.
 #pragma once
 #include "linalg.hpp"
 #include <algorithm>

@@ -63,6 +63,11 @@ class AdditiveModel {
   Index total_size() const { return offsets_.back(); }
   std::size_t n() const { return static_cast<std::size_t>(X_.rows()); }
   Index offset_of(std::size_t c) const { return offsets_[c]; }
+  // The rows: inputs (n x p), responses, weights and offsets.
+  const Eigen::Map<const MatrixXd>& x_rows() const { return X_; }
+  const Eigen::Map<const VectorXd>& y_rows() const { return y_; }
+  const Eigen::Map<const VectorXd>& w_rows() const { return w_; }
+  const Eigen::Map<const VectorXd>& o_rows() const { return o_; }
 
   // Cholesky factors of the prior blocks (after a hyperparameter change).
   void refresh_prior() {

@@ -3,9 +3,12 @@
 //   likelihoods, optim, parallel, inducing
 //   settings, model                      the model every engine shares
 //   gaussian_q                           the whitened Gaussian q of the VI and EP engines
-//   fit_loop                             the fit loop every engine runs
+//   fit_loop                             the drivers: Adam fit loop and L-BFGS/BFGS profile fit
+//   discrete, discrete_rows, data_pass   the pass over the data of the VI engines (rows,
+//                                        discretised values, workers of a cluster)
+//   natural_q                            q of the VI engines and its natural-gradient updates
 //   svgp                                 engine: sparse variational GP
-//   decoupled                            engine: decoupled variational GP (extends svgp)
+//   decoupled                            engine: decoupled variational GP (natural_q + mean bases)
 //   ep (ep_site, ep_model, ep_minibatch) engine: expectation propagation
 #pragma once
 #include "anova.hpp"
@@ -20,6 +23,9 @@
 #include "model.hpp"
 #include "gaussian_q.hpp"
 #include "fit_loop.hpp"
+#include "discrete_rows.hpp"
+#include "data_pass.hpp"
+#include "natural_q.hpp"
 #include "svgp.hpp"
 #include "decoupled.hpp"
 #include "ep.hpp"

@@ -1,5 +1,6 @@
 // Settings every engine reads, and what every fit reports.  An engine's own
-// options live in a struct of its own header (SvgpSettings in svgp.hpp,
+// options live in a struct of its own header (SvgpSettings in natural_q.hpp,
+// shared by the variational engines; DecoupledSettings in decoupled.hpp;
 // EpSettings in ep.hpp), read by that engine's glue only.
 #pragma once
 #include <Eigen/Dense>
@@ -15,7 +16,6 @@ struct Settings {
   std::size_t batch_size = 0;  // rows per iteration; 0: all rows
   int max_iter = 1000;
   double learning_rate = 0.01;  // Adam step for the hyperparameters
-  double rate_decay = 0;        // Adam step learning_rate / (1 + rate_decay sqrt(t)) (0: constant)
   double tol = 1e-5;            // stopping rule: gain per observation and epoch
   int patience = 10;            // ... on this many consecutive epochs
   bool learn_inducing = true;

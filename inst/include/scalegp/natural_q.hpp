@@ -1,0 +1,381 @@
+// q(v) of the variational engines (svgp.hpp, decoupled.hpp) and how it is
+// updated.  NaturalQ extends the whitened Gaussian q of gaussian_q.hpp with
+// what both engines share: the likelihood, the pass over the data
+// (data_pass.hpp, a member), the parameters besides q (the
+// hyperparameters, then the noise: n_theta(), pack(), unpack(), gradient(),
+// bounds()), and the updates of q:
+//   natural_step()       a natural-gradient step towards a pass's target,
+//                        P* = I - 2 s Q, h* = s (r - 2 Q m), mean field
+//                        (block-diagonal) or truncated to a low rank;
+//   gaussian_meanfield_optimum()  the optimal mean-field q (Gaussian);
+//   keep_inducing_values()  q moved with the hyperparameters;
+//   optimise_q()         damped natural steps to q's optimum (the inner loop
+//                        of a profile fit), settle_q() the few that end a
+//                        fit on minibatches;
+// and the state of a fit that the drivers of fit_loop.hpp read (the
+// executor, the natural step size, the warm-up, the snapshot).
+#pragma once
+#include "data_pass.hpp"
+#include "fit_loop.hpp"
+#include "gaussian_q.hpp"
+#include "likelihoods.hpp"
+#include <limits>
+
+namespace scalegp {
+
+// The options of the variational engines (R: vi_options(); the decoupled
+// engine's glue sets its own).
+struct SvgpSettings {
+  double natgrad_step = -1;  // <= 0: 1 (Gaussian, full batch), 0.5 (other families, full batch), 0.1 (minibatches)
+  bool meanfield = false;    // block-diagonal q over components
+  int rank = 0;              // > 0: P = I + W W' with W of this many columns
+  bool lbfgs = true;         // full batch: L-BFGS with q optimal at each step (else Adam steps)
+  // Full batch: products over distinct (rounded) values of each component
+  // (discrete.hpp); the R default decides (vi_discrete()).
+  bool discrete = false;
+  double bins = 1000;  // values per gp() input (<= 0: exact values)
+};
+
+class NaturalQ : public WhitenedGaussianModel {
+ public:
+  Likelihood lik;
+  SvgpSettings opt;
+
+  NaturalQ(std::vector<Component> components, Likelihood likelihood, Settings settings, SvgpSettings options,
+           const double* X, std::size_t n, std::size_t p, const double* y, const double* w, const double* offset)
+      : WhitenedGaussianModel(std::move(components), settings, X, n, p, y, w, offset),
+        lik(std::move(likelihood)),
+        opt(options) {}
+  // (a copy's data pass reads the copy)
+  NaturalQ(const NaturalQ& o)
+      : WhitenedGaussianModel(o),
+        lik(o.lik),
+        opt(o.opt),
+        data_(o.data_, *this, lik),
+        rank_loss_(o.rank_loss_),
+        pfor_(o.pfor_),
+        rho_(o.rho_),
+        q_change_(o.q_change_),
+        full_(o.full_),
+        dummy_rng_(o.dummy_rng_),
+        warmup_(o.warmup_) {}
+  NaturalQ& operator=(const NaturalQ&) = delete;
+
+  // ---- the pass over the data (data_pass.hpp) ----------------------------------
+  DataPass& data() { return data_; }
+  const DataPass& data() const { return data_; }
+  PassSums evaluate(const std::vector<std::size_t>* idx, Pass pass, const ParallelFor& pfor) const {
+    return data_.evaluate(idx, pass, pfor);
+  }
+  PassSums evaluate(const std::vector<std::size_t>* idx, bool grad, const ParallelFor& pfor) const {
+    return data_.evaluate(idx, grad, pfor);
+  }
+
+  // ---- parameters moved by Adam: the hyperparameters, then the noise ----------------
+  Index n_theta() const { return n_hyper() + (lik.has_noise() && set.learn_noise ? 1 : 0); }
+
+  VectorXd pack() const {
+    VectorXd th(n_theta());
+    pack_hyper(th.head(n_hyper()));
+    if (lik.has_noise() && set.learn_noise) th(n_hyper()) = lik.log_noise;
+    return th;
+  }
+
+  void unpack(const VectorXd& th) {
+    unpack_hyper(th.head(n_hyper()));
+    if (lik.has_noise() && set.learn_noise) lik.log_noise = Likelihood::clamp_log_noise(th(n_hyper()));
+  }
+
+  // Full gradient of the ELBO estimate in the packed layout, given the
+  // accumulated data statistics of a batch with scale s = N / |batch|.
+  VectorXd gradient(const PassSums& acc, double s) const {
+    VectorXd gr(n_theta());
+    const Index Mt = total_size();
+    MatrixXd Q = acc.Q.selfadjointView<Eigen::Lower>();
+    // Phi' Phibar = r m' + 2 Q (S - I)
+    const MatrixXd PtPb = acc.r * m.transpose() + 2.0 * Q * (S - MatrixXd::Identity(Mt, Mt));
+    gr.head(n_hyper()) = hyper_gradient(PtPb, acc.grad, s);
+    if (lik.has_noise() && set.learn_noise) gr(n_hyper()) = s * acc.dlognoise;
+    return gr;
+  }
+
+  // Natural-gradient step of size rho on q(v) towards the target of the batch:
+  //   P* = I - 2 s Q,   h* = s (r - 2 Q m)        (Q = Phi' diag(gamma) Phi)
+  // For the mean-field family both are restricted to the diagonal blocks
+  // (h*_c = s (r_c - 2 Q_cc m_c)).
+  void natural_step(const PassSums& acc, double s, double rho) {
+    const Index Mt = total_size();
+    MatrixXd Q = acc.Q.selfadjointView<Eigen::Lower>();
+    if (opt.meanfield) {
+      MatrixXd Qb = MatrixXd::Zero(Mt, Mt);
+      for (std::size_t c = 0; c < comps.size(); ++c) {
+        const Index o = offsets_[c], M = comps[c].size();
+        Qb.block(o, o, M, M) = Q.block(o, o, M, M);
+      }
+      Q = std::move(Qb);
+    }
+    MatrixXd Pt = -2.0 * s * Q;
+    Pt.diagonal().array() += 1.0;
+    P = (1.0 - rho) * P + rho * Pt;
+    h = (1.0 - rho) * h + rho * s * (acc.r - 2.0 * Q * m);
+    if (opt.rank > 0 && opt.rank < Mt) truncate_rank();
+  }
+
+  // The optimal mean-field q for a Gaussian likelihood on all rows: the
+  // posterior of v is Gaussian with precision P* = I - 2 Q and mean
+  // m* = P*^{-1} (r - 2 Q m) (r - 2 Q m does not depend on m), and the
+  // block-diagonal Gaussian closest to it in KL(q || p) keeps that mean with
+  // the diagonal blocks of P* as precisions (Bishop 2006, section 10.1.2).
+  // The simultaneous block updates of natural_step() reach the same point,
+  // but slowly when components are strongly correlated.
+  void gaussian_meanfield_optimum(const PassSums& acc) {
+    const Index Mt = total_size();
+    const MatrixXd Q = acc.Q.selfadjointView<Eigen::Lower>();
+    MatrixXd Pf = -2.0 * Q;
+    Pf.diagonal().array() += 1.0;
+    const Eigen::LLT<MatrixXd> llt(Pf);
+    if (llt.info() != Eigen::Success) throw numerical_error("the posterior precision is not positive definite");
+    const VectorXd mean = llt.solve(acc.r - 2.0 * Q * m);
+    P = MatrixXd::Zero(Mt, Mt);
+    for (std::size_t c = 0; c < comps.size(); ++c) {
+      const Index o = offsets_[c], M = comps[c].size();
+      P.block(o, o, M, M) = Pf.block(o, o, M, M);
+    }
+    h = P * mean;
+  }
+
+  // Projects P onto {I + W W' : W with `rank` columns} (the low-rank precision
+  // of Adam, Durrande and John 2018, eq. 7, whitened) by keeping the largest
+  // eigenvalues of P - I, and keeps the mean of the full-rank step
+  // (h = P_R m); rank_loss() is the share of the effective degrees of freedom
+  // (sum of l / (1 + l) over the eigenvalues l of P - I) the truncation drops.
+  void truncate_rank() {
+    const Index Mt = total_size();
+    const Eigen::LLT<MatrixXd> llt(P);
+    if (llt.info() != Eigen::Success) throw numerical_error("the posterior precision is not positive definite");
+    const VectorXd mean = llt.solve(h);
+    MatrixXd D = P;
+    D.diagonal().array() -= 1.0;
+    Eigen::SelfAdjointEigenSolver<MatrixXd> es(D);
+    const VectorXd ev = es.eigenvalues().cwiseMax(0.0);  // ascending
+    const Index R = opt.rank;
+    const VectorXd edf = ev.array() / (1.0 + ev.array());
+    const double total = edf.sum();
+    rank_loss_ = total > 0 ? edf.head(Mt - R).sum() / total : 0.0;
+    const MatrixXd V = es.eigenvectors().rightCols(R);
+    P = V * ev.tail(R).asDiagonal() * V.transpose();
+    P.diagonal().array() += 1.0;
+    h = P * mean;
+  }
+  double rank_loss() const { return rank_loss_; }
+
+  void bounds(VectorXd& lo, VectorXd& hi) const {
+    lo.resize(n_theta());
+    hi.resize(n_theta());
+    hyper_bounds(lo.head(n_hyper()), hi.head(n_hyper()));
+    if (lik.has_noise() && set.learn_noise) {
+      lo(n_hyper()) = Likelihood::kMinLogNoise;
+      hi(n_hyper()) = Likelihood::kMaxLogNoise;
+    }
+  }
+
+  // Initial q: one full natural step (a Newton step from the prior mean) on
+  // the rows of `sampler` with the likelihood evaluated at the mean.  Far
+  // better than the prior for vague parametric priors and non-Gaussian
+  // likelihoods.
+  void initial_q(const Sampler& sampler) {
+    data_.plug_in = true;
+    natural_step(evaluate(sampler.rows(), false, *pfor_), sampler.scale(), 1.0);
+    data_.plug_in = false;
+    refresh();
+  }
+
+  // The start of q after the hyperparameters changed: q(v) moved so that
+  // q(u) at the inducing points, u_c = L_c v_c, stays as it was (with the
+  // Cholesky factors old_L before the change and L after it: v_c ->
+  // L_c^-1 old_L_c v_c; when the inducing inputs moved too, q(u) at the old
+  // inputs becomes q(u) at the new ones).  The optimum of q is a function of the data, which
+  // q(u) describes directly; the whitened v drifts with the kernel variance
+  // and lengthscales.  In natural parameters, with T = diag(old_L_c^-1 L_c):
+  // P -> T' P T, h -> T' h.  Components without inducing points keep theirs.
+  void keep_inducing_values(const std::vector<MatrixXd>& old_L) {
+    if (old_L.size() != comps.size()) return;
+    const Index Mt = total_size();
+    MatrixXd T = MatrixXd::Identity(Mt, Mt);
+    bool moved = false;
+    for (std::size_t c = 0; c < comps.size(); ++c) {
+      const MatrixXd& L = prior_[c].L;
+      const Index o = offsets_[c], M = comps[c].size();
+      if (L.size() == 0 || old_L[c].rows() != M || L.rows() != M || old_L[c] == L) continue;
+      T.block(o, o, M, M) = old_L[c].triangularView<Eigen::Lower>().solve(L);
+      moved = true;
+    }
+    if (!moved) return;
+    const MatrixXd P0 = P;
+    const VectorXd h0 = h;
+    P = T.transpose() * P0 * T;
+    P = 0.5 * (P + P.transpose());
+    h = T.transpose() * h0;
+    try {
+      refresh_q();
+    } catch (const numerical_error&) {
+      P = P0;
+      h = h0;
+      refresh_q();
+    }
+  }
+
+
+  // The inner loop of profile() for likelihoods without a closed-form q:
+  // natural steps of size 1, halved after a step that lowers the ELBO (or
+  // leaves q invalid; the step is undone), doubled again after two accepted
+  // steps in a row (a step that had to be shortened far from the optimum
+  // need not stay short near it), until the ELBO is within 1e-10 relative
+  // of its optimum and the mean within 1e-6 (at most 500 steps).  Full steps
+  // converge linearly: with three in a row, the larger of the last two
+  // ratios of successive changes (of the mean, of the ELBO), r < 1/2, bounds
+  // what is left by the last change times r / (1 - r); otherwise the last
+  // change itself must be below the tolerances.  When that bound, applied once more, says the next step will
+  // end the loop, its evaluation is asked for the gradient as well.
+  // `value(E&, bool gradient)` returns the ELBO at the current q and fills
+  // what a step needs (and the gradient when asked); `take(const E&, rho)`
+  // changes P and h (refresh_q() follows).  On return `cur` is the
+  // evaluation at the final q and `cur_gradient` says whether it has the
+  // gradient.  Returns the mean before the last accepted step.
+  template <class E, class Value, class Take>
+  VectorXd optimise_q(Value value_of, Take take, E& cur, bool& cur_gradient) {
+    constexpr double kTolMean = 1e-6, kTolValue = 1e-10, kMaxRate = 0.5;
+    double rho = 1.0;
+    cur_gradient = false;
+    double last = value_of(cur, false);
+    VectorXd m0 = m;
+    int accepted_run = 0;
+    // the last accepted step's changes (full steps; < 0: none) and the
+    // larger of the last two ratios of successive full steps' changes (< 0:
+    // fewer than three full steps in a row)
+    double dm_last = -1, gain_last = -1, rate_m = -1, rate_v = -1, ratio_m = -1, ratio_v = -1;
+    // what is left after a change d converging at rate r
+    const auto left = [](double d, double r) { return r >= 0 && r < kMaxRate ? d * r / (1.0 - r) : d; };
+    const auto reset = [&] { dm_last = gain_last = rate_m = rate_v = ratio_m = ratio_v = -1; };
+    for (int k = 0; k < 500; ++k) {
+      const MatrixXd P0 = P;
+      const VectorXd h0 = h, mk = m;
+      const double step = rho;
+      const double tol_v = kTolValue * (1.0 + std::abs(last));
+      // the next full step, predicted at the last rates, leaves too little to continue
+      const bool ask = step == 1.0 && rate_m >= 0 && rate_m < kMaxRate && rate_v >= 0 && rate_v < kMaxRate &&
+                       left(dm_last * rate_m, rate_m) <= kTolMean && left(std::max(gain_last, 0.0) * rate_v, rate_v) <= tol_v;
+      bool better = false;
+      E next;
+      double value = -std::numeric_limits<double>::infinity();
+      try {
+        take(cur, rho);
+        refresh_q();
+        value = value_of(next, ask);
+        better = value >= last - 1e-12 * std::abs(last);
+      } catch (const numerical_error&) {
+        better = false;
+      }
+      if (!better) {
+        accepted_run = 0;
+        reset();
+        P = P0;
+        h = h0;
+        refresh_q();
+        rho *= 0.5;
+        if (rho < 1e-3) break;
+        continue;
+      }
+      m0 = mk;
+      if (++accepted_run >= 2) rho = std::min(1.0, 2.0 * rho);
+      const double gain = value - last, dm = (m - m0).lpNorm<Eigen::Infinity>();
+      last = value;
+      cur = std::move(next);
+      cur_gradient = ask;
+      if (step == 1.0) {
+        const double rm = dm_last > 0 ? dm / dm_last : -1, rv = gain_last > 0 ? std::max(gain, 0.0) / gain_last : -1;
+        rate_m = rm >= 0 && ratio_m >= 0 ? std::max(rm, ratio_m) : -1;
+        rate_v = rv >= 0 && ratio_v >= 0 ? std::max(rv, ratio_v) : -1;
+        ratio_m = rm;
+        ratio_v = rv;
+        dm_last = dm;
+        gain_last = gain;
+      } else {
+        reset();
+      }
+      const bool small = gain <= kTolValue * (1.0 + std::abs(value)) && dm <= kTolMean;
+      const bool bounded = rate_m >= 0 && rate_v >= 0 && left(dm, rate_m) <= kTolMean &&
+                           left(std::max(gain, 0.0), rate_v) <= kTolValue * (1.0 + std::abs(value));
+      if (small || bounded) break;
+    }
+    return m0;
+  }
+
+
+  // Other likelihoods after minibatches: damped full-data natural steps
+  // (size 0.5) remove the minibatch noise from q, until the ELBO gains less
+  // than tol per observation (at most 10).  `value_of(E&)` evaluates all rows
+  // at the current q (the ELBO, and what a step needs); `take(const E&,
+  // rho)` changes P and h.
+  template <class E, class Value, class Take>
+  void settle_q(Value value_of, Take take) {
+    double last = -std::numeric_limits<double>::infinity();
+    for (int k = 0; k < 10; ++k) {
+      E e;
+      const double value = value_of(e);
+      if (value - last < set.tol * static_cast<double>(n())) break;
+      last = value;
+      take(e, 0.5);
+      refresh();
+    }
+  }
+
+  // The fit maximised the ELBO plus the log prior: report them apart.
+  void finish_profile(FitInfo& info) const {
+    info.q_change = q_change_;
+    info.log_prior = log_prior();
+    info.objective -= info.log_prior;
+  }
+
+  // ---- the state of a fit (the drivers of fit_loop.hpp) ---------------------------
+  // The start of a fit: the executor, the rows of each iteration (shuffled
+  // minibatches of set.batch_size rows, or all rows), the natural step size
+  // and the warm-up before the first parameter step (natural_rate(),
+  // natural_warmup()).
+  Sampler begin_fit(const ParallelFor& pfor, Rng& rng) {
+    pfor_ = &pfor;
+    Sampler sampler(Sampler::Mode::shuffled, n(), set.batch_size, rng);
+    full_ = sampler.full();
+    rho_ = natural_rate(opt.natgrad_step, full_, lik.family == Family::gaussian);
+    warmup_ = natural_warmup(rho_);
+    return sampler;
+  }
+  int warmup() const { return warmup_; }
+  int stop_warmup() const { return warmup_; }
+  bool own_stop() const { return false; }
+  void back_off() { rho_ *= 0.5; }
+  // A state to go back to: the packed parameters `theta` (the engine's
+  // pack()) and q's natural parameters.
+  struct Snapshot {
+    VectorXd theta, h;
+    MatrixXd P;
+  };
+  Snapshot snapshot_with(VectorXd theta) const { return {std::move(theta), h, P}; }
+  // Back to a snapshot, once the engine's unpack() has restored theta.
+  void restore_q(const Snapshot& s) {
+    P = s.P;
+    h = s.h;
+    refresh();
+  }
+
+ protected:
+  DataPass data_{*this, lik, opt.meanfield, opt.discrete, opt.bins};
+  double rank_loss_ = 0;
+  const ParallelFor* pfor_ = nullptr;
+  double rho_ = 1, q_change_ = 0;
+  bool full_ = true;
+  Rng dummy_rng_{0};  // (a full-data sampler draws nothing)
+  int warmup_ = 0;
+};
+
+}  // namespace scalegp
