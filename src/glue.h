@@ -136,18 +136,34 @@ inline Rcpp::NumericVector seconds_of(const FitInfo& info) {
                                      Rcpp::Named("final") = info.seconds_final);
 }
 
-// What every fit of a whitened-Gaussian engine returns (R: collect_fit());
-// an engine adds its own entries.
-inline Rcpp::List fit_result(const WhitenedGaussianModel& model, const FitInfo& info, const Rcpp::List& specs) {
+// What every fit returns, whatever its posterior (R: collect_fit()): how the
+// fit went.  An engine adds its posterior and its own entries.
+inline Rcpp::List info_result(const FitInfo& info) {
   return Rcpp::List::create(
-      Rcpp::Named("specs") = components_to(model.comps, specs),
-      Rcpp::Named("state") = Rcpp::List::create(Rcpp::Named("P") = model.P, Rcpp::Named("h") = model.h),
-      Rcpp::Named("m") = model.m, Rcpp::Named("S") = model.S, Rcpp::Named("trace") = info.trace,
-      Rcpp::Named("iterations") = info.iterations, Rcpp::Named("converged") = info.converged,
-      Rcpp::Named("objective") = info.objective, Rcpp::Named("log_prior") = info.log_prior,
-      Rcpp::Named("failures") = info.failures, Rcpp::Named("evaluations") = info.evaluations,
-      Rcpp::Named("gradient") = info.gradient, Rcpp::Named("q_change") = info.q_change,
-      Rcpp::Named("stop") = info.stop, Rcpp::Named("seconds") = seconds_of(info));
+      Rcpp::Named("trace") = info.trace, Rcpp::Named("iterations") = info.iterations,
+      Rcpp::Named("converged") = info.converged, Rcpp::Named("objective") = info.objective,
+      Rcpp::Named("log_prior") = info.log_prior, Rcpp::Named("failures") = info.failures,
+      Rcpp::Named("evaluations") = info.evaluations, Rcpp::Named("gradient") = info.gradient,
+      Rcpp::Named("q_change") = info.q_change, Rcpp::Named("stop") = info.stop,
+      Rcpp::Named("seconds") = seconds_of(info));
+}
+
+// The posterior of an engine with a whitened Gaussian over inducing variables
+// (R: posterior_state.gpgam()): the components with their fitted kernels and
+// inducing inputs, the precision form P, h and the moments m, S.
+inline void add_whitened_posterior(Rcpp::List& out, const WhitenedGaussianModel& model, const Rcpp::List& specs) {
+  out["specs"] = components_to(model.comps, specs);
+  out["state"] = Rcpp::List::create(Rcpp::Named("P") = model.P, Rcpp::Named("h") = model.h);
+  out["m"] = model.m;
+  out["S"] = model.S;
+}
+
+// info_result() with the whitened posterior: what the vi, ep and decoupled
+// engines return before their own entries.
+inline Rcpp::List fit_result(const WhitenedGaussianModel& model, const FitInfo& info, const Rcpp::List& specs) {
+  Rcpp::List out = info_result(info);
+  add_whitened_posterior(out, model, specs);
+  return out;
 }
 
 }  // namespace glue
