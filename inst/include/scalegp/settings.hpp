@@ -1,7 +1,7 @@
 // Settings every engine reads, and what every fit reports.  An engine's own
 // options live in a struct of its own header (SvgpSettings in natural_q.hpp,
 // shared by the variational engines; DecoupledSettings in decoupled.hpp;
-// EpSettings in ep.hpp), read by that engine's glue only.
+// EpSettings in ep_model.hpp), read by that engine's glue only.
 #pragma once
 #include <Eigen/Dense>
 #include <chrono>
