@@ -12,7 +12,8 @@ common_settings <- function(control) {
 }
 
 # Progress bar (with verbose = TRUE) showing the iteration, the objective
-# (named `label`, shifted by `shift`) and the time.  Returns the monitor the
+# the fit maximises (named `label`, plus " + log prior" when the
+# hyperparameters have priors, shifted by `shift`) and the time.  Returns the monitor the
 # C++ fit loop calls on the main thread after every iteration; the bar is
 # closed when the frame `envir` (the caller's, by default) exits, so a fit
 # that ends early, fails or is interrupted leaves no bar behind.
@@ -22,6 +23,7 @@ progress_monitor <- function(control, label, shift = 0, envir = parent.frame()) 
   bar <- cli::cli_progress_bar(
     "Fitting", total = control$iterations, .auto_close = FALSE,
     format = paste0("{cli::pb_spin} iteration {cli::pb_current} (at most {cli::pb_total}) | ", label,
+                    if (isTRUE(control$priors)) " + log prior",
                     " {format(value, digits = 6)} | {cli::pb_elapsed}"))
   env <- environment()
   # (the bar's format is evaluated in `env` on closing too: cli >= 3.6 does)
