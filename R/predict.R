@@ -21,6 +21,12 @@
 #'   [na.pass()] (default) returns `NA` for them.
 #' @param terms with `type = "terms"`, the labels of the terms to return (as
 #'   in [predict.lm()]); `NULL`: all.
+#' @param interval for a Gaussian model with `type = "link"` or `"response"`,
+#'   as in [predict.lm()]: `"none"` (default), `"confidence"` (a posterior
+#'   interval of the mean, `fit +/- z se.fit`) or `"prediction"` (of a new
+#'   observation, `fit +/- z sqrt(se.fit^2 + sigma^2)`, the noise of a row of
+#'   weight 1); the result is then a matrix with columns `fit`, `lwr`, `upr`.
+#' @param level the probability of the interval.
 #' @param ... unused.
 #' @return A vector (or, for `"terms"`, a matrix) of predictions; with
 #'   `se.fit = TRUE` a list with components `fit`, `se.fit` and
@@ -34,8 +40,17 @@
 #' predict(fit, data.frame(x = c(0.1, 0.5, 0.9)), type = "response", se.fit = TRUE)
 #' @export
 predict.gpgam <- function(object, newdata, type = c("link", "response", "terms"), se.fit = FALSE,
-                          na.action = stats::na.pass, terms = NULL, ...) {
+                          na.action = stats::na.pass, terms = NULL,
+                          interval = c("none", "confidence", "prediction"), level = 0.95, ...) {
   type <- match.arg(type)
+  interval <- match.arg(interval)
+  if (interval != "none") {
+    if (object$likelihood != "gaussian")
+      stop_arg("interval", "is for Gaussian models; for ", object$family$family, " use se.fit or simulate()")
+    if (type == "terms") stop_arg("interval", "is for type = \"link\" or \"response\"")
+    if (!is.numeric(level) || length(level) != 1 || !(level > 0 && level < 1))
+      stop_arg("level", "must be a probability in (0, 1)")
+  }
   if (!is.logical(se.fit) || length(se.fit) != 1 || is.na(se.fit)) stop_arg("se.fit", "must be TRUE or FALSE")
   nd <- new_design(object, newdata, na.action)
   ok <- nd$ok
@@ -60,6 +75,11 @@ predict.gpgam <- function(object, newdata, type = c("link", "response", "terms")
   } else {
     fit <- fill(lp$fit)
     se <- fill(lp$se)
+  }
+  if (interval != "none") {
+    z <- stats::qnorm((1 + level) / 2)
+    half <- z * if (interval == "confidence") se else sqrt(se^2 + sigma(object)^2)
+    fit <- cbind(fit = fit, lwr = fit - half, upr = fit + half)
   }
   if (!se.fit) return(fit)
   list(fit = fit, se.fit = se, residual.scale = sigma(object))
