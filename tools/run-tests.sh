@@ -120,8 +120,32 @@ stage_interactive() {
   bash tools/interactive-check.sh "$ROOT/$lib"
 }
 
+# A notice (not a failure) for each stored replication result older than the
+# last commit to the engine it exercises (by the result's name: seed001_* the
+# EP engine, seed002_* the decoupled engine, seed004* the variational engine).
+stale_results() {
+  local f engine paths res_time eng_time
+  git rev-parse --git-dir >/dev/null 2>&1 || { echo "(no git history: staleness not checked)"; return 0; }
+  for f in inst/replication/results/*.rds; do
+    [ -e "$f" ] || continue
+    case "$(basename "$f")" in
+      seed001_*) engine=ep; paths="R/engine-ep.R src/ep.cpp inst/include/scalegp/ep.hpp inst/include/scalegp/ep_model.hpp inst/include/scalegp/ep_minibatch.hpp inst/include/scalegp/ep_site.hpp" ;;
+      seed002_*) engine=decoupled; paths="R/engine-decoupled.R src/decoupled.cpp inst/include/scalegp/decoupled.hpp inst/include/scalegp/natural_q.hpp inst/include/scalegp/data_pass.hpp" ;;
+      seed004*) engine=vi; paths="R/engine-vi.R src/svgp.cpp inst/include/scalegp/svgp.hpp inst/include/scalegp/natural_q.hpp inst/include/scalegp/data_pass.hpp inst/include/scalegp/discrete.hpp" ;;
+      *) continue ;;
+    esac
+    res_time=$(git log -1 --format=%ct -- "$f")
+    eng_time=$(git log -1 --format=%ct -- $paths)
+    if [ -n "$res_time" ] && [ -n "$eng_time" ] && [ "$res_time" -lt "$eng_time" ]; then
+      echo "NOTICE: $f (stored $(git log -1 --format=%cs -- "$f")) is older than the last change to the $engine engine ($(git log -1 --format='%cs %h' -- $paths)); rerun its script in inst/replication/"
+    fi
+  done
+}
+
 main() {
   local deps_rc
+  banner "stored replication results"
+  stale_results
   banner "install dependencies"
   bash tools/install-deps.sh
   deps_rc=$?
