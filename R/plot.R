@@ -24,7 +24,8 @@
 #' @param shade draw the band as a shaded region (`TRUE`) or as dashed lines.
 #' @param shade.col the colour of a shaded band.
 #' @param scale `-1` (default): the panels of terms over one input share one
-#'   y-axis range, as in mgcv; `0`: each panel has its own.
+#'   y-axis range, as in mgcv, and the maps of terms over two inputs one
+#'   colour scale (symmetric about zero, with a key); `0`: each panel has its own.
 #' @param select indices of the panels to draw (of the `gp()` terms, then,
 #'   with `all.terms`, of the parametric terms).
 #' @param all.terms also plot the parametric terms.
@@ -114,6 +115,16 @@ plot.gpgam <- function(x, which = c("terms", "trace"), residuals = FALSE, rug = 
     ylim <- range(unlist(lapply(panels[one_d], function(p) tr(c(p$fit - mult * p$se, p$fit + mult * p$se, p$p.resid)))),
                   na.rm = TRUE)
   labs <- list(xlab = xlab, ylab = ylab, main = main, ylim = user_ylim)
+  # maps of terms over two inputs: colours on one scale, symmetric about the
+  # transformed zero and shared by all maps (and the curves) with scale = -1,
+  # so that a near-null term looks pale
+  two_d <- vapply(panels, function(p) p$kind == "2d", TRUE)
+  if (any(two_d)) {
+    z0 <- tr(0)
+    a <- vapply(panels[two_d], function(p) max(abs(tr(p$fit) - z0), na.rm = TRUE), 0)
+    if (scale == -1) a[] <- max(a, if (!is.null(ylim)) abs(ylim - z0))
+    for (k in seq_along(a)) panels[two_d][[k]]$zlim <- z0 + c(-1, 1) * max(a[k], 1e-12)
+  }
   for (p in panels) draw_panel(p, mult, shade, shade.col, ylim, scheme, labs, col, tr, ...)
   invisible(panels)
 }
@@ -255,8 +266,13 @@ draw_panel <- function(p, mult, shade, shade.col, ylim, scheme, labs, col, tr, .
                       main = main, theta = 30, phi = 30, col = "lightblue", shade = 0.4, border = NA, ...)
       return(invisible())
     }
-    graphics::image(p$x, p$y, tr(p$fit), col = grDevices::hcl.colors(50, "Blue-Red 3"), xlab = xlab,
+    zlim <- p$zlim %||% range(tr(p$fit))
+    graphics::image(p$x, p$y, tr(p$fit), col = grDevices::hcl.colors(50, "Blue-Red 3"), zlim = zlim, xlab = xlab,
                     ylab = labs$ylab %||% p$ylab, main = labs$main %||% p$label, ...)
+    # the colour key
+    keys <- seq(zlim[1], zlim[2], length.out = 5)
+    graphics::legend("topright", legend = format(signif(keys, 2)), fill = grDevices::hcl.colors(5, "Blue-Red 3"),
+                     bg = grDevices::adjustcolor("white", 0.8), cex = 0.6, title = "term", inset = 0.01)
     if (scheme == "contour") {
       graphics::contour(p$x, p$y, tr(p$fit), add = TRUE)
       if (mult > 0) graphics::contour(p$x, p$y, p$se, add = TRUE, lty = 2, col = "grey40", labcex = 0.6)

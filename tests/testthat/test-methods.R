@@ -260,3 +260,19 @@ test_that("deviance(), df.residual(), AIC(fit1, fit2), anova() refusals and pred
   expect_gt(p[[1]]$se[1], plot(fit)[[1]]$se[1])
   expect_error(plot(fit, trans = "exp"), "'trans'")
 })
+
+test_that("maps of terms over two inputs share one colour scale, symmetric about zero", {
+  set.seed(4)
+  n <- 300
+  d <- data.frame(x1 = runif(n), x2 = runif(n), x3 = runif(n), x4 = runif(n))
+  d$y <- 2 * sin(3 * d$x1) * cos(3 * d$x2) + rnorm(n, sd = 0.3)
+  fit <- gpgam(y ~ gp(x1, x2) + gp(x3, x4), data = d, control = gp_control(inducing = 16, verbose = FALSE, seed = 1))
+  pdf(NULL)
+  on.exit(grDevices::dev.off(), add = TRUE)
+  p <- plot(fit)
+  expect_equal(p[[1]]$zlim, p[[2]]$zlim)
+  expect_equal(p[[1]]$zlim[1], -p[[1]]$zlim[2])
+  expect_equal(p[[1]]$zlim[2], max(abs(p[[1]]$fit), abs(p[[2]]$fit)))
+  q <- plot(fit, scale = 0)
+  expect_lt(q[[2]]$zlim[2], q[[1]]$zlim[2])
+})
