@@ -9,8 +9,8 @@
     .Call(`_scalegp_decoupled_mean`, spec, basis, coef, X, threads)
 }
 
-.ep_fit <- function(X, y, w, offset, specs, control, options, threads, seed, monitor, remote, n_total) {
-    .Call(`_scalegp_ep_fit`, X, y, w, offset, specs, control, options, threads, seed, monitor, remote, n_total)
+.ep_fit <- function(X, y, w, offset, specs, control, options, threads, seed, monitor, remote, n_total, fitted_offset = NULL) {
+    .Call(`_scalegp_ep_fit`, X, y, w, offset, specs, control, options, threads, seed, monitor, remote, n_total, fitted_offset)
 }
 
 .ep_shard_pass <- function(X, y, w, offset, control, options, sites, bounds, kind, rho, action, state, threads) {
@@ -85,7 +85,7 @@
     .Call(`_scalegp_discrete_row_sums`, y, w, offset, keys, C, index, bounds, family, gh_points, parts, stats, gradient, threads)
 }
 
-.svgp_fit <- function(X, y, w, offset, specs, family, log_noise, control, options, threads, seed, monitor, shards, remote) {
-    .Call(`_scalegp_svgp_fit`, X, y, w, offset, specs, family, log_noise, control, options, threads, seed, monitor, shards, remote)
+.svgp_fit <- function(X, y, w, offset, specs, family, log_noise, control, options, threads, seed, monitor, shards, remote, fitted_offset = NULL) {
+    .Call(`_scalegp_svgp_fit`, X, y, w, offset, specs, family, log_noise, control, options, threads, seed, monitor, shards, remote, fitted_offset)
 }
 

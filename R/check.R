@@ -185,7 +185,7 @@ simulate.scalegp <- function(object, nsim = 1, seed = NULL, ...) {
   ysc <- object$scaling$y
   eta <- latent_draws(object, nd$X, nsim)
   n <- nrow(nd$X)
-  eta <- ysc$center + ysc$scale * (eta + nd$offset / ysc$scale)
+  eta <- unscale_mean(ysc, eta + nd$offset / ysc$scale)
   w <- object$prior.weights
   sims <- switch(object$likelihood,
     gaussian = eta + sigma(object) / sqrt(pmax(w, 1e-300)) * matrix(stats::rnorm(n * nsim), n),

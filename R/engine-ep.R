@@ -117,7 +117,7 @@ engine_fit.engine_ep <- function(engine, setup, control) {
   res <- .ep_fit(if (local) setup$X else setup$X[0, , drop = FALSE], if (local) setup$y else numeric(),
                  if (local) setup$w else numeric(), if (local) setup$offset else numeric(), setup$comps, settings,
                  options, control$threads, control$seed, progress_monitor(control, engine$objective), remote,
-                 setup$n)
+                 setup$n, if (local) setup$offset_raw / setup$yscaling$scale)
   res$distributed <- if (!local) length(control$options$cluster)
   res
 }

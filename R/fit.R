@@ -82,12 +82,16 @@ collect_fit <- function(setup, res, control, engine) {
   fit
 }
 
-# The response scaling undone: a latent predictor `eta` on the internal
-# scale with the internal offset `offset` (the user's on the internal scale,
-# plus the Poisson centre) to the data scale with the user's offset.
+# The response scaling undone, in one place.  unscale_mean(): a latent
+# predictor `eta` on the internal scale (with the user's offset on that
+# scale) to the data scale; unscale_sd(): a latent variance to an sd on the
+# data scale.  to_data_scale(): `eta` with the internal offset `offset` (the
+# user's on the internal scale plus the Poisson centre, which the setup
+# moves into the offset) to the data scale with the user's offset.
+unscale_mean <- function(ysc, eta) ysc$center + ysc$scale * eta
+unscale_sd <- function(ysc, var) ysc$scale * sqrt(var)
 to_data_scale <- function(setup, eta, offset = 0) {
-  ysc <- setup$yscaling
-  ysc$center + ysc$scale * (eta - offset) + setup$offset_raw
+  unscale_mean(setup$yscaling, eta - offset) + setup$offset_raw
 }
 
 # Hyperparameters on the scale of the data: per gp() term its label, type,

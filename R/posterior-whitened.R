@@ -109,15 +109,17 @@ latent_predict.gpgam <- function(fit, X, offset, terms = FALSE, se = TRUE) {
                    fit$control$jitter, fit$control$threads, if (terms && any(st$center != 0)) st$center,
                    variance = se || terms)
   ysc <- fit$scaling$y
-  out <- list(fit = ysc$center + ysc$scale * r$mean, se = ysc$scale * sqrt(r$var))
+  out <- list(fit = unscale_mean(ysc, r$mean), se = unscale_sd(ysc, r$var))
   if (terms) {
     out$term_fit <- ysc$scale * r$term_mean
-    out$term_se <- ysc$scale * sqrt(r$term_var)
+    out$term_se <- unscale_sd(ysc, r$term_var)
   }
   out
 }
 
-# The linear predictor at the data from the engine's result.  A discretised
+# The linear predictor at the data from the engine's result (row_fit, the
+# rows' latent predictor with the user's offset on the internal scale, or,
+# from a discretised fit, row_mean), else by latent_predict().  A discretised
 # fit returns the latent predictor of each row: from its values when no input
 # was rounded (the same numbers, sums over distinct values), else the mean at
 # its own inputs (terms over one or two rounded inputs interpolated from their
@@ -126,10 +128,13 @@ latent_predict.gpgam <- function(fit, X, offset, terms = FALSE, se = TRUE) {
 # on average) and the variance at its rounded values (internal scale, with
 # the internal offset); other fits predict at the rows.
 fitted_latent.gpgam <- function(fit, setup, res) {
+  ysc <- fit$scaling$y
+  if (!is.null(res$row_fit))  # (from the engine's result, as latent_predict() computes it)
+    return(list(fit = unscale_mean(ysc, res$row_fit), se = unscale_sd(ysc, res$row_fit_var)))
   if (is.null(res$row_mean))
     return(latent_predict(fit, setup$X, setup$offset_raw, se = fit$likelihood != "gaussian"))
   list(fit = to_data_scale(setup, res$row_mean, setup$offset),
-       se = if (!is.null(res$row_var)) fit$scaling$y$scale * sqrt(res$row_var) else numeric(length(res$row_mean)))
+       se = if (!is.null(res$row_var)) unscale_sd(ysc, res$row_var) else numeric(length(res$row_mean)))
 }
 
 # Per gp() term at internal design rows X: its centred posterior mean f and

@@ -49,8 +49,8 @@ BEGIN_RCPP
 END_RCPP
 }
 // ep_fit
-Rcpp::List ep_fit(Eigen::Map<Eigen::MatrixXd> X, Eigen::Map<Eigen::VectorXd> y, Eigen::Map<Eigen::VectorXd> w, Eigen::Map<Eigen::VectorXd> offset, Rcpp::List specs, Rcpp::List control, Rcpp::List options, int threads, double seed, Rcpp::Function monitor, Rcpp::Nullable<Rcpp::Function> remote, double n_total);
-RcppExport SEXP _scalegp_ep_fit(SEXP XSEXP, SEXP ySEXP, SEXP wSEXP, SEXP offsetSEXP, SEXP specsSEXP, SEXP controlSEXP, SEXP optionsSEXP, SEXP threadsSEXP, SEXP seedSEXP, SEXP monitorSEXP, SEXP remoteSEXP, SEXP n_totalSEXP) {
+Rcpp::List ep_fit(Eigen::Map<Eigen::MatrixXd> X, Eigen::Map<Eigen::VectorXd> y, Eigen::Map<Eigen::VectorXd> w, Eigen::Map<Eigen::VectorXd> offset, Rcpp::List specs, Rcpp::List control, Rcpp::List options, int threads, double seed, Rcpp::Function monitor, Rcpp::Nullable<Rcpp::Function> remote, double n_total, Rcpp::Nullable<Rcpp::NumericVector> fitted_offset);
+RcppExport SEXP _scalegp_ep_fit(SEXP XSEXP, SEXP ySEXP, SEXP wSEXP, SEXP offsetSEXP, SEXP specsSEXP, SEXP controlSEXP, SEXP optionsSEXP, SEXP threadsSEXP, SEXP seedSEXP, SEXP monitorSEXP, SEXP remoteSEXP, SEXP n_totalSEXP, SEXP fitted_offsetSEXP) {
 BEGIN_RCPP
     Rcpp::RObject rcpp_result_gen;
     Rcpp::RNGScope rcpp_rngScope_gen;
@@ -66,7 +66,8 @@ BEGIN_RCPP
     Rcpp::traits::input_parameter< Rcpp::Function >::type monitor(monitorSEXP);
     Rcpp::traits::input_parameter< Rcpp::Nullable<Rcpp::Function> >::type remote(remoteSEXP);
     Rcpp::traits::input_parameter< double >::type n_total(n_totalSEXP);
-    rcpp_result_gen = Rcpp::wrap(ep_fit(X, y, w, offset, specs, control, options, threads, seed, monitor, remote, n_total));
+    Rcpp::traits::input_parameter< Rcpp::Nullable<Rcpp::NumericVector> >::type fitted_offset(fitted_offsetSEXP);
+    rcpp_result_gen = Rcpp::wrap(ep_fit(X, y, w, offset, specs, control, options, threads, seed, monitor, remote, n_total, fitted_offset));
     return rcpp_result_gen;
 END_RCPP
 }
@@ -338,8 +339,8 @@ BEGIN_RCPP
 END_RCPP
 }
 // svgp_fit
-Rcpp::List svgp_fit(Eigen::Map<Eigen::MatrixXd> X, Eigen::Map<Eigen::VectorXd> y, Eigen::Map<Eigen::VectorXd> w, Eigen::Map<Eigen::VectorXd> offset, Rcpp::List specs, std::string family, double log_noise, Rcpp::List control, Rcpp::List options, int threads, double seed, Rcpp::Function monitor, Rcpp::Nullable<Rcpp::List> shards, Rcpp::Nullable<Rcpp::Function> remote);
-RcppExport SEXP _scalegp_svgp_fit(SEXP XSEXP, SEXP ySEXP, SEXP wSEXP, SEXP offsetSEXP, SEXP specsSEXP, SEXP familySEXP, SEXP log_noiseSEXP, SEXP controlSEXP, SEXP optionsSEXP, SEXP threadsSEXP, SEXP seedSEXP, SEXP monitorSEXP, SEXP shardsSEXP, SEXP remoteSEXP) {
+Rcpp::List svgp_fit(Eigen::Map<Eigen::MatrixXd> X, Eigen::Map<Eigen::VectorXd> y, Eigen::Map<Eigen::VectorXd> w, Eigen::Map<Eigen::VectorXd> offset, Rcpp::List specs, std::string family, double log_noise, Rcpp::List control, Rcpp::List options, int threads, double seed, Rcpp::Function monitor, Rcpp::Nullable<Rcpp::List> shards, Rcpp::Nullable<Rcpp::Function> remote, Rcpp::Nullable<Rcpp::NumericVector> fitted_offset);
+RcppExport SEXP _scalegp_svgp_fit(SEXP XSEXP, SEXP ySEXP, SEXP wSEXP, SEXP offsetSEXP, SEXP specsSEXP, SEXP familySEXP, SEXP log_noiseSEXP, SEXP controlSEXP, SEXP optionsSEXP, SEXP threadsSEXP, SEXP seedSEXP, SEXP monitorSEXP, SEXP shardsSEXP, SEXP remoteSEXP, SEXP fitted_offsetSEXP) {
 BEGIN_RCPP
     Rcpp::RObject rcpp_result_gen;
     Rcpp::RNGScope rcpp_rngScope_gen;
@@ -357,7 +358,8 @@ BEGIN_RCPP
     Rcpp::traits::input_parameter< Rcpp::Function >::type monitor(monitorSEXP);
     Rcpp::traits::input_parameter< Rcpp::Nullable<Rcpp::List> >::type shards(shardsSEXP);
     Rcpp::traits::input_parameter< Rcpp::Nullable<Rcpp::Function> >::type remote(remoteSEXP);
-    rcpp_result_gen = Rcpp::wrap(svgp_fit(X, y, w, offset, specs, family, log_noise, control, options, threads, seed, monitor, shards, remote));
+    Rcpp::traits::input_parameter< Rcpp::Nullable<Rcpp::NumericVector> >::type fitted_offset(fitted_offsetSEXP);
+    rcpp_result_gen = Rcpp::wrap(svgp_fit(X, y, w, offset, specs, family, log_noise, control, options, threads, seed, monitor, shards, remote, fitted_offset));
     return rcpp_result_gen;
 END_RCPP
 }
@@ -365,7 +367,7 @@ END_RCPP
 static const R_CallMethodDef CallEntries[] = {
     {"_scalegp_decoupled_fit", (DL_FUNC) &_scalegp_decoupled_fit, 12},
     {"_scalegp_decoupled_mean", (DL_FUNC) &_scalegp_decoupled_mean, 5},
-    {"_scalegp_ep_fit", (DL_FUNC) &_scalegp_ep_fit, 12},
+    {"_scalegp_ep_fit", (DL_FUNC) &_scalegp_ep_fit, 13},
     {"_scalegp_ep_shard_pass", (DL_FUNC) &_scalegp_ep_shard_pass, 13},
     {"_scalegp_gp_predict", (DL_FUNC) &_scalegp_gp_predict, 9},
     {"_scalegp_gp_feature_means", (DL_FUNC) &_scalegp_gp_feature_means, 4},
@@ -384,7 +386,7 @@ static const R_CallMethodDef CallEntries[] = {
     {"_scalegp_discrete_shard_sums", (DL_FUNC) &_scalegp_discrete_shard_sums, 9},
     {"_scalegp_discrete_row_index", (DL_FUNC) &_scalegp_discrete_row_index, 3},
     {"_scalegp_discrete_row_sums", (DL_FUNC) &_scalegp_discrete_row_sums, 13},
-    {"_scalegp_svgp_fit", (DL_FUNC) &_scalegp_svgp_fit, 14},
+    {"_scalegp_svgp_fit", (DL_FUNC) &_scalegp_svgp_fit, 15},
     {NULL, NULL, 0}
 };
 

@@ -53,6 +53,8 @@ Rcpp::List decoupled_fit(Eigen::Map<Eigen::MatrixXd> X, Eigen::Map<Eigen::Vector
     out["coef"] = Rcpp::wrap(Eigen::VectorXd(model.coef()));
     out["basis_mean"] = model.basis_data_mean();
     out["learn_inducing"] = model.set.learn_inducing;  // (false once a full-data fit stopped moving them)
+    // (the feature means only: the fitted values add the mean bases in R)
+    add_row_summaries(out, model, X, R_NilValue, false, pfor);
     return out;
   } catch (const std::exception& e) {
     Rcpp::stop(e.what());

@@ -96,7 +96,7 @@ EpSettings ep_settings_from(const Rcpp::List& o) {
 Rcpp::List ep_fit(Eigen::Map<Eigen::MatrixXd> X, Eigen::Map<Eigen::VectorXd> y, Eigen::Map<Eigen::VectorXd> w,
                   Eigen::Map<Eigen::VectorXd> offset, Rcpp::List specs, Rcpp::List control, Rcpp::List options,
                   int threads, double seed, Rcpp::Function monitor, Rcpp::Nullable<Rcpp::Function> remote,
-                  double n_total) {
+                  double n_total, Rcpp::Nullable<Rcpp::NumericVector> fitted_offset = R_NilValue) {
   try {
     Ep model(components_from(specs), settings_from(control), ep_settings_from(options), X.data(),
              static_cast<std::size_t>(X.rows()), static_cast<std::size_t>(X.cols()), y.data(), w.data(),
@@ -119,7 +119,9 @@ Rcpp::List ep_fit(Eigen::Map<Eigen::MatrixXd> X, Eigen::Map<Eigen::VectorXd> y, 
       auto driver = ep_batch(model, reduce);
       info = driver.fit(static_cast<std::size_t>(n_total), rng, monitor_from(monitor));
     }
-    return fit_result(model, info, specs);
+    Rcpp::List out = fit_result(model, info, specs);
+    if (remote.isNull()) add_row_summaries(out, model, X, fitted_offset, true, make_pfor(threads));
+    return out;
   } catch (const std::exception& e) {
     Rcpp::stop(e.what());
   }

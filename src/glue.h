@@ -158,6 +158,27 @@ inline void add_whitened_posterior(Rcpp::List& out, const WhitenedGaussianModel&
   out["S"] = model.S;
 }
 
+// What R would otherwise ask for in more passes over the rows after a fit
+// (R: centre_terms.gpgam(), fitted_latent.gpgam()): the column means of the
+// features over the fit's rows and, given `offset` (the user's offset on the
+// internal scale), the latent predictor at those rows without the response's
+// centre and scale, with its variance when `variance`.  The prior factors and
+// the moments of q are first recomputed from the fitted hyperparameters and
+// P, h, as .gp_feature_means() and .gp_predict() compute them.
+inline void add_row_summaries(Rcpp::List& out, WhitenedGaussianModel& model, const Eigen::Map<Eigen::MatrixXd>& X,
+                              const Rcpp::Nullable<Rcpp::NumericVector>& offset, bool variance,
+                              const ParallelFor& pfor) {
+  model.refresh_prior();
+  out["feature_means"] = model.feature_means(pfor);
+  if (offset.isNull()) return;
+  model.refresh_q();
+  const Eigen::VectorXd off = Rcpp::as<Eigen::VectorXd>(offset.get());
+  Eigen::VectorXd mean, var;
+  model.predict(X, off, mean, var, nullptr, nullptr, pfor, nullptr, variance);
+  out["row_fit"] = mean;
+  out["row_fit_var"] = var;
+}
+
 // info_result() with the whitened posterior: what the vi, ep and decoupled
 // engines return before their own entries.
 inline Rcpp::List fit_result(const WhitenedGaussianModel& model, const FitInfo& info, const Rcpp::List& specs) {

@@ -306,7 +306,8 @@ Rcpp::List svgp_fit(Eigen::Map<Eigen::MatrixXd> X, Eigen::Map<Eigen::VectorXd> y
                     Eigen::Map<Eigen::VectorXd> w, Eigen::Map<Eigen::VectorXd> offset, Rcpp::List specs,
                     std::string family, double log_noise, Rcpp::List control, Rcpp::List options, int threads,
                     double seed, Rcpp::Function monitor, Rcpp::Nullable<Rcpp::List> shards,
-                    Rcpp::Nullable<Rcpp::Function> remote) {
+                    Rcpp::Nullable<Rcpp::Function> remote,
+                    Rcpp::Nullable<Rcpp::NumericVector> fitted_offset = R_NilValue) {
   try {
     Svgp model(components_from(specs), likelihood_from(family, control, log_noise), settings_from(control), svgp_settings_from(options), X.data(),
                static_cast<std::size_t>(X.rows()), static_cast<std::size_t>(X.cols()), y.data(), w.data(),
@@ -352,6 +353,8 @@ Rcpp::List svgp_fit(Eigen::Map<Eigen::MatrixXd> X, Eigen::Map<Eigen::VectorXd> y
       out["row_mean"] = mean;
       if (variance.size() > 0) out["row_var"] = variance;
     }
+    if (!model.data().discrete())
+      add_row_summaries(out, model, X, fitted_offset, model.lik.family != Family::gaussian, pfor);
     return out;
   } catch (const std::exception& e) {
     Rcpp::stop(e.what());
