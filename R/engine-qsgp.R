@@ -34,6 +34,11 @@ NULL
 #' diagonal terms that a diagonal covariance allows) and of its gradient
 #' then costs O(`batch_size` x `feature_batch` x inputs) per term,
 #' independent of the number of rows and of `features`.  The posterior means
+#' start at 0 and the standard deviations at their optimum for a diagonal
+#' covariance at the initial hyperparameters (the paper's Proposition 1,
+#' \eqn{c_i^2 = 1 / (\phi_i^\top W \phi_i / \sigma^2 + 1 / \sigma_f^2)}{c_i^2 = 1 / (phi_i' W phi_i / sigma^2 + 1 / sigma_f^2)},
+#' with \eqn{\phi_i^\top W \phi_i}{phi_i' W phi_i} estimated from 2000 random
+#' rows).  The posterior means
 #' and log standard deviations of the sampled weights take AdaGrad steps
 #' (`variational_rate`); the log lengthscales, log variances and log noise
 #' variance take Adam steps (`gp_control(learning_rate = )`), after the

@@ -185,3 +185,29 @@ TEST_CASE("QSGP fit is bit-identical for any thread count and starts at the prio
   CHECK(a.first == b.first);
   CHECK(a.second == b.second);
 }
+
+TEST_CASE("QSGP initial c is the mean-field optimum (Proposition 1) and maximises the exact ELBO in c", "[qsgp]") {
+  const Data d = make_data(50, Family::gaussian, 6);
+  Qsgp q = make_model(d, 5, 0, 1000, 8);
+  Rng rng(3);
+  q.init_diagonal(1000, rng, serial_for);  // (all 50 rows)
+  const std::vector<MatrixXd> om = q.frequencies();
+  VectorXd phi(q.total_size()), ss = VectorXd::Zero(q.total_size());
+  for (Index l = 0; l < d.X.rows(); ++l) {
+    q.row_features(d.X.data() + l, d.n(), om, phi);
+    ss += d.w(l) * phi.cwiseAbs2();
+  }
+  const double s2 = q.noise_var();
+  for (const QsgpBlock& b : q.blocks)
+    for (Index i = b.start; i < b.start + b.size(); ++i)
+      CHECK(std::exp(2 * q.rho(i)) == Approx(1.0 / (ss(i) / s2 + b.precision())).epsilon(1e-12));
+  // a stationary point of the exact ELBO in rho
+  const VectorXd x0 = q.rho;
+  const VectorXd g = fd_gradient(
+      [&](const VectorXd& r) {
+        q.rho = r;
+        return q.exact(serial_for).elbo;
+      },
+      x0, 1e-4);
+  CHECK(g.cwiseAbs().maxCoeff() < 1e-6);
+}

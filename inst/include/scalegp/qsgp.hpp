@@ -32,8 +32,10 @@
 // in full (I = J = all), so that the estimator is then exact.  An iteration
 // costs O(n~ m~ d) per term, independent of n and m.
 //
-// Optimisation: AdaGrad on mu and rho (sparse: only the sampled coordinates
-// move), Adam on the hyperparameters, frozen for the first `freeze` fraction
+// Optimisation: mu starts at 0 and each c_i at its optimum for a diagonal C
+// (the paper's Proposition 1) at the initial hyperparameters, estimated from
+// a sample of rows; then AdaGrad on mu and rho (sparse: only the sampled
+// coordinates move), Adam on the hyperparameters, frozen for the first `freeze` fraction
 // of iterations; both step sizes decay exponentially to `final_rate` times
 // their start at the last iteration.  Rows are reduced in fixed groups
 // (parallel.hpp), so a fit is bit-identical for any number of threads.
@@ -57,6 +59,7 @@ struct QsgpSettings {
   double adagrad_init = 0.1;      // AdaGrad's initial accumulator
   double final_rate = 0.1;        // step sizes at the last iteration, as a fraction of the first
   double freeze = 0.1;            // fraction of iterations with the hyperparameters frozen
+  std::size_t init_rows = 2000;   // rows that estimate phi_i' W phi_i for the initial c_i (init_diagonal)
 };
 
 // A standard normal by Box-Muller from the core's generator (portable: the
@@ -470,6 +473,30 @@ class Qsgp {
     return F;
   }
 
+  // Sets each c_i to its ELBO-optimal value for a diagonal C (Proposition 1
+  // of the paper), c_i^2 = 1 / (phi_i' W phi_i / sigma^2 + s_i), with
+  // phi_i' W phi_i = sum_l w_l phi_li^2 estimated from `rows` rows drawn
+  // uniformly with replacement (all rows when rows >= n).  O(rows m d).
+  void init_diagonal(std::size_t rows, Rng& rng, const ParallelFor& pfor) {
+    const std::size_t k = std::min(rows, n_);
+    std::vector<std::size_t> idx(k);
+    for (std::size_t j = 0; j < k; ++j) idx[j] = k == n_ ? j : uniform_index(rng, n_);
+    const Index m = total_size();
+    const std::vector<MatrixXd> om = frequencies();
+    const VectorXd ss = deterministic_reduce<VectorXd>(
+        k, pfor, [m] { return VectorXd::Zero(m).eval(); },
+        [&](VectorXd& acc, std::size_t begin, std::size_t end) {
+          VectorXd phi(m);
+          for (std::size_t j = begin; j < end; ++j) {
+            row_features(X_ + idx[j], n_, om, phi);
+            acc += w_[idx[j]] * phi.cwiseAbs2();
+          }
+        });
+    const double scale = static_cast<double>(n_) / static_cast<double>(k), s2 = noise_var();
+    for (const QsgpBlock& b : blocks)
+      for (Index i = b.start; i < b.start + b.size(); ++i) rho(i) = -0.5 * std::log(scale * ss(i) / s2 + b.precision());
+  }
+
   // The packed learned hyperparameters (per gp() term with learn_kernel its
   // log variance and log lengthscales; then the log noise when learned) and
   // the matching entries of a full hyperparameter gradient.
@@ -506,7 +533,7 @@ class Qsgp {
     return Eigen::Map<VectorXd>(v.data(), static_cast<Index>(v.size()));
   }
 
-  // set.max_iter iterations of AdaGrad on (mu, rho) and Adam on the learned
+  // init_diagonal(), then set.max_iter iterations of AdaGrad on (mu, rho) and Adam on the learned
   // hyperparameters (after the frozen start); monitor(t, estimate) returns
   // false to stop.  The gradient reported is the mean stochastic gradient of
   // the learned hyperparameters over the last tenth of the iterations.
@@ -526,6 +553,7 @@ class Qsgp {
     VectorXd hyper = pack_hyper(), gsum = VectorXd::Zero(hyper.size());
     const int tail = std::max(1, T / 10);
     double rate = qs.variational_rate;
+    init_diagonal(qs.init_rows, rng, pfor);
     info.seconds_init = seconds_since(t0);
     const auto t1 = Clock::now();
     info.stop = "iteration limit (stochastic fit: no stationary-point test)";
