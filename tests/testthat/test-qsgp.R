@@ -127,7 +127,7 @@ test_that("with all rows and features a Gaussian fit converges to the closed-for
   expect_close(as.numeric(logLik(fit)) + 120 * log(fit$scaling$y$scale), opt, 1e-7 * abs(opt))
 })
 
-test_that("summary, predict, plot, logLik, simulate and anova run on a qsgp fit", {
+test_that("summary, predict, plot, logLik, simulate, anova and gp_check run on a qsgp fit", {
   d <- qs_data(400)
   d$x2 <- runif(400)
   fit <- gpgam(y ~ gp(x1) + gp(x2) + z, data = d, inference = "qsgp",
@@ -151,6 +151,9 @@ test_that("summary, predict, plot, logLik, simulate and anova run on a qsgp fit"
   expect_equal(dim(sim), c(400, 2))
   expect_true(is.finite(coef(fit)[["z"]]))
   expect_equal(dim(vcov(fit)), c(2, 2))
+  a <- anova(fit)
+  expect_true(all(is.finite(a$s.table[, "Chi.sq"])))
+  expect_output(gp_check(fit))
 })
 
 test_that("qsgp fits are reproducible and do not depend on the number of threads", {
