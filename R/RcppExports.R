@@ -65,6 +65,22 @@
     .Call(`_scalegp_tune_malloc`)
 }
 
+.qsgp_fit <- function(X, y, w, offset, specs, log_noise, control, options, threads, seed, monitor) {
+    .Call(`_scalegp_qsgp_fit`, X, y, w, offset, specs, log_noise, control, options, threads, seed, monitor)
+}
+
+.qsgp_predict <- function(specs, mu, rho, center, X, threads) {
+    .Call(`_scalegp_qsgp_predict`, specs, mu, rho, center, X, threads)
+}
+
+.qsgp_features <- function(specs, block, first, count, X) {
+    .Call(`_scalegp_qsgp_features`, specs, block, first, count, X)
+}
+
+.qsgp_estimate <- function(X, y, w, offset, specs, log_noise, mu, rho, batch_size, feature_batch, reps, seed) {
+    .Call(`_scalegp_qsgp_estimate`, X, y, w, offset, specs, log_noise, mu, rho, batch_size, feature_batch, reps, seed)
+}
+
 .discrete_shard_values <- function(X, specs, bins, round) {
     .Call(`_scalegp_discrete_shard_values`, X, specs, bins, round)
 }

@@ -83,7 +83,8 @@
 #'   without the priors; `fit$log_prior` holds their log density.
 #' @param ... options of one inference engine, by name: see [vi_options()]
 #'   (`natgrad_step`, `posterior`, `rank`, `discrete`, `cluster`, ...), [ep_options()] (`damping`,
-#'   `sites`, `cluster`) and [decoupled_options()] (`mean_basis`, `pilot`, ...).  The fit
+#'   `sites`, `cluster`), [decoupled_options()] (`mean_basis`, `pilot`, ...) and
+#'   [qsgp_options()] (`features`, `feature_batch`, ...).  The fit
 #'   keeps those of its engine as one object, `fit$control$options`.
 #' @return An object of class `gp_control`: a list of the arguments (the
 #'   engine options only where given).

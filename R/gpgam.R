@@ -64,7 +64,9 @@
 #'   classification) or `"decoupled"` (decoupled variational GP of Cheng and
 #'   Boots 2017: many basis functions for the posterior mean, the inducing
 #'   points for its covariance; one `gp()` term plus parametric terms; see
-#'   [decoupled_options()]).
+#'   [decoupled_options()]) or `"qsgp"` (quadruply stochastic GP of Evans and
+#'   Nair 2018 on random Fourier features, Gaussian family; see
+#'   [qsgp_options()]).
 #' @param control a [gp_control()] object (or a list of its arguments).
 #' @param weights optional prior weights (Gaussian: precision weights;
 #'   binomial: number of trials; poisson: multiplies the log-likelihood).
@@ -76,7 +78,7 @@
 #'   `getOption("na.action")`, normally [na.omit()]).
 #' @param model keep the model frame in the fit (`TRUE`, as [lm()] does).
 #' @return An object of class `c("gpgam_<inference>", "gpgam", "scalegp")`
-#'   (`"gpgam_vi"`, `"gpgam_ep"` or `"gpgam_decoupled"` first); see
+#'   (`"gpgam_vi"`, `"gpgam_ep"`, `"gpgam_decoupled"` or `"gpgam_qsgp"` first); see
 #'   [summary.gpgam()], [predict.gpgam()] and [plot.gpgam()].
 #' @references Hensman, Fusi and Lawrence (2013) Gaussian processes for big
 #'   data. UAI.  Hensman, Matthews and Ghahramani (2015) Scalable variational

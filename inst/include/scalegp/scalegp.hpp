@@ -10,6 +10,7 @@
 //   svgp                                 engine: sparse variational GP
 //   decoupled                            engine: decoupled variational GP (natural_q + mean bases)
 //   ep (ep_site, ep_model, ep_minibatch) engine: expectation propagation
+//   qsgp                                 engine: quadruply stochastic GP on random Fourier features
 #pragma once
 #include "anova.hpp"
 #include "components.hpp"
@@ -29,3 +30,4 @@
 #include "svgp.hpp"
 #include "decoupled.hpp"
 #include "ep.hpp"
+#include "qsgp.hpp"

@@ -1,0 +1,618 @@
+// QSGP: quadruply stochastic variational inference for a Gaussian process in
+// weight space (Evans and Nair 2018), here on random Fourier features.
+//
+// Model (internal scale): f(x) = sum over blocks b of phi_b(x)' w_b.  A gp()
+// term is a block of m_b = 2 nf random Fourier features
+//   phi(x) = nf^{-1/2} [cos(omega_k' x), k = 1..nf; sin(omega_k' x), k = 1..nf],
+// omega_k = eps_k / ell (elementwise; ell the ARD lengthscales), with eps_k
+// drawn once from the kernel's spectral density at unit lengthscale (SE:
+// N(0, I); Matern nu: multivariate t with 2 nu degrees of freedom), and prior
+// w_b ~ N(0, sigma_f^2 I), i.e. prior precision s_b = 1 / sigma_f^2, so that
+// phi(x)' phi(z) sigma_f^2 approximates the kernel.  The parametric columns
+// are one block with features X_p diag(prior_sd) and prior N(0, I).
+// Likelihood: Gaussian, y_l - offset_l ~ N(f(x_l), sigma^2 / w_l).
+//
+// Posterior: q(w) = N(mu, C C') with C diagonal (mean field, QSGP-0),
+// c_i = exp(rho_i).  ELBO = sum_l E_q log p(y_l | w) - KL(q || p) with
+//   E_q log p(y_l | w) = -1/2 log(2 pi sigma^2 / w_l) - w_l Q_l / (2 sigma^2),
+//   Q_l = (r_l - a_l)^2 + v_l,  a_l = phi_l' mu,  v_l = sum_i phi_li^2 c_i^2,
+// (eq. 1-2 of the paper, row by row).  Per iteration the estimator samples,
+// uniformly with replacement, n~ rows and, per gp() term, two independent
+// sets I, J of m~ feature indices (the parametric block is always used in
+// full); with alpha = m_b / m~ the block-wise unbiased estimates
+//   u_l = sum_b alpha sum_{i in I} phi_li mu_i,  w_l = the same over J,
+//   d_l = sum_b alpha sum_{i in I} phi_li^2 c_i^2
+// give the unbiased Q^_l = r^2 - r (u + w) + u w + d (u and w independent:
+// E[u w] = a^2), so that (n / n~) sum_l E^_l - KL^ (KL estimated over I) is
+// unbiased for the ELBO (Theorems 1-2 of the paper, with the single-index
+// estimator for the diagonal terms that a diagonal C and diagonal prior
+// precision allow).  Its gradient in mu, rho and the hyperparameters (log
+// kernel variances, log lengthscales, log noise) is unbiased too.  A block
+// whose feature batch is all its features, and a batch of all rows, are used
+// in full (I = J = all), so that the estimator is then exact.  An iteration
+// costs O(n~ m~ d) per term, independent of n and m.
+//
+// Optimisation: mu starts at 0 and each c_i at its optimum for a diagonal C
+// (the paper's Proposition 1) at the initial hyperparameters, estimated from
+// a sample of rows; then AdaGrad on mu and rho (sparse: only the sampled
+// coordinates move), Adam on the hyperparameters, frozen for the first `freeze` fraction
+// of iterations; both step sizes decay exponentially to `final_rate` times
+// their start at the last iteration.  Rows are reduced in fixed groups
+// (parallel.hpp), so a fit is bit-identical for any number of threads.
+#pragma once
+#include "inducing.hpp"
+#include "kernels.hpp"
+#include "likelihoods.hpp"
+#include "optim.hpp"
+#include "parallel.hpp"
+#include "settings.hpp"
+#include <cmath>
+#include <stdexcept>
+#include <vector>
+
+namespace scalegp {
+
+struct QsgpSettings {
+  Index features = 8192;          // features per gp() term (even: cos and sin of features / 2 frequencies)
+  Index feature_batch = 512;      // features sampled per term, per index set, per iteration
+  double variational_rate = 0.1;  // AdaGrad step of mu and rho
+  double adagrad_init = 0.1;      // AdaGrad's initial accumulator
+  double final_rate = 0.1;        // step sizes at the last iteration, as a fraction of the first
+  double freeze = 0.1;            // fraction of iterations with the hyperparameters frozen
+  std::size_t init_rows = 2000;   // rows that estimate phi_i' W phi_i for the initial c_i (init_diagonal)
+};
+
+// A standard normal by Box-Muller from the core's generator (portable: the
+// same numbers on every platform, unlike std::normal_distribution).
+inline double standard_normal(Rng& rng) {
+  double u1 = uniform01(rng);
+  while (u1 <= 0) u1 = uniform01(rng);
+  const double u2 = uniform01(rng);
+  return std::sqrt(-2.0 * std::log(u1)) * std::cos(2.0 * kPi * u2);
+}
+
+// nf x d frequencies at unit lengthscale from the kernel's spectral density:
+// SE N(0, I); Matern 3/2 and 5/2 multivariate t with 3 and 5 degrees of
+// freedom (z sqrt(dof / g), g ~ chi^2_dof).
+inline MatrixXd rff_frequencies(KernelType type, Index nf, Index d, Rng& rng) {
+  MatrixXd eps(nf, d);
+  const int dof = type == KernelType::matern32 ? 3 : type == KernelType::matern52 ? 5 : 0;
+  for (Index k = 0; k < nf; ++k) {
+    for (Index j = 0; j < d; ++j) eps(k, j) = standard_normal(rng);
+    if (dof > 0) {
+      double g = 0;
+      for (int q = 0; q < dof; ++q) {
+        const double z = standard_normal(rng);
+        g += z * z;
+      }
+      eps.row(k) *= std::sqrt(dof / g);
+    }
+  }
+  return eps;
+}
+
+// One block of the weight vector: a gp() term's random features, or the parametric columns.
+struct QsgpBlock {
+  bool rff = true;
+  std::vector<Index> cols;  // columns of the design
+  KernelType type = KernelType::se;
+  double log_var = 0;  // log sigma_f^2 (rff)
+  VectorXd log_ls;     // log lengthscales: one per input or a single one (rff)
+  bool learn_kernel = true;
+  MatrixXd eps;       // nf x d frequencies at unit lengthscale (rff)
+  VectorXd prior_sd;  // parametric: the columns' prior sd
+  Index start = 0;    // position of the block in the weight vector
+
+  Index nf() const { return eps.rows(); }
+  Index size() const { return rff ? 2 * eps.rows() : prior_sd.size(); }
+  Index dim() const { return static_cast<Index>(cols.size()); }
+  double ls(Index d) const { return std::exp(log_ls.size() == 1 ? log_ls(0) : log_ls(d)); }
+  double precision() const { return rff ? std::exp(-log_var) : 1.0; }
+  Index n_hyper() const { return rff && learn_kernel ? 1 + log_ls.size() : 0; }
+};
+
+// The row and feature indices of one iteration.
+struct QsgpDraw {
+  std::vector<std::size_t> rows;         // sampled rows
+  std::vector<std::vector<Index>> I, J;  // per block: sampled feature indices (within the block)
+  std::vector<double> alpha;             // per block: m_b / m~_b (1 when used in full)
+  double row_scale = 1;                  // n / n~
+};
+
+// The ELBO estimate of one draw and its gradient: per block, per entry of I
+// (mu, rho) and of J (mu); the hyperparameters (per gp() term its log
+// variance and log lengthscales, then the log noise variance: all of them,
+// learned or not).
+struct QsgpEstimate {
+  double value = 0;
+  std::vector<VectorXd> gmuI, grhoI, gmuJ;
+  VectorXd ghyper;
+};
+
+// The exact ELBO on all rows and features, the latent mean and variance of
+// every row, and the feature means over the rows (for centring).
+struct QsgpExact {
+  double elbo = 0;
+  VectorXd mean, var, feature_means;
+};
+
+class Qsgp {
+ public:
+  std::vector<QsgpBlock> blocks;
+  double log_noise = 0;
+  VectorXd mu, rho;  // q(w) = N(mu, diag(exp(2 rho)))
+  Settings set;
+  QsgpSettings qs;
+  bool learn_noise = true;
+
+  Qsgp(std::vector<QsgpBlock> b, double log_noise_, const Settings& s, const QsgpSettings& q, const double* X,
+       std::size_t n, std::size_t p, const double* y, const double* w, const double* offset)
+      : blocks(std::move(b)), log_noise(log_noise_), set(s), qs(q), X_(X), n_(n), p_(p), y_(y), w_(w), o_(offset) {
+    Index m = 0;
+    for (QsgpBlock& bl : blocks) {
+      bl.start = m;
+      m += bl.size();
+      for (Index c : bl.cols)
+        if (c < 0 || static_cast<std::size_t>(c) >= p_) throw std::invalid_argument("a block's column is out of range");
+    }
+    mu = VectorXd::Zero(m);
+    rho = VectorXd::Zero(m);
+    // q starts at the prior: mu = 0, c_i = prior sd
+    for (const QsgpBlock& bl : blocks) rho.segment(bl.start, bl.size()).setConstant(-0.5 * std::log(bl.precision()));
+  }
+
+  Index total_size() const { return mu.size(); }
+  std::size_t n() const { return n_; }
+  double noise_var() const { return Likelihood::kNoiseFloor + std::exp(log_noise); }
+  Index n_hyper() const {
+    Index h = 0;
+    for (const QsgpBlock& b : blocks) h += b.rff ? 1 + b.log_ls.size() : 0;
+    return h + 1;
+  }
+
+  // Draws n~ rows (all when batch_size >= n) and, per gp() term, I and J of
+  // m~ features each (all, with I = J, when m~ >= m_b), uniformly with replacement.
+  QsgpDraw draw(Rng& rng) const {
+    QsgpDraw dr;
+    const std::size_t nb = set.batch_size == 0 || set.batch_size >= n_ ? n_ : set.batch_size;
+    dr.rows.resize(nb);
+    for (std::size_t k = 0; k < nb; ++k) dr.rows[k] = nb == n_ ? k : uniform_index(rng, n_);
+    dr.row_scale = static_cast<double>(n_) / static_cast<double>(nb);
+    for (const QsgpBlock& b : blocks) {
+      const Index mb = b.size(), mt = b.rff ? std::min(qs.feature_batch, mb) : mb;
+      std::vector<Index> I(static_cast<std::size_t>(mt)), J;
+      if (mt == mb) {
+        for (Index i = 0; i < mb; ++i) I[static_cast<std::size_t>(i)] = i;
+        J = I;
+      } else {
+        J.resize(static_cast<std::size_t>(mt));
+        for (auto& i : I) i = static_cast<Index>(uniform_index(rng, static_cast<std::size_t>(mb)));
+        for (auto& j : J) j = static_cast<Index>(uniform_index(rng, static_cast<std::size_t>(mb)));
+      }
+      dr.alpha.push_back(static_cast<double>(mb) / static_cast<double>(mt));
+      dr.I.push_back(std::move(I));
+      dr.J.push_back(std::move(J));
+    }
+    return dr;
+  }
+
+  // The unbiased ELBO estimate of draw `dr` and its gradient (see the head comment).
+  QsgpEstimate estimate(const QsgpDraw& dr, const ParallelFor& pfor) const {
+    const std::size_t B = blocks.size();
+    // the sampled entries of each block: frequencies omega (rff) or the
+    // column's prior sd (parametric), whether a sine, mu and c^2
+    struct Side {
+      MatrixXd om;
+      std::vector<char> sine;
+      VectorXd mu, c2;
+    };
+    std::vector<Side> sI(B), sJ(B);
+    auto side = [&](const QsgpBlock& bl, const std::vector<Index>& idx, Side& sd) {
+      const Index ne = static_cast<Index>(idx.size());
+      sd.om.resize(ne, bl.rff ? bl.dim() : 1);
+      sd.sine.assign(idx.size(), 0);
+      sd.mu.resize(ne);
+      sd.c2.resize(ne);
+      for (Index e = 0; e < ne; ++e) {
+        const Index i = idx[static_cast<std::size_t>(e)];
+        if (bl.rff) {
+          for (Index d = 0; d < bl.dim(); ++d) sd.om(e, d) = bl.eps(i % bl.nf(), d) / bl.ls(d);
+          sd.sine[static_cast<std::size_t>(e)] = i >= bl.nf();
+        } else {
+          sd.om(e, 0) = bl.prior_sd(i);
+        }
+        sd.mu(e) = mu(bl.start + i);
+        sd.c2(e) = std::exp(2.0 * rho(bl.start + i));
+      }
+    };
+    for (std::size_t b = 0; b < B; ++b) {
+      side(blocks[b], dr.I[b], sI[b]);
+      side(blocks[b], dr.J[b], sJ[b]);
+    }
+    // accumulator layout: [0] sum of E_l, [1] d/d sigma^2, then per block gmuI, grhoI, gmuJ, d/d log ell
+    std::vector<Index> off(B);
+    Index len = 2;
+    for (std::size_t b = 0; b < B; ++b) {
+      off[b] = len;
+      len += 2 * static_cast<Index>(dr.I[b].size()) + static_cast<Index>(dr.J[b].size()) +
+             (blocks[b].rff ? blocks[b].log_ls.size() : 0);
+    }
+    const double s2 = noise_var();
+    // random features of the entries of one side at the row's block inputs xb (t: the arguments omega' x)
+    auto features = [](const QsgpBlock& bl, const Side& sd, const VectorXd& xb, VectorXd& phi, VectorXd& t) {
+      t.noalias() = sd.om * xb;
+      const double sq = 1.0 / std::sqrt(static_cast<double>(bl.nf()));
+      for (Index e = 0; e < t.size(); ++e)
+        phi(e) = (sd.sine[static_cast<std::size_t>(e)] ? std::sin(t(e)) : std::cos(t(e))) * sq;
+    };
+    auto work = [&](VectorXd& acc, std::size_t begin, std::size_t end) {
+      std::vector<VectorXd> phiI(B), phiJ(B), tI(B), tJ(B), xb(B);
+      for (std::size_t b = 0; b < B; ++b) {
+        phiI[b].resize(static_cast<Index>(dr.I[b].size()));
+        tI[b].resize(phiI[b].size());
+        phiJ[b].resize(static_cast<Index>(dr.J[b].size()));
+        tJ[b].resize(phiJ[b].size());
+        xb[b].resize(blocks[b].rff ? blocks[b].dim() : 1);
+      }
+      for (std::size_t p = begin; p < end; ++p) {
+        const std::size_t l = dr.rows[p];
+        const double wt = w_[l];
+        if (!(wt > 0)) continue;
+        const double r = y_[l] - o_[l];
+        double u = 0, v = 0, dd = 0;
+        for (std::size_t b = 0; b < B; ++b) {
+          const QsgpBlock& bl = blocks[b];
+          const double al = dr.alpha[b];
+          if (bl.rff) {
+            for (Index d = 0; d < bl.dim(); ++d) xb[b](d) = X_[l + n_ * static_cast<std::size_t>(bl.cols[d])];
+            features(bl, sI[b], xb[b], phiI[b], tI[b]);
+            features(bl, sJ[b], xb[b], phiJ[b], tJ[b]);
+          } else {  // (each entry its own column)
+            for (std::size_t e = 0; e < dr.I[b].size(); ++e)
+              phiI[b](static_cast<Index>(e)) =
+                  X_[l + n_ * static_cast<std::size_t>(bl.cols[dr.I[b][e]])] * sI[b].om(static_cast<Index>(e), 0);
+            for (std::size_t e = 0; e < dr.J[b].size(); ++e)
+              phiJ[b](static_cast<Index>(e)) =
+                  X_[l + n_ * static_cast<std::size_t>(bl.cols[dr.J[b][e]])] * sJ[b].om(static_cast<Index>(e), 0);
+          }
+          u += al * phiI[b].dot(sI[b].mu);
+          dd += al * phiI[b].cwiseAbs2().dot(sI[b].c2);
+          v += al * phiJ[b].dot(sJ[b].mu);
+        }
+        const double Q = r * r - r * (u + v) + u * v + dd;
+        acc(0) += -0.5 * (kLog2Pi + std::log(s2 / wt)) - 0.5 * wt * Q / s2;
+        acc(1) += -0.5 / s2 + 0.5 * wt * Q / (s2 * s2);
+        const double k = -0.5 * wt / s2;
+        for (std::size_t b = 0; b < B; ++b) {
+          const QsgpBlock& bl = blocks[b];
+          const double al = dr.alpha[b];
+          const Index nI = phiI[b].size(), nJ = phiJ[b].size();
+          const Index oI = off[b], oR = off[b] + nI, oJ = off[b] + 2 * nI, oL = off[b] + 2 * nI + nJ;
+          acc.segment(oI, nI) += (k * al * (v - r)) * phiI[b];
+          acc.segment(oR, nI) += (2.0 * k * al) * phiI[b].cwiseAbs2().cwiseProduct(sI[b].c2);
+          acc.segment(oJ, nJ) += (k * al * (u - r)) * phiJ[b];
+          if (!(bl.rff && bl.learn_kernel)) continue;
+          // lengthscales: d Q / d phi times d phi / d log ell_d, with
+          // d t / d log ell_d = -omega_d x_d, cos' = -sin, sin' = cos
+          const double sq = 1.0 / std::sqrt(static_cast<double>(bl.nf()));
+          const bool iso = bl.log_ls.size() == 1;
+          for (int side_j = 0; side_j < 2; ++side_j) {
+            const Side& sd = side_j == 0 ? sI[b] : sJ[b];
+            const VectorXd& phi = side_j == 0 ? phiI[b] : phiJ[b];
+            const VectorXd& t = side_j == 0 ? tI[b] : tJ[b];
+            for (Index e = 0; e < phi.size(); ++e) {
+              const double dq = side_j == 0 ? al * (sd.mu(e) * (v - r) + 2.0 * phi(e) * sd.c2(e))
+                                            : al * sd.mu(e) * (u - r);
+              const double dphi = (sd.sine[static_cast<std::size_t>(e)] ? std::cos(t(e)) : -std::sin(t(e))) * sq;
+              const double c = k * dq * dphi;
+              for (Index d = 0; d < bl.dim(); ++d) acc(oL + (iso ? 0 : d)) -= c * sd.om(e, d) * xb[b](d);
+            }
+          }
+        }
+      }
+    };
+    const VectorXd acc = deterministic_reduce<VectorXd>(dr.rows.size(), pfor,
+                                                        [len] { return VectorXd::Zero(len).eval(); }, work);
+    QsgpEstimate est;
+    const double sc = dr.row_scale;
+    est.value = sc * acc(0);
+    est.ghyper = VectorXd::Zero(n_hyper());
+    Index h = 0;
+    for (std::size_t b = 0; b < B; ++b) {
+      const QsgpBlock& bl = blocks[b];
+      const Index nI = static_cast<Index>(dr.I[b].size()), nJ = static_cast<Index>(dr.J[b].size());
+      VectorXd gmuI = sc * acc.segment(off[b], nI), grhoI = sc * acc.segment(off[b] + nI, nI);
+      const VectorXd gmuJ = sc * acc.segment(off[b] + 2 * nI, nJ);
+      // KL(q || p) = 1/2 sum_i [s (mu_i^2 + c_i^2) - 2 rho_i - log s - 1], estimated over I
+      const double s = bl.precision(), al = dr.alpha[b];
+      double dkl_dlogs = 0;
+      for (Index e = 0; e < nI; ++e) {
+        const Index g = bl.start + dr.I[b][static_cast<std::size_t>(e)];
+        const double m2 = mu(g) * mu(g), c2 = std::exp(2.0 * rho(g));
+        est.value -= al * 0.5 * (s * (m2 + c2) - 2.0 * rho(g) - std::log(s) - 1.0);
+        gmuI(e) -= al * s * mu(g);
+        grhoI(e) -= al * (s * c2 - 1.0);
+        dkl_dlogs += al * 0.5 * (s * (m2 + c2) - 1.0);
+      }
+      if (bl.rff) {
+        est.ghyper(h) = dkl_dlogs;  // d ELBO / d log sigma_f^2 = d KL / d log s
+        est.ghyper.segment(h + 1, bl.log_ls.size()) = sc * acc.segment(off[b] + 2 * nI + nJ, bl.log_ls.size());
+        h += 1 + bl.log_ls.size();
+      }
+      est.gmuI.push_back(std::move(gmuI));
+      est.grhoI.push_back(std::move(grhoI));
+      est.gmuJ.push_back(gmuJ);
+    }
+    est.ghyper(h) = sc * acc(1) * std::exp(log_noise);
+    return est;
+  }
+
+  // The exact ELBO (all rows, all features), the latent mean and variance
+  // at every row, and the means of the features over the rows.  O(n m d).
+  QsgpExact exact(const ParallelFor& pfor) const {
+    QsgpExact ex;
+    ex.mean.resize(static_cast<Index>(n_));
+    ex.var.resize(static_cast<Index>(n_));
+    const Index m = total_size();
+    const VectorXd c2 = (2.0 * rho).array().exp().matrix();
+    const double s2 = noise_var();
+    const std::vector<MatrixXd> om = frequencies();
+    auto work = [&](VectorXd& acc, std::size_t begin, std::size_t end) {
+      VectorXd phi(m);
+      for (std::size_t l = begin; l < end; ++l) {
+        row_features(X_ + l, n_, om, phi);
+        const double a = phi.dot(mu), v = phi.cwiseAbs2().dot(c2);
+        ex.mean(static_cast<Index>(l)) = a;
+        ex.var(static_cast<Index>(l)) = v;
+        acc.tail(m) += phi;
+        const double wt = w_[l];
+        if (wt > 0) {
+          const double r = y_[l] - o_[l];
+          acc(0) += -0.5 * (kLog2Pi + std::log(s2 / wt)) - 0.5 * wt * ((r - a) * (r - a) + v) / s2;
+        }
+      }
+    };
+    const VectorXd acc = deterministic_reduce<VectorXd>(n_, pfor, [m] { return VectorXd::Zero(m + 1).eval(); }, work);
+    ex.elbo = acc(0) - kl();
+    ex.feature_means = acc.tail(m) / static_cast<double>(n_);
+    return ex;
+  }
+
+  // KL(q || p) in full (O(m)).
+  double kl() const {
+    double out = 0;
+    for (const QsgpBlock& b : blocks) {
+      const double s = b.precision();
+      for (Index i = b.start; i < b.start + b.size(); ++i)
+        out += 0.5 * (s * (mu(i) * mu(i) + std::exp(2.0 * rho(i))) - 2.0 * rho(i) - std::log(s) - 1.0);
+    }
+    return out;
+  }
+
+  // Per block its frequencies omega = eps / ell (nf x d; empty for the parametric block).
+  std::vector<MatrixXd> frequencies() const {
+    std::vector<MatrixXd> om;
+    for (const QsgpBlock& b : blocks) {
+      MatrixXd o = b.eps;
+      for (Index d = 0; d < o.cols(); ++d) o.col(d) /= b.ls(d);
+      om.push_back(std::move(o));
+    }
+    return om;
+  }
+
+  // All features of the design row at x (x[k * ld] = entry of column k),
+  // with om = frequencies(), into phi (size m).
+  void row_features(const double* x, std::size_t ld, const std::vector<MatrixXd>& om, VectorXd& phi) const {
+    for (std::size_t bi = 0; bi < blocks.size(); ++bi) {
+      const QsgpBlock& b = blocks[bi];
+      if (!b.rff) {
+        for (Index i = 0; i < b.size(); ++i) phi(b.start + i) = x[ld * static_cast<std::size_t>(b.cols[i])] * b.prior_sd(i);
+        continue;
+      }
+      const double sq = 1.0 / std::sqrt(static_cast<double>(b.nf()));
+      for (Index k = 0; k < b.nf(); ++k) {
+        double t = 0;
+        for (Index d = 0; d < b.dim(); ++d) t += om[bi](k, d) * x[ld * static_cast<std::size_t>(b.cols[d])];
+        phi(b.start + k) = std::cos(t) * sq;
+        phi(b.start + b.nf() + k) = std::sin(t) * sq;
+      }
+    }
+  }
+
+  // Per block at the nrow rows of X (column-major, leading dimension nrow):
+  // the mean and variance of its part of f, uncentred (mean, var) and with
+  // the features centred by `center` (size m; cmean, cvar).  Rows in blocks
+  // of kChunkRows, in parallel (independent outputs).
+  void predict(const double* X, std::size_t nrow, const VectorXd& center, MatrixXd& mean, MatrixXd& var,
+               MatrixXd& cmean, MatrixXd& cvar, const ParallelFor& pfor) const {
+    const Index B = static_cast<Index>(blocks.size()), m = total_size();
+    mean.resize(static_cast<Index>(nrow), B);
+    var.resizeLike(mean);
+    cmean.resizeLike(mean);
+    cvar.resizeLike(mean);
+    const VectorXd c2 = (2.0 * rho).array().exp().matrix();
+    const std::vector<MatrixXd> om = frequencies();
+    blocked_for(nrow, pfor, [&](std::size_t begin, std::size_t end) {
+      VectorXd phi(m);
+      for (std::size_t l = begin; l < end; ++l) {
+        row_features(X + l, nrow, om, phi);
+        const Index li = static_cast<Index>(l);
+        for (Index b = 0; b < B; ++b) {
+          const Index s = blocks[static_cast<std::size_t>(b)].start, z = blocks[static_cast<std::size_t>(b)].size();
+          const auto f = phi.segment(s, z);
+          mean(li, b) = f.dot(mu.segment(s, z));
+          var(li, b) = f.cwiseAbs2().dot(c2.segment(s, z));
+          const VectorXd fc = f - center.segment(s, z);
+          cmean(li, b) = fc.dot(mu.segment(s, z));
+          cvar(li, b) = fc.cwiseAbs2().dot(c2.segment(s, z));
+        }
+      }
+    });
+  }
+
+  // Features first..first+count-1 of block b at the nrow rows of X (nrow x count).
+  MatrixXd block_features(std::size_t b, const double* X, std::size_t nrow, Index first, Index count) const {
+    const QsgpBlock& bl = blocks[b];
+    if (first < 0 || count < 0 || first + count > bl.size()) throw std::invalid_argument("feature range out of the block");
+    MatrixXd F(static_cast<Index>(nrow), count);
+    const double sq = bl.rff ? 1.0 / std::sqrt(static_cast<double>(bl.nf())) : 0.0;
+    for (Index c = 0; c < count; ++c) {
+      const Index i = first + c;
+      for (std::size_t l = 0; l < nrow; ++l) {
+        const Index li = static_cast<Index>(l);
+        if (!bl.rff) {
+          F(li, c) = X[l + nrow * static_cast<std::size_t>(bl.cols[i])] * bl.prior_sd(i);
+          continue;
+        }
+        double t = 0;
+        for (Index d = 0; d < bl.dim(); ++d)
+          t += bl.eps(i % bl.nf(), d) / bl.ls(d) * X[l + nrow * static_cast<std::size_t>(bl.cols[d])];
+        F(li, c) = (i < bl.nf() ? std::cos(t) : std::sin(t)) * sq;
+      }
+    }
+    return F;
+  }
+
+  // Sets each c_i to its ELBO-optimal value for a diagonal C (Proposition 1
+  // of the paper), c_i^2 = 1 / (phi_i' W phi_i / sigma^2 + s_i), with
+  // phi_i' W phi_i = sum_l w_l phi_li^2 estimated from `rows` rows drawn
+  // uniformly with replacement (all rows when rows >= n).  O(rows m d).
+  void init_diagonal(std::size_t rows, Rng& rng, const ParallelFor& pfor) {
+    const std::size_t k = std::min(rows, n_);
+    std::vector<std::size_t> idx(k);
+    for (std::size_t j = 0; j < k; ++j) idx[j] = k == n_ ? j : uniform_index(rng, n_);
+    const Index m = total_size();
+    const std::vector<MatrixXd> om = frequencies();
+    const VectorXd ss = deterministic_reduce<VectorXd>(
+        k, pfor, [m] { return VectorXd::Zero(m).eval(); },
+        [&](VectorXd& acc, std::size_t begin, std::size_t end) {
+          VectorXd phi(m);
+          for (std::size_t j = begin; j < end; ++j) {
+            row_features(X_ + idx[j], n_, om, phi);
+            acc += w_[idx[j]] * phi.cwiseAbs2();
+          }
+        });
+    const double scale = static_cast<double>(n_) / static_cast<double>(k), s2 = noise_var();
+    for (const QsgpBlock& b : blocks)
+      for (Index i = b.start; i < b.start + b.size(); ++i) rho(i) = -0.5 * std::log(scale * ss(i) / s2 + b.precision());
+  }
+
+  // The packed learned hyperparameters (per gp() term with learn_kernel its
+  // log variance and log lengthscales; then the log noise when learned) and
+  // the matching entries of a full hyperparameter gradient.
+  VectorXd pack_hyper() const {
+    std::vector<double> v;
+    for (const QsgpBlock& b : blocks)
+      if (b.n_hyper()) {
+        v.push_back(b.log_var);
+        for (Index d = 0; d < b.log_ls.size(); ++d) v.push_back(b.log_ls(d));
+      }
+    if (learn_noise) v.push_back(log_noise);
+    return Eigen::Map<VectorXd>(v.data(), static_cast<Index>(v.size()));
+  }
+  void unpack_hyper(const VectorXd& h) {
+    Index k = 0;
+    for (QsgpBlock& b : blocks)
+      if (b.n_hyper()) {
+        b.log_var = h(k++);
+        for (Index d = 0; d < b.log_ls.size(); ++d) b.log_ls(d) = h(k++);
+      }
+    if (learn_noise) log_noise = h(k++);
+  }
+  VectorXd learned_gradient(const VectorXd& full) const {
+    std::vector<double> v;
+    Index k = 0;
+    for (const QsgpBlock& b : blocks) {
+      if (!b.rff) continue;
+      const Index nh = 1 + b.log_ls.size();
+      if (b.learn_kernel)
+        for (Index j = 0; j < nh; ++j) v.push_back(full(k + j));
+      k += nh;
+    }
+    if (learn_noise) v.push_back(full(k));
+    return Eigen::Map<VectorXd>(v.data(), static_cast<Index>(v.size()));
+  }
+
+  // init_diagonal(), then set.max_iter iterations of AdaGrad on (mu, rho) and Adam on the learned
+  // hyperparameters (after the frozen start); monitor(t, estimate) returns
+  // false to stop.  The gradient reported is the mean stochastic gradient of
+  // the learned hyperparameters over the last tenth of the iterations.
+  template <class Monitor>
+  FitInfo fit(const ParallelFor& pfor, Rng& rng, Monitor monitor) {
+    FitInfo info;
+    const auto t0 = Clock::now();
+    const int T = set.max_iter;
+    const int frozen = static_cast<int>(std::ceil(qs.freeze * T));
+    const double gamma = std::pow(qs.final_rate, 1.0 / std::max(1, T - 1));
+    const Index m = total_size();
+    VectorXd acc_mu = VectorXd::Constant(m, qs.adagrad_init), acc_rho = acc_mu;
+    VectorXd g_mu = VectorXd::Zero(m), g_rho = VectorXd::Zero(m);
+    std::vector<char> mark(static_cast<std::size_t>(m), 0);
+    std::vector<Index> touched;
+    Adam adam(set.learning_rate);
+    VectorXd hyper = pack_hyper(), gsum = VectorXd::Zero(hyper.size());
+    const int tail = std::max(1, T / 10);
+    double rate = qs.variational_rate;
+    init_diagonal(qs.init_rows, rng, pfor);
+    info.seconds_init = seconds_since(t0);
+    const auto t1 = Clock::now();
+    info.stop = "iteration limit (stochastic fit: no stationary-point test)";
+    for (int t = 1; t <= T; ++t) {
+      const QsgpDraw dr = draw(rng);
+      const QsgpEstimate est = estimate(dr, pfor);
+      if (!std::isfinite(est.value) || !est.ghyper.allFinite())
+        throw numerical_error("QSGP: the ELBO estimate is not finite at iteration " + std::to_string(t) +
+                              "; try a smaller learning_rate or variational_rate");
+      info.trace.push_back(est.value);
+      touched.clear();
+      for (std::size_t b = 0; b < blocks.size(); ++b) {
+        const Index s = blocks[b].start;
+        for (std::size_t e = 0; e < dr.I[b].size(); ++e) {
+          const Index g = s + dr.I[b][e];
+          g_mu(g) += est.gmuI[b](static_cast<Index>(e));
+          g_rho(g) += est.grhoI[b](static_cast<Index>(e));
+          if (!mark[static_cast<std::size_t>(g)]) mark[static_cast<std::size_t>(g)] = 1, touched.push_back(g);
+        }
+        for (std::size_t e = 0; e < dr.J[b].size(); ++e) {
+          const Index g = s + dr.J[b][e];
+          g_mu(g) += est.gmuJ[b](static_cast<Index>(e));
+          if (!mark[static_cast<std::size_t>(g)]) mark[static_cast<std::size_t>(g)] = 1, touched.push_back(g);
+        }
+      }
+      for (Index g : touched) {  // AdaGrad ascent on the touched coordinates only
+        acc_mu(g) += g_mu(g) * g_mu(g);
+        acc_rho(g) += g_rho(g) * g_rho(g);
+        mu(g) += rate * g_mu(g) / std::sqrt(acc_mu(g));
+        rho(g) += rate * g_rho(g) / std::sqrt(acc_rho(g));
+        g_mu(g) = g_rho(g) = 0;
+        mark[static_cast<std::size_t>(g)] = 0;
+      }
+      const VectorXd gh = learned_gradient(est.ghyper);
+      if (t > T - tail) gsum += gh;
+      if (t > frozen && hyper.size() > 0) {
+        adam.step(hyper, gh);
+        unpack_hyper(hyper);
+      }
+      rate *= gamma;
+      adam.scale_rate(gamma);
+      info.iterations = t;
+      if (!monitor(t, est.value)) {
+        info.stop = "stopped by the monitor";
+        break;
+      }
+    }
+    info.seconds_iter = seconds_since(t1);
+    info.gradient = gsum / static_cast<double>(std::max(1, std::min(tail, info.iterations)));
+    info.converged = false;
+    return info;
+  }
+
+ private:
+  const double* X_;
+  std::size_t n_, p_;
+  const double* y_;
+  const double* w_;
+  const double* o_;
+};
+
+}  // namespace scalegp

@@ -1,0 +1,190 @@
+// Rcpp glue of the QSGP engine (inst/include/scalegp/qsgp.hpp): R component
+// specs <-> feature blocks, the fit, the per-component prediction at new
+// rows, the features of one block, and the ELBO estimator averaged over
+// draws (for the tests).  Returns plain lists.
+#include "glue.h"
+
+// [[Rcpp::depends(RcppEigen, RcppParallel)]]
+
+using namespace scalegp;
+using namespace glue;
+
+namespace {
+
+// The options of inference = "qsgp" (R: qsgp_options(), qsgp_core_options()).
+QsgpSettings qsgp_settings_from(const Rcpp::List& o) {
+  QsgpSettings s;
+  s.features = Rcpp::as<int>(o["features"]);
+  s.feature_batch = Rcpp::as<int>(o["feature_batch"]);
+  s.variational_rate = Rcpp::as<double>(o["variational_rate"]);
+  s.final_rate = Rcpp::as<double>(o["final_rate"]);
+  s.freeze = Rcpp::as<double>(o["freeze"]);
+  return s;
+}
+
+// One block per component: a stationary gp() term becomes features/2 random
+// frequencies (those stored in its spec as `eps`, else drawn from rng), the
+// parametric block its columns.
+std::vector<QsgpBlock> blocks_from(const Rcpp::List& specs, Index features, Rng* rng) {
+  std::vector<QsgpBlock> out;
+  for (R_xlen_t i = 0; i < specs.size(); ++i) {
+    const Rcpp::List s = specs[i];
+    const std::string kind = Rcpp::as<std::string>(s["kind"]);
+    QsgpBlock b;
+    for (int j : Rcpp::as<std::vector<int>>(s["cols"])) b.cols.push_back(j);
+    if (kind == "linear") {
+      b.rff = false;
+      b.prior_sd = Rcpp::as<Eigen::VectorXd>(s["prior_sd"]);
+    } else if (kind == "stationary") {
+      b.type = kernel_from_string(Rcpp::as<std::string>(s["kernel"]));
+      b.log_var = Rcpp::as<double>(s["log_var"]);
+      b.log_ls = Rcpp::as<Eigen::VectorXd>(s["log_ls"]);
+      b.learn_kernel = Rcpp::as<bool>(s["learn_kernel"]);
+      if (s.containsElementNamed("eps")) {
+        b.eps = Rcpp::as<Eigen::MatrixXd>(s["eps"]);
+      } else {
+        if (!rng) throw std::invalid_argument("a gp() component has no stored frequencies");
+        b.eps = rff_frequencies(b.type, features / 2, b.dim(), *rng);
+      }
+    } else {
+      throw std::invalid_argument("inference = \"qsgp\" cannot fit a component of kind '" + kind + "'");
+    }
+    out.push_back(std::move(b));
+  }
+  return out;
+}
+
+// The specs with the fitted kernel hyperparameters and the frequencies.
+Rcpp::List specs_to(const std::vector<QsgpBlock>& blocks, const Rcpp::List& specs) {
+  Rcpp::List out = Rcpp::clone(specs);
+  for (std::size_t i = 0; i < blocks.size(); ++i) {
+    if (!blocks[i].rff) continue;
+    Rcpp::List s = out[static_cast<R_xlen_t>(i)];
+    s["log_var"] = blocks[i].log_var;
+    s["log_ls"] = Rcpp::wrap(blocks[i].log_ls);
+    s["eps"] = Rcpp::wrap(blocks[i].eps);
+    out[static_cast<R_xlen_t>(i)] = s;
+  }
+  return out;
+}
+
+}  // namespace
+
+// [[Rcpp::export(.qsgp_fit)]]
+Rcpp::List qsgp_fit(Eigen::Map<Eigen::MatrixXd> X, Eigen::Map<Eigen::VectorXd> y, Eigen::Map<Eigen::VectorXd> w,
+                    Eigen::Map<Eigen::VectorXd> offset, Rcpp::List specs, double log_noise, Rcpp::List control,
+                    Rcpp::List options, int threads, double seed, Rcpp::Function monitor) {
+  try {
+    const Settings set = settings_from(control);
+    const QsgpSettings qs = qsgp_settings_from(options);
+    Rng rng(static_cast<std::uint64_t>(seed));
+    Qsgp model(blocks_from(specs, qs.features, &rng), log_noise, set, qs, X.data(), static_cast<std::size_t>(X.rows()),
+               static_cast<std::size_t>(X.cols()), y.data(), w.data(), offset.data());
+    model.learn_noise = set.learn_noise;
+    const ParallelFor pfor = make_pfor(threads);
+    FitInfo info = model.fit(pfor, rng, monitor_from(monitor));
+    const auto t0 = Clock::now();
+    const QsgpExact ex = model.exact(pfor);
+    info.seconds_final = seconds_since(t0);
+    return Rcpp::List::create(
+        Rcpp::Named("specs") = specs_to(model.blocks, specs), Rcpp::Named("log_noise") = model.log_noise,
+        Rcpp::Named("mu") = model.mu, Rcpp::Named("rho") = model.rho, Rcpp::Named("trace") = info.trace,
+        Rcpp::Named("iterations") = info.iterations, Rcpp::Named("converged") = info.converged,
+        Rcpp::Named("stop") = info.stop, Rcpp::Named("objective") = ex.elbo, Rcpp::Named("gradient") = info.gradient,
+        Rcpp::Named("failures") = 0, Rcpp::Named("seconds") = seconds_of(info), Rcpp::Named("row_mean") = ex.mean,
+        Rcpp::Named("row_var") = ex.var, Rcpp::Named("feature_means") = ex.feature_means);
+  } catch (const std::exception& e) {
+    Rcpp::stop(e.what());
+  }
+}
+
+// Per component at the rows of X: the mean and variance of its part of the
+// latent predictor, uncentred and with features centred by `center`.
+// [[Rcpp::export(.qsgp_predict)]]
+Rcpp::List qsgp_predict(Rcpp::List specs, Eigen::Map<Eigen::VectorXd> mu, Eigen::Map<Eigen::VectorXd> rho,
+                        Eigen::Map<Eigen::VectorXd> center, Eigen::Map<Eigen::MatrixXd> X, int threads) {
+  try {
+    const double dummy = 0;
+    Qsgp model(blocks_from(specs, 0, nullptr), 0.0, Settings(), QsgpSettings(), X.data(),
+               static_cast<std::size_t>(X.rows()), static_cast<std::size_t>(X.cols()), &dummy, &dummy, &dummy);
+    if (model.total_size() != mu.size() || mu.size() != rho.size() || center.size() != mu.size())
+      throw std::invalid_argument("the posterior does not match the feature blocks");
+    model.mu = mu;
+    model.rho = rho;
+    Eigen::MatrixXd mean, var, cmean, cvar;
+    model.predict(X.data(), static_cast<std::size_t>(X.rows()), center, mean, var, cmean, cvar, make_pfor(threads));
+    return Rcpp::List::create(Rcpp::Named("mean") = mean, Rcpp::Named("var") = var, Rcpp::Named("cmean") = cmean,
+                              Rcpp::Named("cvar") = cvar);
+  } catch (const std::exception& e) {
+    Rcpp::stop(e.what());
+  }
+}
+
+// Features first + 1, ..., first + count of component `block` (1-based) at the rows of X.
+// [[Rcpp::export(.qsgp_features)]]
+Eigen::MatrixXd qsgp_features(Rcpp::List specs, int block, int first, int count, Eigen::Map<Eigen::MatrixXd> X) {
+  try {
+    const double dummy = 0;
+    Qsgp model(blocks_from(specs, 0, nullptr), 0.0, Settings(), QsgpSettings(), X.data(),
+               static_cast<std::size_t>(X.rows()), static_cast<std::size_t>(X.cols()), &dummy, &dummy, &dummy);
+    if (block < 1 || static_cast<std::size_t>(block) > model.blocks.size()) throw std::invalid_argument("no such block");
+    return model.block_features(static_cast<std::size_t>(block - 1), X.data(), static_cast<std::size_t>(X.rows()),
+                                first, count);
+  } catch (const std::exception& e) {
+    Rcpp::stop(e.what());
+  }
+}
+
+// The ELBO estimator at a given posterior and hyperparameters: its mean and
+// the mean of its gradient (mu, rho, then per gp() component its log
+// variance and log lengthscales, then the log noise) over `reps` draws, their
+// standard errors, and the exact ELBO.  For the tests.
+// [[Rcpp::export(.qsgp_estimate)]]
+Rcpp::List qsgp_estimate(Eigen::Map<Eigen::MatrixXd> X, Eigen::Map<Eigen::VectorXd> y, Eigen::Map<Eigen::VectorXd> w,
+                         Eigen::Map<Eigen::VectorXd> offset, Rcpp::List specs, double log_noise,
+                         Eigen::Map<Eigen::VectorXd> mu, Eigen::Map<Eigen::VectorXd> rho, double batch_size,
+                         int feature_batch, int reps, double seed) {
+  try {
+    Settings set;
+    set.batch_size = static_cast<std::size_t>(batch_size);
+    QsgpSettings qs;
+    qs.feature_batch = feature_batch;
+    Qsgp model(blocks_from(specs, 0, nullptr), log_noise, set, qs, X.data(), static_cast<std::size_t>(X.rows()),
+               static_cast<std::size_t>(X.cols()), y.data(), w.data(), offset.data());
+    const Index m = model.total_size();
+    if (mu.size() != m || rho.size() != m) throw std::invalid_argument("mu and rho must have one entry per feature");
+    model.mu = mu;
+    model.rho = rho;
+    Rng rng(static_cast<std::uint64_t>(seed));
+    const Index len = 2 * m + model.n_hyper();
+    Eigen::VectorXd gs = Eigen::VectorXd::Zero(len), gss = gs;
+    double s = 0, ss = 0;
+    for (int r = 0; r < reps; ++r) {
+      const QsgpDraw dr = model.draw(rng);
+      const QsgpEstimate est = model.estimate(dr, serial_for);
+      Eigen::VectorXd g = Eigen::VectorXd::Zero(len);
+      for (std::size_t b = 0; b < model.blocks.size(); ++b) {
+        const Index st = model.blocks[b].start;
+        for (std::size_t e = 0; e < dr.I[b].size(); ++e) {
+          g(st + dr.I[b][e]) += est.gmuI[b](static_cast<Index>(e));
+          g(m + st + dr.I[b][e]) += est.grhoI[b](static_cast<Index>(e));
+        }
+        for (std::size_t e = 0; e < dr.J[b].size(); ++e) g(st + dr.J[b][e]) += est.gmuJ[b](static_cast<Index>(e));
+      }
+      g.tail(model.n_hyper()) = est.ghyper;
+      s += est.value;
+      ss += est.value * est.value;
+      gs += g;
+      gss += g.cwiseAbs2();
+    }
+    const double mean = s / reps;
+    const Eigen::VectorXd gm = gs / reps;
+    return Rcpp::List::create(
+        Rcpp::Named("value") = mean, Rcpp::Named("value_se") = std::sqrt(std::max(0.0, ss / reps - mean * mean) / reps),
+        Rcpp::Named("gradient") = gm,
+        Rcpp::Named("gradient_se") = Eigen::VectorXd(((gss / reps - gm.cwiseAbs2()).cwiseMax(0.0) / reps).cwiseSqrt()),
+        Rcpp::Named("exact") = model.exact(serial_for).elbo);
+  } catch (const std::exception& e) {
+    Rcpp::stop(e.what());
+  }
+}
