@@ -71,15 +71,12 @@ NULL
 #' \eqn{\hat s = (\hat v + t) / (2 \sqrt{t})}{s = (v + t) / (2 sqrt(t))} of the
 #' latent sd, which keeps the bound valid.  The mean-field posterior ignores
 #' the posterior correlations of the weights, so its standard errors can be
-#' too small (the paper's QSGP-0 results) or too large (on 5000 rows of a
-#' smooth function of 3 inputs, with the defaults, the mean standard error
-#' of the latent function was 6 times that of `inference = "vi"`).
+#' too small (the paper's QSGP-0 results) or, far from convergence, much too
+#' large; this version is not yet competitive with `inference = "vi"`.
 #'
 #' @param features number of random features per `gp()` term (even: a cosine
 #'   and a sine per frequency).  More features approximate the kernel better
-#'   but need more iterations to learn their weights: on 5000 rows of a
-#'   function of 3 inputs, with the default 2000 iterations, 2048 features
-#'   gave a higher ELBO and a smaller error than 8192.  The final pass and every prediction cost
+#'   but need more iterations to learn their weights.  The final pass and every prediction cost
 #'   O(rows x `features`) per term.
 #' @param feature_batch features sampled per term, twice, per iteration (at
 #'   most `features`; equal to it: all features, exactly); `NULL` (default):
