@@ -58,8 +58,9 @@ anova.gpgam <- function(object, ...) {
              "): compare them by held-out predictions")
   obj <- vapply(fits, function(f) f$engine$objective, "")
   if (length(unique(obj)) > 1)
-    stop_arg("...", "fits maximise different objectives (", paste(unique(obj), collapse = ", "),
-             "), which are not comparable: refit with one inference engine")
+    warning("the fits maximise different objectives (", paste(unique(obj), collapse = ", "), "): their ",
+            "difference is not a log Bayes factor; compare fits of one inference engine, or by held-out ",
+            "predictions", call. = FALSE)
   ll <- lapply(fits, logLik)
   elbo <- vapply(ll, as.numeric, 1)
   df <- vapply(ll, attr, 1, "df")

@@ -91,9 +91,10 @@ plot.gpgam <- function(x, which = c("terms", "trace"), residuals = FALSE, rug = 
   for (i in seq_along(panels)) {
     p <- panels[[i]]
     if (is.null(p$term)) next
+    # (the label as drawn, with the edf as mgcv's s(x,3.38); p$label stays the term's)
     lab <- sub("\\)$", paste0(",", format(round(edf[p$term], 2), nsmall = 2), ")"), p$label)
-    if (!is.null(p$ylab)) p$ylab <- sub(p$label, lab, p$ylab, fixed = TRUE)
-    p$label <- lab
+    if (p$kind == "2d") p$title <- lab
+    else p$ylab <- if (!is.null(p$ylab)) sub(p$label, lab, p$ylab, fixed = TRUE) else lab
     p$se <- sqrt(p$se^2 + v0)
     panels[[i]] <- p
   }
@@ -254,7 +255,7 @@ draw_panel <- function(p, mult, shade, shade.col, ylim, scheme, labs, col, tr, .
     hi <- tr(p$fit + mult * p$se)
     L <- length(p$x)
     plot(seq_len(L), tr(p$fit), ylim = labs$ylim %||% range(lo, hi), xaxt = "n", pch = 19, col = col, xlab = xlab,
-         ylab = labs$ylab %||% p$label, main = main, ...)
+         ylab = labs$ylab %||% p$ylab %||% p$label, main = main, ...)
     graphics::axis(1, at = seq_len(L), labels = p$x)
     if (mult > 0) graphics::segments(seq_len(L), lo, seq_len(L), hi, col = "steelblue", lwd = 2)
     graphics::abline(h = tr(0), lty = 3)
@@ -262,13 +263,13 @@ draw_panel <- function(p, mult, shade, shade.col, ylim, scheme, labs, col, tr, .
   }
   if (p$kind == "2d") {
     if (scheme == "persp") {
-      graphics::persp(p$x, p$y, tr(p$fit), xlab = xlab, ylab = labs$ylab %||% p$ylab, zlab = p$label,
+      graphics::persp(p$x, p$y, tr(p$fit), xlab = xlab, ylab = labs$ylab %||% p$ylab, zlab = p$title %||% p$label,
                       main = main, theta = 30, phi = 30, col = "lightblue", shade = 0.4, border = NA, ...)
       return(invisible())
     }
     zlim <- p$zlim %||% range(tr(p$fit))
     graphics::image(p$x, p$y, tr(p$fit), col = grDevices::hcl.colors(50, "Blue-Red 3"), zlim = zlim, xlab = xlab,
-                    ylab = labs$ylab %||% p$ylab, main = labs$main %||% p$label, ...)
+                    ylab = labs$ylab %||% p$ylab, main = labs$main %||% p$title %||% p$label, ...)
     # the colour key
     keys <- seq(zlim[1], zlim[2], length.out = 5)
     graphics::legend("topright", legend = format(signif(keys, 2)), fill = grDevices::hcl.colors(5, "Blue-Red 3"),

@@ -269,7 +269,8 @@ test_that("overlapping, duplicated and degenerate terms get clear errors or adju
   expect_error(gpgam(y ~ gp(x1, x2) + gp(x2, x3), data = d, control = ctl), "share input.*'x2'")
   expect_error(gpgam(y ~ gp(x1) + gp(x1), data = d, control = ctl), "twice")
   expect_error(gpgam(y ~ gp(x1) + gp(k), data = d, control = ctl), "constant input: 'k'")
-  expect_warning(f <- gpgam(y ~ gp(x1) + gp(c5, k = 10), data = d, control = ctl), "'k' = 10 exceeds the 5 unique")
+  expect_warning(expect_warning(f <- gpgam(y ~ gp(x1) + gp(c5, k = 10), data = d, control = ctl),
+                                "'k' = 10 exceeds the 5 unique"), "only 5 distinct")
   expect_equal(f$params$gp[["gp(c5)"]]$n_inducing, 5)
   expect_error(gpgam(y ~ gp(x1) + gp(x1, x2), data = d, control = ctl), NA)  # nested: allowed
 })

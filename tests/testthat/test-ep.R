@@ -104,7 +104,7 @@ test_that("EP's evidence exceeds the ELBO and its predictions are sensible", {
   expect_equal(unname(rowSums(tt) + attr(tt, "constant")), unname(predict(fe, nd[1:5, ])), tolerance = 1e-10)
   expect_output(print(summary(fe)), "EP log evidence")
   # fits by two engines: their objectives side by side, under a neutral name
-  a <- anova(fv, fe)
+  expect_warning(a <- anova(fv, fe), "different objectives")
   expect_equal(a$logLik, c(fv$elbo, fe$evidence))
   expect_equal(a[["Delta logLik"]][2], fe$evidence - fv$elbo)
   expect_output(print(a), "Comparison of gpgam fits by logLik")
