@@ -158,9 +158,10 @@ engine_fit.engine_qsgp <- function(engine, setup, control) {
   if (isTRUE(control$verbose))
     cli::cli_inform(c(i = paste("QSGP: {o$features} random features per gp() term, {o$feature_batch} sampled twice",
                                 "and {control$batch_size} rows per iteration; {control$iterations} iterations.")))
+  bar <- control
+  bar$priors <- FALSE  # (no priors here: the bar shows the ELBO alone)
   res <- .qsgp_fit(setup$X, setup$y, setup$w, setup$offset, comps, setup$log_noise, common_settings(control),
-                   unclass(o), control$threads, control$seed,
-                   progress_monitor(control, engine$objective, jacobian(setup)))
+                   unclass(o), control$threads, control$seed, progress_monitor(bar, engine$objective, jacobian(setup)))
   # the setup's specs with the fitted hyperparameters and the frequencies (no inducing inputs)
   res$specs <- Map(function(full, fitted) {
     if (full$kind == "linear") return(full)
