@@ -112,7 +112,7 @@ dgp <- function(formula, data, hidden = 1, inducing = 50, family = gaussian(), c
                    learn_inducing = TRUE, learn_noise = TRUE)
   jac <- n * log(ysd)  # log-Jacobian of the response standardisation
   control$iterations <- as.integer(iterations)
-  monitor <- progress_monitor(control, "approx. log marginal likelihood (minibatch estimate)", shift = jac)
+  monitor <- progress_monitor(control, "approx. log ML (minibatch)", shift = jac)
   t0 <- proc.time()[["elapsed"]]
   res <- .dgp_fit(Xs, matrix((y - scaling$y$center) / ysd), as.integer(hidden), as.integer(inducing), settings,
                   control$jitter, threads, seed, monitor)
@@ -135,7 +135,7 @@ dgp <- function(formula, data, hidden = 1, inducing = 50, family = gaussian(), c
               timing = c(fit = elapsed, res$seconds, per_iteration = res$seconds[["iterations"]] / max(1, res$iterations)),
               control = control, na.action = attr(mf, "na.action"),
               title = "Deep Gaussian process",
-              engine = list(name = "dgp", label = "approximate EP (Bui et al. 2016)",
+              engine = list(name = "dgp", label = "approximate EP, Bui et al. 2016",
                             objective = "Approximate log marginal likelihood"))
   if (model) fit$model <- mf
   class(fit) <- c("dgp", "scalegp")
