@@ -35,7 +35,9 @@
 #' @param data a data frame.
 #' @param hidden the widths of the hidden layers, one positive integer per
 #'   hidden layer: `hidden = 1` is one hidden layer of one dimension,
-#'   `hidden = c(2, 2)` two hidden layers of two dimensions.
+#'   `hidden = c(2, 2)` two hidden layers of two dimensions.  A hidden layer
+#'   of width 1 is a bottleneck (all inputs pass through one number); with
+#'   several inputs a wider layer (such as `hidden = 2`) often predicts better.
 #' @param inducing number of inducing points of every GP (at most the number
 #'   of rows).
 #' @param family `gaussian()` (the only family of this version).
