@@ -9,8 +9,8 @@
     .Call(`_scalegp_decoupled_mean`, spec, basis, coef, X, threads)
 }
 
-.dgp_fit <- function(X, Y, hidden, inducing, control, jitter, threads, seed, monitor) {
-    .Call(`_scalegp_dgp_fit`, X, Y, hidden, inducing, control, jitter, threads, seed, monitor)
+.dgp_fit <- function(X, Y, hidden, inducing, control, jitter, probit, threads, seed, monitor) {
+    .Call(`_scalegp_dgp_fit`, X, Y, hidden, inducing, control, jitter, probit, threads, seed, monitor)
 }
 
 .dgp_predict <- function(net, X, N, threads) {

@@ -1,12 +1,14 @@
 # dgp(): deep Gaussian processes trained by approximate expectation
 # propagation (Bui et al. 2016; C++ core inst/include/scalegp/dgp.hpp), and
-# its methods: print, summary, predict, sigma, logLik, plot.
+# its methods: print, summary, predict, sigma, logLik, plot.  Families:
+# gaussian() and binomial(link = "probit").
 
 #' Fit a deep Gaussian process by approximate expectation propagation
 #'
 #' `dgp()` fits a deep Gaussian process (a stack of GP layers, each layer's
 #' outputs the next layer's inputs) to a numeric response by approximate
-#' expectation propagation (Bui et al. 2016).  Every layer holds independent
+#' expectation propagation (Bui et al. 2016), or a binary response with a
+#' probit output layer (closed-form expectations; Bui et al. 2016, Appendix F).  Every layer holds independent
 #' sparse (FITC) GPs, one per output dimension, sharing one squared
 #' exponential kernel with ARD lengthscales and one noise variance per layer;
 #' each GP has its own `inducing` inducing inputs.  The posterior over the
@@ -40,7 +42,8 @@
 #'   several inputs a wider layer (such as `hidden = 2`) often predicts better.
 #' @param inducing number of inducing points of every GP (at most the number
 #'   of rows).
-#' @param family `gaussian()` (the only family of this version).
+#' @param family `gaussian()`, or `binomial(link = "probit")` for a 0/1,
+#'   logical or two-level factor response (the last layer then has no noise).
 #' @param control a [gp_control()] object; `dgp()` reads `batch_size`
 #'   (default 50), `iterations`, `epochs`, `learning_rate`, `threads`, `seed`,
 #'   `verbose` and `jitter` (added to the diagonal of each GP's inducing
@@ -77,7 +80,9 @@ dgp <- function(formula, data, hidden = 1, inducing = 50, family = gaussian(), c
     stop_arg("hidden", "must be positive integers (the widths of the hidden layers), not ", deparse1(hidden))
   check_count(inducing, "inducing")
   fam <- likelihood_name(family)
-  if (fam$lik != "gaussian") stop_arg("family", "must be gaussian() (the only family of dgp() so far)")
+  if (!fam$lik %in% c("gaussian", "probit"))
+    stop_arg("family", "must be gaussian() or binomial(link = \"probit\") for dgp()")
+  probit <- fam$lik == "probit"
   if (!inherits(control, "gp_control")) {
     if (is.list(control)) control <- do.call(gp_control, control)
     else stop_arg("control", "must be made by gp_control()")
@@ -87,8 +92,16 @@ dgp <- function(formula, data, hidden = 1, inducing = 50, family = gaussian(), c
   w <- stats::model.weights(mf)
   if (!is.null(w) && any(w != 1)) stop_arg("weights", "are not supported by dgp() yet (must be missing or all 1)")
   y <- stats::model.response(mf)
-  if (!is.numeric(y) || is.matrix(y)) stop_arg("formula", "must have a numeric vector response")
-  y <- as.numeric(y)
+  if (is.matrix(y)) stop_arg("formula", "must have a vector response")
+  if (probit) {
+    y <- prepare_response(y, "probit")
+    ylevels <- attr(y, "levels")
+    y <- as.numeric(y)
+    if (any(y != 0 & y != 1)) stop_arg("formula", "needs a 0/1, logical or two-level factor response with binomial()")
+  } else {
+    if (!is.numeric(y)) stop_arg("formula", "must have a numeric response with gaussian()")
+    y <- as.numeric(y)
+  }
   check_finite_columns(mf, names(mf), "data")
   tt <- stats::delete.response(stats::terms(mf))
   X <- stats::model.matrix(tt, mf)
@@ -102,7 +115,8 @@ dgp <- function(formula, data, hidden = 1, inducing = 50, family = gaussian(), c
   if (inducing > n) stop_arg("inducing", "(", inducing, ") exceeds the number of rows (", n, ")")
   ysd <- stats::sd(y)
   if (!(ysd > 0)) stop_arg("formula", "has a constant response")
-  scaling <- list(x = list(center = colMeans(X), scale = xsd), y = list(center = mean(y), scale = ysd))
+  if (probit) ysd <- 1
+  scaling <- list(x = list(center = colMeans(X), scale = xsd), y = list(center = if (probit) 0 else mean(y), scale = ysd))
   Xs <- sweep(sweep(X, 2, scaling$x$center), 2, scaling$x$scale, "/")
   b <- min(n, control$batch_size %||% 50L)
   iterations <- if (!is.null(control$epochs)) as.integer(min(.Machine$integer.max, ceiling(control$epochs * n / b)))
@@ -116,23 +130,26 @@ dgp <- function(formula, data, hidden = 1, inducing = 50, family = gaussian(), c
   control$iterations <- as.integer(iterations)
   monitor <- progress_monitor(control, "approx. log ML (minibatch)", shift = jac)
   t0 <- proc.time()[["elapsed"]]
-  res <- .dgp_fit(Xs, matrix((y - scaling$y$center) / ysd), as.integer(hidden), as.integer(inducing), settings,
-                  control$jitter, threads, seed, monitor)
+  yint <- if (probit) 2 * y - 1 else (y - scaling$y$center) / ysd
+  res <- .dgp_fit(Xs, matrix(yint), as.integer(hidden), as.integer(inducing), settings,
+                  control$jitter, probit, threads, seed, monitor)
   elapsed <- proc.time()[["elapsed"]] - t0
   L <- length(res$net$layers)
-  fm <- res$fitted$mean[[L]][, 1] * ysd + scaling$y$center
+  eta <- res$fitted$mean[[L]][, 1] * ysd + scaling$y$center
+  fm <- if (probit) stats::pnorm(eta / sqrt(1 + res$fitted$var[[L]][, 1])) else eta
   control$batch_size <- b
   control$threads <- threads
   control$seed <- seed
   fit <- list(call = cl, formula = formula, terms = tt, xlevels = stats::.getXlevels(tt, mf), contrasts = contrasts,
               inputs = colnames(X), scaling = scaling, n = n, hidden = as.integer(hidden),
-              inducing = as.integer(inducing), family = stats::gaussian(), likelihood = "gaussian",
+              inducing = as.integer(inducing), family = if (probit) stats::binomial("probit") else stats::gaussian(),
+              likelihood = fam$lik, ylevels = if (probit) ylevels,
               net = res$net, objective = res$objective - jac, trace = res$trace - jac,
               iterations = res$iterations, converged = FALSE,
               stop = sprintf("stopped by %s after %d Adam steps (a stochastic fit: no convergence check)",
                              res$stop, res$iterations),
-              y = y, fitted.values = fm, linear.predictors = fm, prior.weights = rep(1, n),
-              params = list(sigma = exp(res$net$layers[[L]]$log_sn) * ysd),
+              y = y, fitted.values = fm, linear.predictors = eta, prior.weights = rep(1, n),
+              params = list(sigma = if (probit) NA_real_ else exp(res$net$layers[[L]]$log_sn) * ysd),
               df = dgp_n_params(res$net),
               timing = c(fit = elapsed, res$seconds, per_iteration = res$seconds[["iterations"]] / max(1, res$iterations)),
               control = control, na.action = attr(mf, "na.action"),
@@ -171,8 +188,10 @@ dgp_inputs <- function(object, newdata) {
 #' @param object a fit made by [dgp()].
 #' @param newdata a data frame with the inputs (default: the data of the fit).
 #' @param type `"link"` (the latent function: variance without the output
-#'   noise) or `"response"` (a new observation: variance with the noise);
-#'   the means are equal.
+#'   noise) or `"response"` (Gaussian: a new observation, variance with the
+#'   noise, the same mean; probit: the probability of the second level,
+#'   \eqn{\Phi(m / \sqrt{1 + v})}{Phi(m / sqrt(1 + v))}, with the standard
+#'   error by the delta method).
 #' @param se.fit also return standard errors.
 #' @param layer `NULL` (the output) or the number of a hidden layer: then a
 #'   list of the `mean` and `var` matrices (rows x width) of that layer's
@@ -180,6 +199,9 @@ dgp_inputs <- function(object, newdata) {
 #' @param ... unused.
 #' @return A vector of predictions, or with `se.fit` a list of `fit` and
 #'   `se.fit`; with `layer`, a list of `mean` and `var`.
+#'   `sigma()`: the output noise sd on the data scale (1 with probit).
+#'   `logLik()`: the approximate log marginal likelihood of the fit (attribute
+#'   `approximate = TRUE`), with `df` the number of fitted parameters.
 #' @examples
 #' set.seed(1)
 #' d <- data.frame(x = runif(100, -2, 2)); d$y <- sign(d$x) + rnorm(100, sd = 0.1)
@@ -203,14 +225,21 @@ predict.dgp <- function(object, newdata, type = c("link", "response"), se.fit = 
   ys <- object$scaling$y
   fit <- p$mean[[L]][, 1] * ys$scale + ys$center
   v <- p$var[[L]][, 1]
-  if (type == "link") v <- v - exp(2 * object$net$layers[[L]]$log_sn)
+  if (isTRUE(object$net$probit)) {
+    if (type == "response") {
+      sc <- sqrt(1 + v)
+      p <- stats::pnorm(fit / sc)
+      if (!se.fit) return(p)
+      return(list(fit = p, se.fit = stats::dnorm(fit / sc) / sc * sqrt(v)))
+    }
+  } else if (type == "link") v <- v - exp(2 * object$net$layers[[L]]$log_sn)
   if (!se.fit) return(fit)
   list(fit = fit, se.fit = sqrt(pmax(v, 0)) * ys$scale)
 }
 
 #' @rdname predict.dgp
 #' @export
-sigma.dgp <- function(object, ...) object$params$sigma
+sigma.dgp <- function(object, ...) if (is.na(object$params$sigma)) 1 else object$params$sigma
 
 #' @rdname predict.dgp
 #' @export
@@ -227,7 +256,7 @@ dgp_layers <- function(x) {
     data.frame(layer = if (l == nl) "output" else paste("hidden", l), inputs = length(ly$log_ell),
                outputs = length(ly$Z), variance = exp(2 * ly$log_sf),
                lengthscales = paste(format(exp(ly$log_ell), digits = 3), collapse = ", "),
-               noise_sd = exp(ly$log_sn), inducing = nrow(ly$Z[[1]]), stringsAsFactors = FALSE)
+               noise_sd = if (l == nl && isTRUE(x$net$probit)) NA_real_ else exp(ly$log_sn), inducing = nrow(ly$Z[[1]]), stringsAsFactors = FALSE)
   }))
 }
 
@@ -236,7 +265,7 @@ print.dgp <- function(x, digits = max(3L, getOption("digits") - 3L), ...) {
   print_header(x)
   cat("Architecture: ", paste(c(length(x$inputs), x$hidden, 1), collapse = " -> "), ", ", x$inducing,
       " inducing points per GP\n", sep = "")
-  cat("sigma: ", format(sigma(x), digits = digits), "\n", sep = "")
+  if (x$likelihood == "gaussian") cat("sigma: ", format(sigma(x), digits = digits), "\n", sep = "")
   cat(x$engine$objective, ": ", format(x$objective, digits = digits + 3), "\n", sep = "")
   cat("Fit: ", x$stop, "\n\n", sep = "")
   invisible(x)

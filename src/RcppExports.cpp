@@ -49,8 +49,8 @@ BEGIN_RCPP
 END_RCPP
 }
 // dgp_fit
-Rcpp::List dgp_fit(Eigen::Map<Eigen::MatrixXd> X, Eigen::Map<Eigen::MatrixXd> Y, Rcpp::IntegerVector hidden, int inducing, Rcpp::List control, double jitter, int threads, double seed, Rcpp::Function monitor);
-RcppExport SEXP _scalegp_dgp_fit(SEXP XSEXP, SEXP YSEXP, SEXP hiddenSEXP, SEXP inducingSEXP, SEXP controlSEXP, SEXP jitterSEXP, SEXP threadsSEXP, SEXP seedSEXP, SEXP monitorSEXP) {
+Rcpp::List dgp_fit(Eigen::Map<Eigen::MatrixXd> X, Eigen::Map<Eigen::MatrixXd> Y, Rcpp::IntegerVector hidden, int inducing, Rcpp::List control, double jitter, bool probit, int threads, double seed, Rcpp::Function monitor);
+RcppExport SEXP _scalegp_dgp_fit(SEXP XSEXP, SEXP YSEXP, SEXP hiddenSEXP, SEXP inducingSEXP, SEXP controlSEXP, SEXP jitterSEXP, SEXP probitSEXP, SEXP threadsSEXP, SEXP seedSEXP, SEXP monitorSEXP) {
 BEGIN_RCPP
     Rcpp::RObject rcpp_result_gen;
     Rcpp::RNGScope rcpp_rngScope_gen;
@@ -60,10 +60,11 @@ BEGIN_RCPP
     Rcpp::traits::input_parameter< int >::type inducing(inducingSEXP);
     Rcpp::traits::input_parameter< Rcpp::List >::type control(controlSEXP);
     Rcpp::traits::input_parameter< double >::type jitter(jitterSEXP);
+    Rcpp::traits::input_parameter< bool >::type probit(probitSEXP);
     Rcpp::traits::input_parameter< int >::type threads(threadsSEXP);
     Rcpp::traits::input_parameter< double >::type seed(seedSEXP);
     Rcpp::traits::input_parameter< Rcpp::Function >::type monitor(monitorSEXP);
-    rcpp_result_gen = Rcpp::wrap(dgp_fit(X, Y, hidden, inducing, control, jitter, threads, seed, monitor));
+    rcpp_result_gen = Rcpp::wrap(dgp_fit(X, Y, hidden, inducing, control, jitter, probit, threads, seed, monitor));
     return rcpp_result_gen;
 END_RCPP
 }
@@ -414,7 +415,7 @@ END_RCPP
 static const R_CallMethodDef CallEntries[] = {
     {"_scalegp_decoupled_fit", (DL_FUNC) &_scalegp_decoupled_fit, 12},
     {"_scalegp_decoupled_mean", (DL_FUNC) &_scalegp_decoupled_mean, 5},
-    {"_scalegp_dgp_fit", (DL_FUNC) &_scalegp_dgp_fit, 9},
+    {"_scalegp_dgp_fit", (DL_FUNC) &_scalegp_dgp_fit, 10},
     {"_scalegp_dgp_predict", (DL_FUNC) &_scalegp_dgp_predict, 4},
     {"_scalegp_dgp_energy", (DL_FUNC) &_scalegp_dgp_energy, 6},
     {"_scalegp_ep_fit", (DL_FUNC) &_scalegp_ep_fit, 12},

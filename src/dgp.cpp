@@ -22,12 +22,14 @@ static Rcpp::List net_to(const dgp::Net& net) {
                                    Rcpp::Named("log_sn") = ly.log_sn, Rcpp::Named("Z") = Z, Rcpp::Named("rho") = rho,
                                    Rcpp::Named("tau") = tau);
   }
-  return Rcpp::List::create(Rcpp::Named("jitter") = net.jitter, Rcpp::Named("layers") = layers);
+  return Rcpp::List::create(Rcpp::Named("jitter") = net.jitter, Rcpp::Named("probit") = net.probit,
+                            Rcpp::Named("layers") = layers);
 }
 
 static dgp::Net net_from(const Rcpp::List& r) {
   dgp::Net net;
   net.jitter = Rcpp::as<double>(r["jitter"]);
+  net.probit = r.containsElementNamed("probit") && Rcpp::as<bool>(r["probit"]);
   const Rcpp::List layers = r["layers"];
   for (R_xlen_t l = 0; l < layers.size(); ++l) {
     const Rcpp::List x = layers[l];
@@ -57,15 +59,18 @@ static Rcpp::List prediction_to(const dgp::Prediction& p) {
 }
 
 // The fit: initialisation (seeded), Adam on the energy, the final energy on
-// all rows and the prediction at the data.  Y: n x D_L (standardised).
+// all rows and the prediction at the data.  Y: n x D_L (standardised; -1/+1
+// with `probit`).
 // [[Rcpp::export(.dgp_fit)]]
 Rcpp::List dgp_fit(Eigen::Map<Eigen::MatrixXd> X, Eigen::Map<Eigen::MatrixXd> Y, Rcpp::IntegerVector hidden, int inducing,
-                   Rcpp::List control, double jitter, int threads, double seed, Rcpp::Function monitor) {
+                   Rcpp::List control, double jitter, bool probit, int threads, double seed,
+                   Rcpp::Function monitor) {
   try {
     const Settings set = settings_from(control);
     Rng rng(static_cast<std::uint64_t>(seed));
     const MatrixXd Xm = X, Ym = Y;
     dgp::Net net = dgp::initialise(Xm, Ym.cols(), Rcpp::as<std::vector<int>>(hidden), inducing, rng, jitter);
+    net.probit = probit;
     const ParallelFor pfor = make_pfor(threads);
     const FitInfo info = dgp::train(net, Xm, Ym, set, rng, pfor, monitor_from(monitor));
     Rcpp::List out = info_result(info);

@@ -211,3 +211,42 @@ TEST_CASE("dgp fit raises the objective and predicts a smooth function", "[dgp]"
   CHECK(std::sqrt(rss / N) < 0.15);
   CHECK((p.var[1].array() > 0).all());
 }
+
+TEST_CASE("dgp probit output: gradient agrees with finite differences (2-2-1, M = 3), log Z exact with one point", "[dgp]") {
+  Rng rng(19);
+  const Index N = 8;
+  Net net = random_net({2, 2, 1}, 3, rng);
+  net.probit = true;
+  const MatrixXd X = normal_matrix(N, 2, rng);
+  MatrixXd Y(N, 1);
+  for (Index i = 0; i < N; ++i) Y(i, 0) = X(i, 0) + 0.3 * std_normal(rng) > 0 ? 1.0 : -1.0;
+  const std::vector<std::size_t> idx{0, 1, 4, 6, 7};
+  Net g;
+  energy(net, X, Y, idx, static_cast<double>(N), &g, serial_for);
+  const VectorXd th = pack(net), ga = pack(g);
+  double worst = 0;
+  for (Index i = 0; i < th.size(); ++i) {
+    Net a = net, b = net;
+    VectorXd ta = th, tb = th;
+    ta[i] += 1e-5, tb[i] -= 1e-5;
+    unpack(a, ta), unpack(b, tb);
+    const double gn = (energy(a, X, Y, idx, static_cast<double>(N), nullptr, serial_for) -
+                       energy(b, X, Y, idx, static_cast<double>(N), nullptr, serial_for)) / 2e-5;
+    worst = std::max(worst, std::abs(ga[i] - gn) / (std::abs(gn) + 1e-3));
+  }
+  CHECK(worst < 1e-6);
+  CHECK(g.layers[1].log_sn == 0.0);  // no output noise
+  // one layer, one point: the cavity is the prior, f ~ N(0, sf2), log Z = log Phi(0) = log 1/2
+  Net one = random_net({2, 1}, 3, rng);
+  one.probit = true;
+  CHECK(std::abs(-energy(one, X.topRows(1), Y.topRows(1), {0}, 1.0, nullptr, serial_for) - std::log(0.5)) < 1e-10);
+  // with a mean: log Phi(y m / sqrt(1 + v)) against the probit integral by quadrature
+  const VectorXd m = VectorXd::Constant(1, 0.7), v = VectorXd::Constant(1, 0.5), y = VectorXd::Constant(1, -1.0);
+  double quad = 0;
+  const int K = 20000;
+  for (int k = 0; k < K; ++k) {
+    const double f = -10 + 20.0 * (k + 0.5) / K;
+    quad += std::exp(-0.5 * (f - 0.7) * (f - 0.7) / 0.5) / std::sqrt(2 * kPi * 0.5) * 0.5 * std::erfc(f / std::sqrt(2.0)) * 20.0 / K;
+  }
+  CHECK(std::abs(probit_logz(y, m, v, nullptr, nullptr) - std::log(quad)) < 1e-8);
+}

@@ -250,3 +250,25 @@ test_that("dgp() refuses bad input with errors naming the argument", {
   expect_error(dgp(y ~ x1, data = d, family = poisson(), control = quiet()), "'family'")
   expect_error(dgp(y ~ x1, data = d, weights = rep(2, 60), control = quiet()), "'weights'")
 })
+
+test_that("dgp() with a probit output classifies and predicts probabilities", {
+  set.seed(5)
+  n <- 200
+  d <- data.frame(x1 = runif(n, -2, 2), x2 = runif(n, -2, 2))
+  d$cls <- factor(ifelse(d$x1 * d$x2 + rnorm(n, sd = 0.2) > 0, "pos", "neg"), levels = c("neg", "pos"))
+  fit <- dgp(cls ~ x1 + x2, data = d, hidden = 2, inducing = 15, family = binomial(link = "probit"),
+             control = quiet(iterations = 1500))
+  expect_equal(fit$likelihood, "probit")
+  expect_true(all(is.na(summary(fit)$layers$noise_sd[3])))
+  expect_equal(sigma(fit), 1)
+  p <- fitted(fit)
+  expect_true(all(p > 0 & p < 1))
+  expect_lt(mean((p > 0.5) != (d$cls == "pos")), 0.15)
+  nd <- data.frame(x1 = c(1, -1, 1), x2 = c(1, 1, -1))
+  pr <- predict(fit, nd, type = "response", se.fit = TRUE)
+  expect_equal(pr$fit > 0.5, c(TRUE, FALSE, FALSE))
+  pl <- predict(fit, nd, se.fit = TRUE)
+  expect_equal(pr$fit, pnorm(pl$fit / sqrt(1 + pl$se.fit^2)), tolerance = 1e-12)
+  expect_equal(unname(residuals(fit, type = "response")), (d$cls == "pos") - unname(p))
+  expect_error(dgp(x1 ~ x2, data = d, family = binomial(link = "probit"), control = quiet()), "'y'")
+})

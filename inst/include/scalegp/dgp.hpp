@@ -19,12 +19,15 @@
 //     generator, the authors' initialisation;
 //   - prediction: the same forward pass with q in place of the cavity
 //     (mean and variance of every layer's Gaussian).
-// Output likelihoods: Gaussian (log Z_n exact in the last layer's Gaussian).
+// Output likelihoods: Gaussian (log Z_n exact given the last layer's
+// Gaussian), and probit in closed form, log Z_n = log Phi(y m / sqrt(1 + v))
+// with y in {-1, +1} and no noise in the last layer (its log_sn is unused).
 // Minibatch points are reduced with thread-local accumulators through
 // parallel.hpp (bit-identical for any thread count).
 #pragma once
 #include "fit_loop.hpp"
 #include "inducing.hpp"
+#include "likelihoods.hpp"
 #include "linalg.hpp"
 #include "optim.hpp"
 #include "parallel.hpp"
@@ -37,8 +40,6 @@
 
 namespace scalegp {
 namespace dgp {
-
-constexpr double kPi = 3.14159265358979323846;
 
 // One GP layer: kernel and noise shared by its output GPs, per-output Z, rho, tau.
 struct Layer {
@@ -55,6 +56,7 @@ struct Layer {
 struct Net {
   std::vector<Layer> layers;
   double jitter = 1e-6;  // added to the diagonal of K_uu (no gradient)
+  bool probit = false;   // probit output (targets -1/+1, no output noise); else Gaussian
 };
 
 // R from rho: column-major upper triangle, exp on the diagonal.
@@ -175,7 +177,7 @@ inline void forward(const Net& net, const SharedSet& sh, const VectorXd& x, Pass
   for (std::size_t l = 0; l < L; ++l) {
     const Layer& ly = net.layers[l];
     const VectorXd ell2 = (2 * ly.log_ell.array()).exp();
-    const double sf2 = std::exp(2 * ly.log_sf), sn2 = std::exp(2 * ly.log_sn);
+    const double sf2 = std::exp(2 * ly.log_sf), sn2 = net.probit && l + 1 == L ? 0.0 : std::exp(2 * ly.log_sn);
     const Index D = ly.dout();
     ps.mu[l] = mu, ps.s[l] = s;
     ps.m[l].resize(D), ps.v[l].resize(D);
@@ -212,6 +214,28 @@ inline double gaussian_logz(const VectorXd& y, const VectorXd& m, const VectorXd
     if (gm) (*gm)[d] = r / v[d], (*gv)[d] = -0.5 / v[d] + 0.5 * r * r / (v[d] * v[d]);
   }
   return lz;
+}
+
+// Probit log Z_n = sum_d log Phi(y_d m_d / sqrt(1 + v_d)) (y_d in {-1, +1})
+// and its adjoints w.r.t. (m, v).
+inline double probit_logz(const VectorXd& y, const VectorXd& m, const VectorXd& v, VectorXd* gm, VectorXd* gv) {
+  double lz = 0;
+  if (gm) gm->resize(m.size()), gv->resize(m.size());
+  for (Index d = 0; d < m.size(); ++d) {
+    const double c = std::sqrt(1 + v[d]), z = y[d] * m[d] / c;
+    lz += log_Phi(z);
+    if (gm) {
+      const double lam = mills(z);
+      (*gm)[d] = lam * y[d] / c, (*gv)[d] = -0.5 * lam * z / (1 + v[d]);
+    }
+  }
+  return lz;
+}
+
+// log Z_n of the net's likelihood.
+inline double output_logz(const Net& net, const VectorXd& y, const VectorXd& m, const VectorXd& v, VectorXd* gm,
+                          VectorXd* gv) {
+  return net.probit ? probit_logz(y, m, v, gm, gv) : gaussian_logz(y, m, v, gm, gv);
 }
 
 // Sums over the points of a minibatch: log Z, the adjoints of the shared
@@ -264,7 +288,7 @@ inline void backward(const Net& net, const SharedSet& sh, const Pass& ps, Vector
       const Index M = Z.rows();
       const VectorXd& p1 = ps.p1[l][ud];
       acc.gsf2[l] += gv[d];  // psi0 = sf2
-      acc.gsn2[l] += gv[d];
+      if (!(net.probit && l + 1 == net.layers.size())) acc.gsn2[l] += gv[d];
       if (l == 0) {
         acc.GA[l][ud] += gm[d] * p1;
         acc.GB[l][ud] += gv[d] * p1 * p1.transpose();
@@ -334,7 +358,7 @@ inline double energy(const Net& net, const MatrixXd& X, const MatrixXd& Y, const
         for (std::size_t i = b0; i < b1; ++i) {
           const Index n = static_cast<Index>(idx[i]);
           forward(net, sh, X.row(n).transpose(), ps);
-          a.logz += gaussian_logz(Y.row(n).transpose(), ps.m[L - 1], ps.v[L - 1], grad ? &gm : nullptr, &gv);
+          a.logz += output_logz(net, Y.row(n).transpose(), ps.m[L - 1], ps.v[L - 1], grad ? &gm : nullptr, &gv);
           if (grad) backward(net, sh, ps, gm, gv, a);
         }
       });
@@ -547,7 +571,8 @@ FitInfo train(Net& net, const MatrixXd& X, const MatrixXd& Y, const Settings& se
 }
 
 // Prediction with q: per layer l, the means and variances (rows x D_l) of
-// the Gaussian of h_l (the last layer's variance includes its noise).
+// the Gaussian of h_l (the last layer's variance includes its noise, none
+// with probit).
 struct Prediction {
   std::vector<MatrixXd> mean, var;
 };
