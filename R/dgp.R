@@ -128,6 +128,7 @@ dgp <- function(formula, data, hidden = 1, inducing = 50, family = gaussian(), c
                    learn_inducing = TRUE, learn_noise = TRUE)
   jac <- n * log(ysd)  # log-Jacobian of the response standardisation
   control$iterations <- as.integer(iterations)
+  control$priors <- FALSE  # dgp() puts no priors on its parameters (and the progress bar must not say so)
   monitor <- progress_monitor(control, "approx. log ML (minibatch)", shift = jac)
   t0 <- proc.time()[["elapsed"]]
   yint <- if (probit) 2 * y - 1 else (y - scaling$y$center) / ysd

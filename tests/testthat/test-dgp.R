@@ -190,6 +190,7 @@ test_that("dgp() fits a step function and its methods run", {
   fit <- dgp(y ~ x1 + x2 + g, data = d, inducing = 15, control = quiet(iterations = 800))
   expect_s3_class(fit, c("dgp", "scalegp"))
   expect_false(fit$converged)
+  expect_false(fit$control$priors)
   expect_equal(fit$iterations, 800)
   expect_equal(fit$inputs, c("x1", "x2", "gb"))
   truth <- sign(d$x1) + 0.5 * d$x2 + 0.3 * (d$g == "b")
