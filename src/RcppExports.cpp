@@ -48,6 +48,56 @@ BEGIN_RCPP
     return rcpp_result_gen;
 END_RCPP
 }
+// dgp_fit
+Rcpp::List dgp_fit(Eigen::Map<Eigen::MatrixXd> X, Eigen::Map<Eigen::MatrixXd> Y, Rcpp::IntegerVector hidden, int inducing, Rcpp::List control, double jitter, bool probit, int threads, double seed, Rcpp::Function monitor);
+RcppExport SEXP _scalegp_dgp_fit(SEXP XSEXP, SEXP YSEXP, SEXP hiddenSEXP, SEXP inducingSEXP, SEXP controlSEXP, SEXP jitterSEXP, SEXP probitSEXP, SEXP threadsSEXP, SEXP seedSEXP, SEXP monitorSEXP) {
+BEGIN_RCPP
+    Rcpp::RObject rcpp_result_gen;
+    Rcpp::RNGScope rcpp_rngScope_gen;
+    Rcpp::traits::input_parameter< Eigen::Map<Eigen::MatrixXd> >::type X(XSEXP);
+    Rcpp::traits::input_parameter< Eigen::Map<Eigen::MatrixXd> >::type Y(YSEXP);
+    Rcpp::traits::input_parameter< Rcpp::IntegerVector >::type hidden(hiddenSEXP);
+    Rcpp::traits::input_parameter< int >::type inducing(inducingSEXP);
+    Rcpp::traits::input_parameter< Rcpp::List >::type control(controlSEXP);
+    Rcpp::traits::input_parameter< double >::type jitter(jitterSEXP);
+    Rcpp::traits::input_parameter< bool >::type probit(probitSEXP);
+    Rcpp::traits::input_parameter< int >::type threads(threadsSEXP);
+    Rcpp::traits::input_parameter< double >::type seed(seedSEXP);
+    Rcpp::traits::input_parameter< Rcpp::Function >::type monitor(monitorSEXP);
+    rcpp_result_gen = Rcpp::wrap(dgp_fit(X, Y, hidden, inducing, control, jitter, probit, threads, seed, monitor));
+    return rcpp_result_gen;
+END_RCPP
+}
+// dgp_predict
+Rcpp::List dgp_predict(Rcpp::List net, Eigen::Map<Eigen::MatrixXd> X, double N, int threads);
+RcppExport SEXP _scalegp_dgp_predict(SEXP netSEXP, SEXP XSEXP, SEXP NSEXP, SEXP threadsSEXP) {
+BEGIN_RCPP
+    Rcpp::RObject rcpp_result_gen;
+    Rcpp::RNGScope rcpp_rngScope_gen;
+    Rcpp::traits::input_parameter< Rcpp::List >::type net(netSEXP);
+    Rcpp::traits::input_parameter< Eigen::Map<Eigen::MatrixXd> >::type X(XSEXP);
+    Rcpp::traits::input_parameter< double >::type N(NSEXP);
+    Rcpp::traits::input_parameter< int >::type threads(threadsSEXP);
+    rcpp_result_gen = Rcpp::wrap(dgp_predict(net, X, N, threads));
+    return rcpp_result_gen;
+END_RCPP
+}
+// dgp_energy
+Rcpp::List dgp_energy(Rcpp::List net, Eigen::Map<Eigen::MatrixXd> X, Eigen::Map<Eigen::MatrixXd> Y, Rcpp::IntegerVector idx, double N, int threads);
+RcppExport SEXP _scalegp_dgp_energy(SEXP netSEXP, SEXP XSEXP, SEXP YSEXP, SEXP idxSEXP, SEXP NSEXP, SEXP threadsSEXP) {
+BEGIN_RCPP
+    Rcpp::RObject rcpp_result_gen;
+    Rcpp::RNGScope rcpp_rngScope_gen;
+    Rcpp::traits::input_parameter< Rcpp::List >::type net(netSEXP);
+    Rcpp::traits::input_parameter< Eigen::Map<Eigen::MatrixXd> >::type X(XSEXP);
+    Rcpp::traits::input_parameter< Eigen::Map<Eigen::MatrixXd> >::type Y(YSEXP);
+    Rcpp::traits::input_parameter< Rcpp::IntegerVector >::type idx(idxSEXP);
+    Rcpp::traits::input_parameter< double >::type N(NSEXP);
+    Rcpp::traits::input_parameter< int >::type threads(threadsSEXP);
+    rcpp_result_gen = Rcpp::wrap(dgp_energy(net, X, Y, idx, N, threads));
+    return rcpp_result_gen;
+END_RCPP
+}
 // ep_fit
 Rcpp::List ep_fit(Eigen::Map<Eigen::MatrixXd> X, Eigen::Map<Eigen::VectorXd> y, Eigen::Map<Eigen::VectorXd> w, Eigen::Map<Eigen::VectorXd> offset, Rcpp::List specs, Rcpp::List control, Rcpp::List options, int threads, double seed, Rcpp::Function monitor, Rcpp::Nullable<Rcpp::Function> remote, double n_total, Rcpp::Nullable<Rcpp::NumericVector> fitted_offset);
 RcppExport SEXP _scalegp_ep_fit(SEXP XSEXP, SEXP ySEXP, SEXP wSEXP, SEXP offsetSEXP, SEXP specsSEXP, SEXP controlSEXP, SEXP optionsSEXP, SEXP threadsSEXP, SEXP seedSEXP, SEXP monitorSEXP, SEXP remoteSEXP, SEXP n_totalSEXP, SEXP fitted_offsetSEXP) {
@@ -441,6 +491,9 @@ END_RCPP
 static const R_CallMethodDef CallEntries[] = {
     {"_scalegp_decoupled_fit", (DL_FUNC) &_scalegp_decoupled_fit, 12},
     {"_scalegp_decoupled_mean", (DL_FUNC) &_scalegp_decoupled_mean, 5},
+    {"_scalegp_dgp_fit", (DL_FUNC) &_scalegp_dgp_fit, 10},
+    {"_scalegp_dgp_predict", (DL_FUNC) &_scalegp_dgp_predict, 4},
+    {"_scalegp_dgp_energy", (DL_FUNC) &_scalegp_dgp_energy, 6},
     {"_scalegp_ep_fit", (DL_FUNC) &_scalegp_ep_fit, 13},
     {"_scalegp_ep_shard_pass", (DL_FUNC) &_scalegp_ep_shard_pass, 13},
     {"_scalegp_gp_predict", (DL_FUNC) &_scalegp_gp_predict, 9},

@@ -1,0 +1,275 @@
+# Tests of dgp() (deep GPs by approximate EP, Bui et al. 2016): the C++
+# energy and gradient against a slow R implementation of the same energy
+# (Bui et al. 2016), written apart from the C++ code, with its gradient; the fit,
+# its methods, determinism across thread counts and bad input.
+
+# ---- independent reference implementation of the energy (slow; tests only)
+dgp_reference <- local({
+  jit <- 1e-6
+  kmat <- function(A, B, ell2, sf2) {
+    K <- matrix(0, nrow(A), nrow(B))
+    for (i in seq_len(nrow(A))) K[i, ] <- sf2 * exp(-0.5 * colSums((t(B) - A[i, ])^2 / ell2))
+    K
+  }
+  psi1f <- function(mu, s, Z, ell2, sf2) {
+    a <- ell2 + s
+    sf2 * prod(sqrt(ell2 / a)) * exp(-0.5 * colSums((t(Z) - mu)^2 / a))
+  }
+  psi2f <- function(mu, s, Z, ell2, sf2) {
+    b <- ell2 + 2 * s; M <- nrow(Z); P <- matrix(0, M, M)
+    for (i in 1:M) for (j in 1:M) {
+      zb <- (Z[i, ] + Z[j, ]) / 2
+      P[i, j] <- sf2^2 * prod(sqrt(ell2 / b)) *
+        exp(-sum((Z[i, ] - Z[j, ])^2 / (4 * ell2)) - sum((mu - zb)^2 / b))
+    }
+    P
+  }
+  mkR <- function(rho, M) { R <- matrix(0, M, M); R[upper.tri(R, diag = TRUE)] <- rho; diag(R) <- exp(diag(R)); R }
+  phi <- function(m, S) 0.5 * as.numeric(determinant(S)$modulus) + 0.5 * sum(m * solve(S, m))
+
+  dgp_energy <- function(par, X, y, N, idx = seq_len(nrow(X)), grad = FALSE) {
+    L <- length(par); beta <- (N - 1) / N; B <- length(idx)
+    Q <- lapply(seq_len(L), function(l) {              # shared per-(l,d) quantities
+      ly <- par[[l]]; ell2 <- exp(2 * ly$lell); sf2 <- exp(2 * ly$lsf)
+      lapply(seq_along(ly$Z), function(d) {
+        Z <- ly$Z[[d]]; M <- nrow(Z)
+        K <- kmat(Z, Z, ell2, sf2) + jit * diag(M); Ki <- solve(K)
+        Lam <- crossprod(mkR(ly$rho[[d]], M)); tau <- ly$tau[[d]]
+        S <- solve(Ki + Lam); m <- S %*% tau
+        Sh <- solve(Ki + beta * Lam); mh <- Sh %*% (beta * tau)
+        C <- if (l == 1) Sh else Sh + mh %*% t(mh)
+        list(K = K, Ki = Ki, S = S, m = m, Sh = Sh, mh = mh, C = C,
+             Ah = Ki %*% mh, Bh = Ki %*% C %*% Ki - Ki, GA = rep(0, M), GB = matrix(0, M, M))
+      })
+    })
+    E <- 0
+    for (l in 1:L) for (q in Q[[l]]) E <- E + 0.5 * as.numeric(determinant(q$K)$modulus) +
+      (N - 1) * phi(q$m, q$S) - N * phi(q$mh, q$Sh)
+    dir <- lapply(par, function(ly) list(ell2 = 0 * ly$lell, sf2 = 0, sn2 = 0,
+                                         Z = lapply(ly$Z, function(z) 0 * z)))
+    sumlogZ <- 0
+    for (n in idx) {
+      mu <- X[n, ]; s <- NULL; cache <- vector("list", L)
+      for (l in 1:L) {                                   # forward (cavity)
+        ly <- par[[l]]; ell2 <- exp(2 * ly$lell); sf2 <- exp(2 * ly$lsf); sn2 <- exp(2 * ly$lsn)
+        Dout <- length(ly$Z); mo <- vo <- numeric(Dout); st <- vector("list", Dout)
+        for (d in 1:Dout) {
+          q <- Q[[l]][[d]]; Z <- ly$Z[[d]]
+          if (l == 1) {
+            k <- as.vector(kmat(matrix(mu, 1), Z, ell2, sf2))
+            mo[d] <- sum(k * q$Ah); vo[d] <- sf2 + sum(k * (q$Bh %*% k)) + sn2
+            st[[d]] <- list(k = k)
+          } else {
+            p1 <- psi1f(mu, s, Z, ell2, sf2); P2 <- psi2f(mu, s, Z, ell2, sf2)
+            mo[d] <- sum(p1 * q$Ah); vo[d] <- sn2 + sf2 + sum(q$Bh * P2) - mo[d]^2
+            st[[d]] <- list(p1 = p1, P2 = P2)
+          }
+        }
+        cache[[l]] <- list(mu = mu, s = s, m = mo, v = vo, st = st)
+        mu <- mo; s <- vo
+      }
+      yn <- y[n, ]; sumlogZ <- sumlogZ + sum(-0.5 * log(2 * pi * s) - 0.5 * (yn - mu)^2 / s)
+      if (!grad) next
+      gm <- (yn - mu) / s; gv <- -0.5 / s + 0.5 * (yn - mu)^2 / s^2     # backward
+      for (l in L:1) {
+        ly <- par[[l]]; ell2 <- exp(2 * ly$lell); sf2 <- exp(2 * ly$lsf); cl <- cache[[l]]
+        Din <- length(ly$lell); gmu <- numeric(Din); gs <- numeric(Din)
+        for (d in seq_along(ly$Z)) {
+          q <- Q[[l]][[d]]; Z <- ly$Z[[d]]; M <- nrow(Z); st <- cl$st[[d]]
+          dir[[l]]$sf2 <- dir[[l]]$sf2 + gv[d]; dir[[l]]$sn2 <- dir[[l]]$sn2 + gv[d]
+          if (l == 1) {
+            k <- st$k
+            Q[[l]][[d]]$GA <- Q[[l]][[d]]$GA + gm[d] * k
+            Q[[l]][[d]]$GB <- Q[[l]][[d]]$GB + gv[d] * (k %*% t(k))
+            gk <- gm[d] * as.vector(q$Ah) + 2 * gv[d] * as.vector(q$Bh %*% k)
+            w <- gk * k; Dx <- t(cl$mu - t(Z))
+            dir[[l]]$Z[[d]] <- dir[[l]]$Z[[d]] + w * Dx / matrix(ell2, M, Din, byrow = TRUE)
+            dir[[l]]$ell2 <- dir[[l]]$ell2 + colSums(w * Dx^2 / matrix(2 * ell2^2, M, Din, byrow = TRUE))
+            dir[[l]]$sf2 <- dir[[l]]$sf2 + sum(w) / sf2
+          } else {
+            gme <- gm[d] - 2 * gv[d] * cl$m[d]; p1 <- st$p1; P2 <- st$P2
+            Q[[l]][[d]]$GA <- Q[[l]][[d]]$GA + gme * p1
+            Q[[l]][[d]]$GB <- Q[[l]][[d]]$GB + gv[d] * P2
+            w <- gme * as.vector(q$Ah) * p1; W <- gv[d] * q$Bh * P2
+            mu0 <- cl$mu; s0 <- cl$s; a <- ell2 + s0; b <- ell2 + 2 * s0
+            Dz <- t(t(Z) - mu0)
+            gmu <- gmu + colSums(w * Dz / matrix(a, M, Din, byrow = TRUE))
+            gs <- gs + colSums(w * (-0.5 / matrix(a, M, Din, byrow = TRUE) + 0.5 * Dz^2 / matrix(a^2, M, Din, byrow = TRUE)))
+            gl <- colSums(w * (0.5 / matrix(ell2, M, Din, byrow = TRUE) - 0.5 / matrix(a, M, Din, byrow = TRUE) +
+                                 0.5 * Dz^2 / matrix(a^2, M, Din, byrow = TRUE)))
+            gz <- -w * Dz / matrix(a, M, Din, byrow = TRUE)
+            for (j in 1:Din) {
+              Zb <- outer(Z[, j], Z[, j], "+") / 2; Dd <- outer(Z[, j], Z[, j], "-")
+              gmu[j] <- gmu[j] + sum(W * (-2 * (mu0[j] - Zb) / b[j]))
+              gs[j] <- gs[j] + sum(W * (-1 / b[j] + 2 * (mu0[j] - Zb)^2 / b[j]^2))
+              gl[j] <- gl[j] + sum(W * (0.5 / ell2[j] - 0.5 / b[j] + Dd^2 / (4 * ell2[j]^2) + (mu0[j] - Zb)^2 / b[j]^2))
+              gz[, j] <- gz[, j] + 2 * rowSums(W * (-Dd / (2 * ell2[j]) + (mu0[j] - Zb) / b[j]))
+            }
+            dir[[l]]$ell2 <- dir[[l]]$ell2 + gl; dir[[l]]$Z[[d]] <- dir[[l]]$Z[[d]] + gz
+            dir[[l]]$sf2 <- dir[[l]]$sf2 + sum(w) / sf2 + 2 * sum(W) / sf2
+          }
+        }
+        gm <- gmu; gv <- gs
+      }
+    }
+    sc <- N / B
+    E <- E - sc * sumlogZ
+    if (!grad) return(E)
+    g <- par                                             # chain (section 3.6)
+    for (l in 1:L) {
+      ly <- par[[l]]; ell2 <- exp(2 * ly$lell); sf2 <- exp(2 * ly$lsf); sn2 <- exp(2 * ly$lsn)
+      gell2 <- -sc * dir[[l]]$ell2; gsf2 <- -sc * dir[[l]]$sf2
+      for (d in seq_along(ly$Z)) {
+        q <- Q[[l]][[d]]; Z <- ly$Z[[d]]; M <- nrow(Z); Ki <- q$Ki; tau <- ly$tau[[d]]
+        dSh <- Ki %*% q$GB %*% Ki
+        dmh <- Ki %*% q$GA; if (l > 1) dmh <- dmh + 2 * dSh %*% q$mh
+        dPh <- -q$Sh %*% (dSh + beta * dmh %*% t(tau)) %*% q$Sh
+        dKi_lz <- dPh + q$GA %*% t(q$mh) + q$GB %*% Ki %*% q$C + q$C %*% Ki %*% q$GB - q$GB
+        Spmm <- q$S + q$m %*% t(q$m); Shmm <- q$Sh + q$mh %*% t(q$mh)
+        dLam <- -(N - 1) / 2 * Spmm + N * beta / 2 * Shmm - sc * beta * dPh
+        dtau <- (N - 1) * q$m - N * beta * q$mh - sc * beta * q$Sh %*% dmh
+        dKi <- -0.5 * q$K - (N - 1) / 2 * Spmm + N / 2 * Shmm - sc * dKi_lz
+        dK <- -Ki %*% dKi %*% Ki; dK <- (dK + t(dK)) / 2
+        K0 <- q$K - jit * diag(M)
+        gell2 <- gell2 + sapply(1:ncol(Z), function(j) sum(dK * K0 * outer(Z[, j], Z[, j], "-")^2 / (2 * ell2[j]^2)))
+        gsf2 <- gsf2 + sum(dK * K0) / sf2
+        gZK <- sapply(1:ncol(Z), function(j) 2 * rowSums(dK * (-K0 * outer(Z[, j], Z[, j], "-") / ell2[j])))
+        g[[l]]$Z[[d]] <- matrix(gZK, M) - sc * dir[[l]]$Z[[d]]
+        R <- mkR(ly$rho[[d]], M); dR <- R %*% (dLam + t(dLam)); diag(dR) <- diag(dR) * diag(R)
+        g[[l]]$rho[[d]] <- dR[upper.tri(dR, diag = TRUE)]
+        g[[l]]$tau[[d]] <- as.vector(dtau)
+      }
+      g[[l]]$lell <- gell2 * 2 * ell2; g[[l]]$lsf <- gsf2 * 2 * sf2
+      g[[l]]$lsn <- -sc * dir[[l]]$sn2 * 2 * sn2
+    }
+    list(E = E, grad = g)
+  }
+
+  dgp_energy
+})
+
+test_that("the C++ energy and gradient equal the reference implementation (2-2-2-1, M = 3, N = 7, batch 4)", {
+  set.seed(3)
+  Nn <- 7; dims <- c(2, 2, 2, 1); M <- 3
+  X <- matrix(rnorm(Nn * dims[1]), Nn); y <- matrix(rnorm(Nn), Nn)
+  par <- lapply(1:3, function(l) list(lell = rnorm(dims[l], 0.3, 0.2), lsf = rnorm(1, 0, 0.2), lsn = log(0.2),
+    Z = lapply(1:dims[l + 1], function(d) matrix(rnorm(M * dims[l]), M)),
+    rho = lapply(1:dims[l + 1], function(d) rnorm(M * (M + 1) / 2) / 3),
+    tau = lapply(1:dims[l + 1], function(d) rnorm(M))))
+  idx <- c(1, 3, 4, 6)
+  ref <- dgp_reference(par, X, y, N = Nn, idx = idx, grad = TRUE)
+  net <- list(jitter = 1e-6, layers = lapply(par, function(ly)
+    list(log_ell = ly$lell, log_sf = ly$lsf, log_sn = ly$lsn, Z = ly$Z, rho = ly$rho, tau = ly$tau)))
+  got <- scalegp:::.dgp_energy(net, X, y, as.integer(idx), Nn, 1L)
+  expect_equal(got$energy, ref$E, tolerance = 1e-10)
+  g <- got$gradient$layers
+  for (l in 1:3) {
+    expect_equal(g[[l]]$log_ell, ref$grad[[l]]$lell, tolerance = 1e-8)
+    expect_equal(g[[l]]$log_sf, ref$grad[[l]]$lsf, tolerance = 1e-8)
+    expect_equal(g[[l]]$log_sn, ref$grad[[l]]$lsn, tolerance = 1e-8)
+    for (d in seq_along(par[[l]]$Z)) {
+      expect_equal(g[[l]]$Z[[d]], ref$grad[[l]]$Z[[d]], tolerance = 1e-8)
+      expect_equal(g[[l]]$rho[[d]], ref$grad[[l]]$rho[[d]], tolerance = 1e-8)
+      expect_equal(g[[l]]$tau[[d]], ref$grad[[l]]$tau[[d]], tolerance = 1e-8)
+    }
+  }
+  # the same energy on 2 threads, bit for bit
+  expect_identical(scalegp:::.dgp_energy(net, X, y, as.integer(idx), Nn, 2L), got)
+})
+
+dgp_data <- function(n = 150) {
+  set.seed(2)
+  d <- data.frame(x1 = runif(n, -2, 2), x2 = runif(n), g = factor(sample(c("a", "b"), n, TRUE)))
+  d$y <- sign(d$x1) + 0.5 * d$x2 + 0.3 * (d$g == "b") + rnorm(n, sd = 0.1)
+  d
+}
+quiet <- function(...) gp_control(verbose = FALSE, threads = 1, seed = 1, ...)
+
+test_that("dgp() fits a step function and its methods run", {
+  d <- dgp_data()
+  fit <- dgp(y ~ x1 + x2 + g, data = d, inducing = 15, control = quiet(iterations = 800))
+  expect_s3_class(fit, c("dgp", "scalegp"))
+  expect_false(fit$converged)
+  expect_false(fit$control$priors)
+  expect_equal(fit$iterations, 800)
+  expect_equal(fit$inputs, c("x1", "x2", "gb"))
+  truth <- sign(d$x1) + 0.5 * d$x2 + 0.3 * (d$g == "b")
+  expect_lt(sqrt(mean((fitted(fit) - truth)^2)), 0.25)
+  expect_lt(sigma(fit), 0.4)
+  ll <- logLik(fit)
+  expect_true(attr(ll, "approximate"))
+  expect_equal(as.numeric(ll), fit$objective)
+  expect_true(is.finite(fit$objective))
+  # the trace ends near the final objective (both on the data scale)
+  expect_lt(abs(mean(tail(fit$trace, 100)) - fit$objective) / fit$n, 0.5)
+  nd <- data.frame(x1 = c(-1, 1), x2 = 0.5, g = factor("a", levels = c("a", "b")))
+  pl <- predict(fit, nd, se.fit = TRUE)
+  pr <- predict(fit, nd, type = "response", se.fit = TRUE)
+  expect_equal(pl$fit, pr$fit)
+  expect_true(all(pr$se.fit > pl$se.fit))
+  expect_equal(pr$se.fit^2 - pl$se.fit^2, rep(sigma(fit)^2, 2), tolerance = 1e-8)
+  expect_equal(unname(pl$fit), c(-1, 1) + 0.25, tolerance = 0.3)
+  h <- predict(fit, nd, layer = 1)
+  expect_equal(dim(h$mean), c(2L, 1L))
+  expect_true(all(h$var > 0))
+  expect_equal(predict(fit), unname(fitted(fit)), tolerance = 1e-10)
+  expect_equal(unname(residuals(fit)), d$y - unname(fitted(fit)))
+  expect_output(print(fit), "Deep Gaussian process")
+  s <- summary(fit)
+  expect_equal(nrow(s$layers), 2)
+  expect_output(print(s), "Approximate log marginal likelihood")
+  pdf(NULL)
+  on.exit(dev.off())
+  expect_silent(plot(fit))
+  expect_silent(plot(fit, which = "fit", input = "x1"))
+})
+
+test_that("a dgp() fit is identical for 1 and 2 threads and reproducible by seed", {
+  d <- dgp_data(300)
+  f1 <- dgp(y ~ x1 + x2, data = d, hidden = c(2, 2), inducing = 5,
+            control = gp_control(verbose = FALSE, threads = 1, seed = 4, iterations = 30, batch_size = 300))
+  f2 <- dgp(y ~ x1 + x2, data = d, hidden = c(2, 2), inducing = 5,
+            control = gp_control(verbose = FALSE, threads = 2, seed = 4, iterations = 30, batch_size = 300))
+  expect_identical(f1$net, f2$net)
+  expect_identical(f1$trace, f2$trace)
+  expect_identical(f1$objective, f2$objective)
+})
+
+test_that("dgp() refuses bad input with errors naming the argument", {
+  d <- dgp_data(60)
+  expect_error(dgp(y ~ x1, data = d, hidden = 0, control = quiet()), "'hidden'")
+  expect_error(dgp(y ~ x1, data = d, hidden = c(2, -1), control = quiet()), "'hidden'")
+  expect_error(dgp(y ~ x1, data = d, inducing = 61, control = quiet()), "'inducing'")
+  d$k <- 1
+  expect_error(dgp(y ~ x1 + k, data = d, inducing = 5, control = quiet()), "'data'.*'k'")
+  d$x1[3] <- NA
+  expect_error(dgp(y ~ x1, data = d, inducing = 5, na.action = na.fail, control = quiet()), "missing")
+  fit <- dgp(y ~ x1, data = d, inducing = 5, control = quiet(iterations = 5))
+  expect_equal(fit$n, 59)
+  expect_error(predict(fit, data.frame(x1 = c(1, NA))), "'newdata'")
+  expect_error(predict(fit, data.frame(x1 = 1), layer = 2), "'layer'")
+  expect_error(dgp(y ~ x1, data = d, family = poisson(), control = quiet()), "'family'")
+  expect_error(dgp(y ~ x1, data = d, weights = rep(2, 60), control = quiet()), "'weights'")
+})
+
+test_that("dgp() with a probit output classifies and predicts probabilities", {
+  set.seed(5)
+  n <- 200
+  d <- data.frame(x1 = runif(n, -2, 2), x2 = runif(n, -2, 2))
+  d$cls <- factor(ifelse(d$x1 * d$x2 + rnorm(n, sd = 0.2) > 0, "pos", "neg"), levels = c("neg", "pos"))
+  fit <- dgp(cls ~ x1 + x2, data = d, hidden = 2, inducing = 15, family = binomial(link = "probit"),
+             control = quiet(iterations = 1500))
+  expect_equal(fit$likelihood, "probit")
+  expect_true(all(is.na(summary(fit)$layers$noise_sd[3])))
+  expect_equal(sigma(fit), 1)
+  p <- fitted(fit)
+  expect_true(all(p > 0 & p < 1))
+  expect_lt(mean((p > 0.5) != (d$cls == "pos")), 0.15)
+  nd <- data.frame(x1 = c(1, -1, 1), x2 = c(1, 1, -1))
+  pr <- predict(fit, nd, type = "response", se.fit = TRUE)
+  expect_equal(pr$fit > 0.5, c(TRUE, FALSE, FALSE))
+  pl <- predict(fit, nd, se.fit = TRUE)
+  expect_equal(pr$fit, pnorm(pl$fit / sqrt(1 + pl$se.fit^2)), tolerance = 1e-12)
+  expect_equal(unname(residuals(fit, type = "response")), (d$cls == "pos") - unname(p))
+  expect_error(dgp(x1 ~ x2, data = d, family = binomial(link = "probit"), control = quiet()), "'y'")
+})
