@@ -11,6 +11,7 @@
 //   decoupled                            engine: decoupled variational GP (natural_q + mean bases)
 //   ep (ep_site, ep_model, ep_minibatch) engine: expectation propagation
 //   qsgp                                 engine: quadruply stochastic GP on random Fourier features
+//   dgp                                  deep GPs by approximate EP (its own front function, dgp())
 #pragma once
 #include "anova.hpp"
 #include "components.hpp"
@@ -31,3 +32,4 @@
 #include "decoupled.hpp"
 #include "ep.hpp"
 #include "qsgp.hpp"
+#include "dgp.hpp"
