@@ -37,11 +37,14 @@
 #' @param data a data frame.
 #' @param hidden the widths of the hidden layers, one positive integer per
 #'   hidden layer: `hidden = 1` is one hidden layer of one dimension,
-#'   `hidden = c(2, 2)` two hidden layers of two dimensions.  A hidden layer
+#'   `hidden = c(2, 2)` two hidden layers of two dimensions; `hidden = 0` (or
+#'   `integer(0)`) no hidden layer, a sparse (FITC) GP trained on the same
+#'   energy (the paper's GP baseline).  A hidden layer
 #'   of width 1 is a bottleneck (all inputs pass through one number); with
 #'   several inputs a wider layer (such as `hidden = 2`) often predicts better.
 #' @param inducing number of inducing points of every GP (at most the number
-#'   of rows).
+#'   of rows), or one number per layer (hidden layers first, then the
+#'   output layer).
 #' @param family `gaussian()`, or `binomial(link = "probit")` for a 0/1,
 #'   logical or two-level factor response (the last layer then has no noise).
 #' @param control a [gp_control()] object; `dgp()` reads `batch_size`
@@ -75,10 +78,16 @@ dgp <- function(formula, data, hidden = 1, inducing = 50, family = gaussian(), c
   cl <- match.call()
   if (!inherits(formula, "formula") || length(formula) != 3)
     stop_arg("formula", "must be a two-sided formula such as y ~ x1 + x2")
-  if (!is.numeric(hidden) || length(hidden) < 1 || any(!is.finite(hidden)) || any(hidden != round(hidden)) ||
-      any(hidden < 1))
-    stop_arg("hidden", "must be positive integers (the widths of the hidden layers), not ", deparse1(hidden))
-  check_count(inducing, "inducing")
+  if (!is.numeric(hidden) || any(!is.finite(hidden)) || any(hidden != round(hidden)) || any(hidden < 0) ||
+      (length(hidden) > 1 && any(hidden == 0)))
+    stop_arg("hidden", "must be positive integers (the widths of the hidden layers), or 0 for none, not ",
+             deparse1(hidden))
+  hidden <- as.integer(hidden[hidden > 0])
+  n_layers <- length(hidden) + 1L
+  if (!is.numeric(inducing) || !(length(inducing) %in% c(1L, n_layers)))
+    stop_arg("inducing", "must be one count, or one per layer (", n_layers, " here)")
+  for (i in seq_along(inducing)) check_count(inducing[i], "inducing")
+  inducing <- rep_len(as.integer(inducing), n_layers)
   fam <- likelihood_name(family)
   if (!fam$lik %in% c("gaussian", "probit"))
     stop_arg("family", "must be gaussian() or binomial(link = \"probit\") for dgp()")
@@ -112,7 +121,7 @@ dgp <- function(formula, data, hidden = 1, inducing = 50, family = gaussian(), c
   if (any(!(xsd > 0)))
     stop_arg("data", "input column(s) ", paste0("'", colnames(X)[!(xsd > 0)], "'", collapse = ", "),
              " are constant: they cannot inform a kernel; drop them from the formula")
-  if (inducing > n) stop_arg("inducing", "(", inducing, ") exceeds the number of rows (", n, ")")
+  if (inducing[1] > n) stop_arg("inducing", "(", inducing[1], " in the first layer) exceeds the number of rows (", n, ")")
   ysd <- stats::sd(y)
   if (!(ysd > 0)) stop_arg("formula", "has a constant response")
   if (probit) ysd <- 1
@@ -132,7 +141,7 @@ dgp <- function(formula, data, hidden = 1, inducing = 50, family = gaussian(), c
   monitor <- progress_monitor(control, "approx. log ML (minibatch)", shift = jac)
   t0 <- proc.time()[["elapsed"]]
   yint <- if (probit) 2 * y - 1 else (y - scaling$y$center) / ysd
-  res <- .dgp_fit(Xs, matrix(yint), as.integer(hidden), as.integer(inducing), settings,
+  res <- .dgp_fit(Xs, matrix(yint), hidden, inducing, settings,
                   control$jitter, probit, threads, seed, monitor)
   elapsed <- proc.time()[["elapsed"]] - t0
   L <- length(res$net$layers)
@@ -264,8 +273,9 @@ dgp_layers <- function(x) {
 #' @export
 print.dgp <- function(x, digits = max(3L, getOption("digits") - 3L), ...) {
   print_header(x)
-  cat("Architecture: ", paste(c(length(x$inputs), x$hidden, 1), collapse = " -> "), ", ", x$inducing,
-      " inducing points per GP\n", sep = "")
+  ind <- if (length(unique(x$inducing)) == 1) paste(x$inducing[1], "inducing points per GP")
+         else paste0("inducing points per GP by layer: ", paste(x$inducing, collapse = ", "))
+  cat("Architecture: ", paste(c(length(x$inputs), x$hidden, 1), collapse = " -> "), ", ", ind, "\n", sep = "")
   if (x$likelihood == "gaussian") cat("sigma: ", format(sigma(x), digits = digits), "\n", sep = "")
   cat(x$engine$objective, ": ", format(x$objective, digits = digits + 3), "\n", sep = "")
   cat("Fit: ", x$stop, "\n\n", sep = "")
@@ -310,23 +320,36 @@ print.summary.dgp <- function(x, digits = max(3L, getOption("digits") - 3L), ...
 #' likelihood per iteration.  `which = "fit"`: the predictive mean with
 #' pointwise 95% bands (latent function, and a new observation) against one
 #' input, the other inputs at their medians (factors at their first level),
-#' with the data.
+#' with the data.  `which = "warping"`: the first hidden layer's Gaussian
+#' (mean and pointwise 95% band of each of its units, on the network's
+#' standardised scale) against one input, the other inputs as for `"fit"`:
+#' the learned warping of the inputs.
 #'
-#' @param x a fit made by [dgp()] (with its model frame for `"fit"`).
-#' @param which `"trace"` or `"fit"`.
+#' @param x a fit made by [dgp()] (with its model frame for `"fit"` and
+#'   `"warping"`).
+#' @param which `"trace"`, `"fit"` or `"warping"` (needs a hidden layer).
 #' @param input the variable of the data to plot against (default: the
 #'   first numeric input).
 #' @param n_grid points of the grid.
 #' @param ... passed to [plot()].
 #' @return `x`, invisibly.
+#' @examples
+#' set.seed(1)
+#' d <- data.frame(x = runif(100, -2, 2)); d$y <- sign(d$x) + rnorm(100, sd = 0.1)
+#' fit <- dgp(y ~ x, data = d, inducing = 10,
+#'            control = gp_control(iterations = 200, seed = 1, threads = 1, verbose = FALSE))
+#' plot(fit, which = "fit")
+#' plot(fit, which = "warping")
 #' @export
-plot.dgp <- function(x, which = c("trace", "fit"), input = NULL, n_grid = 200, ...) {
+plot.dgp <- function(x, which = c("trace", "fit", "warping"), input = NULL, n_grid = 200, ...) {
   which <- match.arg(which)
   if (which == "trace") {
     graphics::plot(seq_along(x$trace), x$trace, type = "l", xlab = "iteration",
                    ylab = "approx. log marginal likelihood (minibatch estimate)", ...)
     return(invisible(x))
   }
+  if (which == "warping" && length(x$hidden) == 0)
+    stop_arg("which", "\"warping\" needs a hidden layer; this fit has none (hidden = 0)")
   if (is.null(x$model)) stop_arg("x", "keeps no model frame (fit with model = TRUE)")
   mf <- x$model
   vars <- all.vars(x$terms)
@@ -337,6 +360,19 @@ plot.dgp <- function(x, which = c("trace", "fit"), input = NULL, n_grid = 200, .
   nd <- mf[rep(1, n_grid), vars, drop = FALSE]
   for (v in vars) nd[[v]] <- if (is.numeric(mf[[v]])) stats::median(mf[[v]]) else factor(levels(mf[[v]])[1], levels(mf[[v]]))
   nd[[input]] <- seq(min(mf[[input]]), max(mf[[input]]), length.out = n_grid)
+  if (which == "warping") {
+    h <- stats::predict(x, nd, layer = 1)
+    lo <- h$mean - 1.96 * sqrt(h$var)
+    hi <- h$mean + 1.96 * sqrt(h$var)
+    cols <- grDevices::palette.colors(max(2, ncol(h$mean)), "Okabe-Ito")[seq_len(ncol(h$mean))]
+    graphics::matplot(nd[[input]], h$mean, type = "l", lty = 1, lwd = 2, col = cols, ylim = range(lo, hi),
+                      xlab = input, ylab = "hidden layer 1 (standardised)", ...)
+    graphics::matlines(nd[[input]], lo, lty = 2, col = cols)
+    graphics::matlines(nd[[input]], hi, lty = 2, col = cols)
+    if (ncol(h$mean) > 1)
+      graphics::legend("topleft", legend = paste("unit", seq_len(ncol(h$mean))), col = cols, lty = 1, bty = "n")
+    return(invisible(x))
+  }
   pl <- stats::predict(x, nd, type = "link", se.fit = TRUE)
   pr <- stats::predict(x, nd, type = "response", se.fit = TRUE)
   yr <- range(x$y, pr$fit + 2 * pr$se.fit, pr$fit - 2 * pr$se.fit)

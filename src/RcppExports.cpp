@@ -49,7 +49,7 @@ BEGIN_RCPP
 END_RCPP
 }
 // dgp_fit
-Rcpp::List dgp_fit(Eigen::Map<Eigen::MatrixXd> X, Eigen::Map<Eigen::MatrixXd> Y, Rcpp::IntegerVector hidden, int inducing, Rcpp::List control, double jitter, bool probit, int threads, double seed, Rcpp::Function monitor);
+Rcpp::List dgp_fit(Eigen::Map<Eigen::MatrixXd> X, Eigen::Map<Eigen::MatrixXd> Y, Rcpp::IntegerVector hidden, Rcpp::IntegerVector inducing, Rcpp::List control, double jitter, bool probit, int threads, double seed, Rcpp::Function monitor);
 RcppExport SEXP _scalegp_dgp_fit(SEXP XSEXP, SEXP YSEXP, SEXP hiddenSEXP, SEXP inducingSEXP, SEXP controlSEXP, SEXP jitterSEXP, SEXP probitSEXP, SEXP threadsSEXP, SEXP seedSEXP, SEXP monitorSEXP) {
 BEGIN_RCPP
     Rcpp::RObject rcpp_result_gen;
@@ -57,7 +57,7 @@ BEGIN_RCPP
     Rcpp::traits::input_parameter< Eigen::Map<Eigen::MatrixXd> >::type X(XSEXP);
     Rcpp::traits::input_parameter< Eigen::Map<Eigen::MatrixXd> >::type Y(YSEXP);
     Rcpp::traits::input_parameter< Rcpp::IntegerVector >::type hidden(hiddenSEXP);
-    Rcpp::traits::input_parameter< int >::type inducing(inducingSEXP);
+    Rcpp::traits::input_parameter< Rcpp::IntegerVector >::type inducing(inducingSEXP);
     Rcpp::traits::input_parameter< Rcpp::List >::type control(controlSEXP);
     Rcpp::traits::input_parameter< double >::type jitter(jitterSEXP);
     Rcpp::traits::input_parameter< bool >::type probit(probitSEXP);

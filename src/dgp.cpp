@@ -62,14 +62,15 @@ static Rcpp::List prediction_to(const dgp::Prediction& p) {
 // all rows and the prediction at the data.  Y: n x D_L (standardised; -1/+1
 // with `probit`).
 // [[Rcpp::export(.dgp_fit)]]
-Rcpp::List dgp_fit(Eigen::Map<Eigen::MatrixXd> X, Eigen::Map<Eigen::MatrixXd> Y, Rcpp::IntegerVector hidden, int inducing,
+Rcpp::List dgp_fit(Eigen::Map<Eigen::MatrixXd> X, Eigen::Map<Eigen::MatrixXd> Y, Rcpp::IntegerVector hidden, Rcpp::IntegerVector inducing,
                    Rcpp::List control, double jitter, bool probit, int threads, double seed,
                    Rcpp::Function monitor) {
   try {
     const Settings set = settings_from(control);
     Rng rng(static_cast<std::uint64_t>(seed));
     const MatrixXd Xm = X, Ym = Y;
-    dgp::Net net = dgp::initialise(Xm, Ym.cols(), Rcpp::as<std::vector<int>>(hidden), inducing, rng, jitter);
+    dgp::Net net = dgp::initialise(Xm, Ym.cols(), Rcpp::as<std::vector<int>>(hidden),
+                                   std::vector<Eigen::Index>(inducing.begin(), inducing.end()), rng, jitter);
     net.probit = probit;
     const ParallelFor pfor = make_pfor(threads);
     const FitInfo info = dgp::train(net, Xm, Ym, set, rng, pfor, monitor_from(monitor));

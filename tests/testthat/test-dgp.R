@@ -237,7 +237,10 @@ test_that("a dgp() fit is identical for 1 and 2 threads and reproducible by seed
 
 test_that("dgp() refuses bad input with errors naming the argument", {
   d <- dgp_data(60)
-  expect_error(dgp(y ~ x1, data = d, hidden = 0, control = quiet()), "'hidden'")
+  expect_error(dgp(y ~ x1, data = d, hidden = c(2, 0), control = quiet()), "'hidden'")
+  expect_error(dgp(y ~ x1, data = d, hidden = 1.5, control = quiet()), "'hidden'")
+  expect_error(dgp(y ~ x1, data = d, hidden = 2, inducing = c(5, 5, 5), control = quiet()), "'inducing'")
+  expect_error(dgp(y ~ x1, data = d, hidden = 2, inducing = c(5, 0), control = quiet()), "'inducing'")
   expect_error(dgp(y ~ x1, data = d, hidden = c(2, -1), control = quiet()), "'hidden'")
   expect_error(dgp(y ~ x1, data = d, inducing = 61, control = quiet()), "'inducing'")
   d$k <- 1
@@ -272,4 +275,41 @@ test_that("dgp() with a probit output classifies and predicts probabilities", {
   expect_equal(pr$fit, pnorm(pl$fit / sqrt(1 + pl$se.fit^2)), tolerance = 1e-12)
   expect_equal(unname(residuals(fit, type = "response")), (d$cls == "pos") - unname(p))
   expect_error(dgp(x1 ~ x2, data = d, family = binomial(link = "probit"), control = quiet()), "'y'")
+})
+
+test_that("dgp() with no hidden layer predicts with the FITC/sparse posterior of its factors, per-layer inducing counts", {
+  d <- dgp_data(120)
+  fit <- dgp(y ~ x1 + x2, data = d, hidden = 0, inducing = 8, control = quiet(iterations = 300))
+  expect_equal(fit$hidden, integer(0))
+  expect_equal(length(fit$net$layers), 1)
+  expect_identical(dgp(y ~ x1 + x2, data = d, hidden = integer(0), inducing = 8, control = quiet(iterations = 300))$net,
+                   fit$net)
+  expect_error(plot(fit, which = "warping"), "'which'")
+  # the predictive of one layer in closed form from the fitted factors:
+  # q(u) = N(S tau, S), S = (K^-1 + R'R)^-1; f(x) ~ N(k' K^-1 m, kxx - k' K^-1 k + k' K^-1 S K^-1 k)
+  ly <- fit$net$layers[[1]]
+  Z <- ly$Z[[1]]; M <- nrow(Z)
+  ell2 <- exp(2 * ly$log_ell); sf2 <- exp(2 * ly$log_sf)
+  kern <- function(A, B) sf2 * exp(-0.5 * outer(seq_len(nrow(A)), seq_len(nrow(B)),
+                                                 Vectorize(function(i, j) sum((A[i, ] - B[j, ])^2 / ell2))))
+  K <- kern(Z, Z) + fit$net$jitter * diag(M)
+  R <- matrix(0, M, M); R[upper.tri(R, diag = TRUE)] <- ly$rho[[1]]; diag(R) <- exp(diag(R))
+  S <- solve(solve(K) + crossprod(R)); m <- S %*% ly$tau[[1]]
+  nd <- data.frame(x1 = c(-1.5, 0.2, 1.1), x2 = c(0.3, -0.4, 0.9))
+  Xs <- scale(as.matrix(nd), fit$scaling$x$center, fit$scaling$x$scale)
+  Kx <- kern(Xs, Z); A <- Kx %*% solve(K)
+  mu <- drop(A %*% m); v <- sf2 - rowSums(A * Kx) + rowSums((A %*% S) * A)
+  p <- predict(fit, nd, se.fit = TRUE)
+  ys <- fit$scaling$y$scale
+  for (i in 1:3) {
+    expect_equal(unname(p$fit[i]), mu[i] * ys + fit$scaling$y$center, tolerance = 1e-8)
+    expect_equal(unname(p$se.fit[i]), sqrt(v[i]) * ys, tolerance = 1e-7)
+  }
+  # one inducing count per layer
+  f2 <- dgp(y ~ x1 + x2, data = d, hidden = 2, inducing = c(10, 4), control = quiet(iterations = 20))
+  expect_equal(vapply(f2$net$layers, function(l) nrow(l$Z[[1]]), 1), c(10, 4))
+  expect_output(print(f2), "by layer: 10, 4")
+  pdf(NULL)
+  on.exit(dev.off())
+  expect_silent(plot(f2, which = "warping"))
 })

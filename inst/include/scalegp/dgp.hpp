@@ -87,22 +87,42 @@ inline VectorXd psi1(const VectorXd& mu, const VectorXd& s, const MatrixXd& Z, c
   return p;
 }
 
-// Psi2_mm' = E k(z_m, h) k(h, z_m'), h ~ N(mu, diag(s)), in log space.
-inline MatrixXd psi2(const VectorXd& mu, const VectorXd& s, const MatrixXd& Z, const VectorXd& ell2, double sf2) {
-  const Eigen::ArrayXd b = ell2.array() + 2 * s.array();
-  const double lc = 2 * std::log(sf2) + 0.5 * (ell2.array() / b).log().sum();
+// E0_mm' = sum_q (z_mq - z_m'q)^2 / (4 ell2_q): the part of log Psi2 that
+// does not depend on the input distribution.
+inline MatrixXd psi2_base(const MatrixXd& Z, const VectorXd& ell2) {
   const Index M = Z.rows();
-  MatrixXd P(M, M);
-  for (Index i = 0; i < M; ++i)
-    for (Index j = 0; j <= i; ++j) {
+  MatrixXd E0(M, M);
+  for (Index j = 0; j < M; ++j)
+    for (Index i = 0; i <= j; ++i) {
       double e = 0;
       for (Index q = 0; q < Z.cols(); ++q) {
-        const double dz = Z(i, q) - Z(j, q), zb = 0.5 * (Z(i, q) + Z(j, q)) - mu[q];
-        e += dz * dz / (4 * ell2[q]) + zb * zb / b[q];
+        const double dz = Z(i, q) - Z(j, q);
+        e += dz * dz / (4 * ell2[q]);
       }
-      P(i, j) = P(j, i) = std::exp(lc - e);
+      E0(i, j) = E0(j, i) = e;
     }
-  return P;
+  return E0;
+}
+
+// Psi2_mm' = E k(z_m, h) k(h, z_m'), h ~ N(mu, diag(s)), in log space:
+// log Psi2 = lc - E0 - sum_q ((z_mq + z_m'q) / 2 - mu_q)^2 / b_q with
+// b = ell2 + 2 s, written as lc - E0 - |a_m + a_m'|^2 / 2 with the rows
+// a_m = (z_m - mu) / sqrt(2 b), so that the M x M exponent is one small
+// matrix product and one vectorised exp.
+inline MatrixXd psi2(const VectorXd& mu, const VectorXd& s, const MatrixXd& Z, const VectorXd& ell2, double sf2,
+                     const MatrixXd& E0) {
+  const Eigen::ArrayXd b = ell2.array() + 2 * s.array();
+  const double lc = 2 * std::log(sf2) + 0.5 * (ell2.array() / b).log().sum();
+  const MatrixXd As = (Z.rowwise() - mu.transpose()) * (2 * b).rsqrt().matrix().asDiagonal();
+  const VectorXd nrm = As.rowwise().squaredNorm();
+  MatrixXd E = As * As.transpose();
+  E = (lc - E0.array() - 0.5 * (nrm.replicate(1, E.cols()).array() + nrm.transpose().replicate(E.rows(), 1).array()) -
+       E.array()).exp().matrix();
+  return E;
+}
+
+inline MatrixXd psi2(const VectorXd& mu, const VectorXd& s, const MatrixXd& Z, const VectorXd& ell2, double sf2) {
+  return psi2(mu, s, Z, ell2, sf2, psi2_base(Z, ell2));
 }
 
 // Per-(layer, output) quantities shared by all points of a pass: K and its
@@ -110,7 +130,7 @@ inline MatrixXd psi2(const VectorXd& mu, const VectorXd& s, const MatrixXd& Z, c
 // A = K^-1 mean, B = K^-1 C K^-1 - K^-1 of the distribution propagated
 // (the cavity in training, q in prediction); C = cov (+ mean mean' after layer 1).
 struct Shared {
-  MatrixXd K, Ki, S, Sh, C, B;
+  MatrixXd K, Ki, S, Sh, C, B, E0;  // E0: psi2_base (layers after the first)
   VectorXd m, mh, A;
   double logdetK = 0, phi_post = 0, phi_cav = 0;
 };
@@ -149,6 +169,7 @@ inline Shared make_shared(const Net& net, std::size_t l, std::size_t d, double N
   if (l > 0) q.C += mean * mean.transpose();
   q.A = q.Ki * mean;
   q.B = q.Ki * q.C * q.Ki - q.Ki;
+  if (l > 0) q.E0 = psi2_base(ly.Z[d], ell2);
   return q;
 }
 
@@ -193,7 +214,7 @@ inline void forward(const Net& net, const SharedSet& sh, const VectorXd& x, Pass
         ps.v[l][d] = sn2 + sf2 + k.dot(q.B * k);
       } else {  // Gaussian input: psi-statistics, moment matching
         ps.p1[l][ud] = psi1(mu, s, ly.Z[ud], ell2, sf2);
-        ps.P2[l][ud] = psi2(mu, s, ly.Z[ud], ell2, sf2);
+        ps.P2[l][ud] = psi2(mu, s, ly.Z[ud], ell2, sf2, q.E0);
         const double md = ps.p1[l][ud].dot(q.A);
         ps.m[l][d] = md;
         ps.v[l][d] = sn2 + sf2 + (q.B.array() * ps.P2[l][ud].array()).sum() - md * md;
@@ -320,18 +341,25 @@ inline void backward(const Net& net, const SharedSet& sh, const Pass& ps, Vector
             acc.gZ[l][ud](m, j) -= w * dz / a[j];
           }
         }
-        for (Index m = 0; m < M; ++m)  // psi2 terms
-          for (Index m2 = 0; m2 < M; ++m2) {
-            const double W = gv[d] * q.B(m, m2) * P2(m, m2);
-            Wsum += W;
-            for (Index j = 0; j < Q; ++j) {
-              const double zb = 0.5 * (Z(m, j) + Z(m2, j)), dd = Z(m, j) - Z(m2, j), e = mu[j] - zb;
-              gmu[j] -= 2 * W * e / b[j];
-              gs[j] += W * (-1 / b[j] + 2 * e * e / (b[j] * b[j]));
-              acc.gell2[l][j] += W * (0.5 / ell2[j] - 0.5 / b[j] + dd * dd / (4 * ell2[j] * ell2[j]) + e * e / (b[j] * b[j]));
-              acc.gZ[l][ud](m, j) += 2 * W * (-dd / (2 * ell2[j]) + e / b[j]);
-            }
-          }
+        // psi2 terms: with W = gv B o Psi2 (symmetric), r = W 1, the rows
+        // a_m = z_m - mu and WA = W A, every sum over pairs (m, m') reduces to
+        // c1 = A' r, c2 = (A o A)' r and c3_q = a_q' W a_q (columns q of A).
+        const MatrixXd Wm = gv[d] * q.B.cwiseProduct(P2);
+        const VectorXd r = Wm.rowwise().sum();
+        Wsum = r.sum();
+        const MatrixXd Am = Z.rowwise() - mu.transpose();
+        const MatrixXd WA = Wm * Am;
+        const Eigen::ArrayXd c1 = Am.transpose() * r, c2 = Am.array().square().matrix().transpose() * r,
+                             c3 = Am.cwiseProduct(WA).colwise().sum().transpose();
+        const Eigen::ArrayXd e2 = 0.5 * (c2 + c3);  // sum W e_q^2, e = mu - (z_m + z_m') / 2
+        const Eigen::ArrayXd d2 = 2 * (c2 - c3);    // sum W (z_mq - z_m'q)^2
+        const Eigen::ArrayXd l2 = ell2.array();
+        gmu += (2 * c1 / b).matrix();
+        gs += (-Wsum / b + 2 * e2 / b.square()).matrix();
+        acc.gell2[l] += (Wsum * (0.5 / l2 - 0.5 / b) + d2 / (4 * l2.square()) + e2 / b.square()).matrix();
+        const MatrixXd rA = r.asDiagonal() * Am;
+        acc.gZ[l][ud] -= (rA - WA) * l2.inverse().matrix().asDiagonal();
+        acc.gZ[l][ud] -= (rA + WA) * b.inverse().matrix().asDiagonal();
         acc.gsf2[l] += (wsum + 2 * Wsum) / sf2;
       }
     }
@@ -397,15 +425,13 @@ inline double energy(const Net& net, const MatrixXd& X, const MatrixXd& Y, const
       K0.diagonal().array() -= net.jitter;
       const MatrixXd W = dK.cwiseProduct(K0);
       gsf2 += W.sum() / sf2;
-      MatrixXd gZ = -sc * acc.gZ[l][ud];
-      for (Index j = 0; j < ly.din(); ++j)
-        for (Index a = 0; a < M; ++a)
-          for (Index b = 0; b < M; ++b) {
-            const double dz = Z(a, j) - Z(b, j);
-            gell2[j] += W(a, b) * dz * dz / (2 * ell2[j] * ell2[j]);
-            gZ(a, j) -= 2 * W(a, b) * dz / ell2[j];
-          }
-      gl.Z[ud] = gZ;
+      // sum_ab W_ab (z_aj - z_bj)^2 = 2 (sum_a r_a z_aj^2 - z_j' W z_j) and
+      // sum_b W_ab (z_aj - z_bj) = r_a z_aj - (W Z)_aj, with r = W 1 (W symmetric)
+      const VectorXd rw = W.rowwise().sum();
+      const MatrixXd WZ = W * Z, rZ = rw.asDiagonal() * Z;
+      const Eigen::ArrayXd d2 = 2 * (Z.cwiseProduct(rZ - WZ).colwise().sum().transpose().array());
+      gell2 += (d2 / (2 * ell2.array().square())).matrix();
+      gl.Z[ud] = -sc * acc.gZ[l][ud] - 2 * (rZ - WZ) * ell2.cwiseInverse().asDiagonal();
       const MatrixXd R = r_of(ly.rho[ud], M);
       MatrixXd dR = R * (dLam + dLam.transpose());
       VectorXd grho(ly.rho[ud].size());
@@ -485,23 +511,25 @@ inline double median_distance(const MatrixXd& X, Rng& rng, std::size_t cap) {
 }
 
 // The network for inputs X (n x D), output width dout, hidden widths
-// `hidden` and M inducing points per GP: layer 1's Z by k-means on X (the
+// `hidden` and Ms[l] inducing points per GP of layer l: layer 1's Z by k-means on X (the
 // same for every output), lengthscales the median distance; later layers Z
 // on the diagonal of [-1, 1]^D, lengthscales e; kernel sd 1, noise sd 0.1;
 // rho and tau N(0, 1) in layer 1 and N(0, 0.1^2) after it.
-inline Net initialise(const MatrixXd& X, Index dout, const std::vector<int>& hidden, Index M, Rng& rng,
-                      double jitter = 1e-6) {
+inline Net initialise(const MatrixXd& X, Index dout, const std::vector<int>& hidden, const std::vector<Index>& Ms,
+                      Rng& rng, double jitter = 1e-6) {
   Net net;
   net.jitter = jitter;
   std::vector<Index> dims{X.cols()};
   for (int h : hidden) dims.push_back(h);
   dims.push_back(dout);
-  const MatrixXd Z1 = kmeans(X, M, rng);
+  if (Ms.size() != dims.size() - 1) throw std::invalid_argument("initialise: one inducing count per layer needed");
+  const Index M1 = Ms[0];
+  const MatrixXd Z1 = kmeans(X, M1, rng);
   const double med = median_distance(X, rng, X.rows() < 10000 ? static_cast<std::size_t>(X.rows())
-                                                                : static_cast<std::size_t>(5 * M));
+                                                                : static_cast<std::size_t>(5 * M1));
   for (std::size_t l = 0; l + 1 < dims.size(); ++l) {
     Layer ly;
-    const Index din = dims[l], D = dims[l + 1];
+    const Index din = dims[l], D = dims[l + 1], M = Ms[l];
     ly.log_ell = VectorXd::Constant(din, l == 0 ? std::log(std::max(med, 1e-3)) : 1.0);
     ly.log_sf = 0;
     ly.log_sn = std::log(0.1);
@@ -520,6 +548,12 @@ inline Net initialise(const MatrixXd& X, Index dout, const std::vector<int>& hid
     net.layers.push_back(ly);
   }
   return net;
+}
+
+// The same number M of inducing points in every layer.
+inline Net initialise(const MatrixXd& X, Index dout, const std::vector<int>& hidden, Index M, Rng& rng,
+                      double jitter = 1e-6) {
+  return initialise(X, dout, hidden, std::vector<Index>(hidden.size() + 1, M), rng, jitter);
 }
 
 // ---- the fit
