@@ -210,7 +210,7 @@ test_that("dgp() fits a step function and its methods run", {
   expect_equal(pr$se.fit^2 - pl$se.fit^2, rep(sigma(fit)^2, 2), tolerance = 1e-8)
   expect_equal(unname(pl$fit), c(-1, 1) + 0.25, tolerance = 0.3)
   h <- predict(fit, nd, layer = 1)
-  expect_equal(dim(h$mean), c(2L, 1L))
+  expect_equal(dim(h$mean), c(2L, 2L))  # the default hidden layer has two units
   expect_true(all(h$var > 0))
   expect_equal(predict(fit), unname(fitted(fit)), tolerance = 1e-10)
   expect_equal(unname(residuals(fit)), d$y - unname(fitted(fit)))
