@@ -101,9 +101,9 @@ NULL
 #' the posterior correlations of the weights, so its standard errors can be
 #' too small (the paper's QSGP-0 results) or, far from convergence, much too
 #' large, and as it over-states the latent variance the ELBO can push the
-#' kernel variances down (a poisson example gave 0.08 where `"vi"` gave
-#' 0.63), flattening the fitted curve; this version is not yet competitive
-#' with `inference = "vi"`.
+#' kernel variances down (in simulated binomial and poisson examples to a
+#' tenth or less of `"vi"`'s), flattening the fitted curve; this version is
+#' not yet competitive with `inference = "vi"`.
 #'
 #' @param features number of random features per `gp()` term (even: a cosine
 #'   and a sine per frequency).  More features approximate the kernel better
