@@ -61,8 +61,10 @@ NULL
 #' link).  For binomial and poisson the expected log-likelihood of a row,
 #' \eqn{E_{z \sim N(0,1)} \log p(y_l \mid a_l + \sqrt{v_l} z)}{E_z log p(y_l | a_l + sqrt(v_l) z)}
 #' (\eqn{a_l}{a_l} and \eqn{v_l}{v_l} the posterior mean and variance of the
-#' latent predictor), has no unbiased O(1) estimator; each iteration instead
-#' estimates the tangent-line bound: the unbiased estimates
+#' latent predictor), is not linear in them, so unbiased estimates of
+#' \eqn{a_l}{a_l} and \eqn{v_l}{v_l} plugged in do not give an unbiased
+#' estimate of it; each iteration instead estimates the tangent-line bound:
+#' the unbiased estimates
 #' \eqn{\hat a_l}{a_l^} and \eqn{\hat v_l}{v_l^} of the sampled features
 #' give the latent sd \eqn{\hat s_l = (\hat v_l + t_l) / (2 \sqrt{t_l})}{s_l^ = (v_l^ + t_l) / (2 sqrt(t_l))}
 #' with a tangent point \eqn{t_l}{t_l} that does not depend on the draw (per
