@@ -77,8 +77,8 @@
     .Call(`_scalegp_tune_malloc`)
 }
 
-.qsgp_fit <- function(X, y, w, offset, specs, log_noise, control, options, threads, seed, monitor) {
-    .Call(`_scalegp_qsgp_fit`, X, y, w, offset, specs, log_noise, control, options, threads, seed, monitor)
+.qsgp_fit <- function(X, y, w, offset, specs, lik, log_noise, control, options, threads, seed, monitor) {
+    .Call(`_scalegp_qsgp_fit`, X, y, w, offset, specs, lik, log_noise, control, options, threads, seed, monitor)
 }
 
 .qsgp_predict <- function(specs, mu, rho, center, X, threads) {
@@ -89,8 +89,8 @@
     .Call(`_scalegp_qsgp_features`, specs, block, first, count, X)
 }
 
-.qsgp_estimate <- function(X, y, w, offset, specs, log_noise, mu, rho, batch_size, feature_batch, reps, seed) {
-    .Call(`_scalegp_qsgp_estimate`, X, y, w, offset, specs, log_noise, mu, rho, batch_size, feature_batch, reps, seed)
+.qsgp_estimate <- function(X, y, w, offset, specs, log_noise, mu, rho, batch_size, feature_batch, reps, seed, lik = "gaussian", gh_points = 20L) {
+    .Call(`_scalegp_qsgp_estimate`, X, y, w, offset, specs, log_noise, mu, rho, batch_size, feature_batch, reps, seed, lik, gh_points)
 }
 
 .discrete_shard_values <- function(X, specs, bins, round) {

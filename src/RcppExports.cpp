@@ -306,8 +306,8 @@ BEGIN_RCPP
 END_RCPP
 }
 // qsgp_fit
-Rcpp::List qsgp_fit(Eigen::Map<Eigen::MatrixXd> X, Eigen::Map<Eigen::VectorXd> y, Eigen::Map<Eigen::VectorXd> w, Eigen::Map<Eigen::VectorXd> offset, Rcpp::List specs, double log_noise, Rcpp::List control, Rcpp::List options, int threads, double seed, Rcpp::Function monitor);
-RcppExport SEXP _scalegp_qsgp_fit(SEXP XSEXP, SEXP ySEXP, SEXP wSEXP, SEXP offsetSEXP, SEXP specsSEXP, SEXP log_noiseSEXP, SEXP controlSEXP, SEXP optionsSEXP, SEXP threadsSEXP, SEXP seedSEXP, SEXP monitorSEXP) {
+Rcpp::List qsgp_fit(Eigen::Map<Eigen::MatrixXd> X, Eigen::Map<Eigen::VectorXd> y, Eigen::Map<Eigen::VectorXd> w, Eigen::Map<Eigen::VectorXd> offset, Rcpp::List specs, std::string lik, double log_noise, Rcpp::List control, Rcpp::List options, int threads, double seed, Rcpp::Function monitor);
+RcppExport SEXP _scalegp_qsgp_fit(SEXP XSEXP, SEXP ySEXP, SEXP wSEXP, SEXP offsetSEXP, SEXP specsSEXP, SEXP likSEXP, SEXP log_noiseSEXP, SEXP controlSEXP, SEXP optionsSEXP, SEXP threadsSEXP, SEXP seedSEXP, SEXP monitorSEXP) {
 BEGIN_RCPP
     Rcpp::RObject rcpp_result_gen;
     Rcpp::RNGScope rcpp_rngScope_gen;
@@ -316,13 +316,14 @@ BEGIN_RCPP
     Rcpp::traits::input_parameter< Eigen::Map<Eigen::VectorXd> >::type w(wSEXP);
     Rcpp::traits::input_parameter< Eigen::Map<Eigen::VectorXd> >::type offset(offsetSEXP);
     Rcpp::traits::input_parameter< Rcpp::List >::type specs(specsSEXP);
+    Rcpp::traits::input_parameter< std::string >::type lik(likSEXP);
     Rcpp::traits::input_parameter< double >::type log_noise(log_noiseSEXP);
     Rcpp::traits::input_parameter< Rcpp::List >::type control(controlSEXP);
     Rcpp::traits::input_parameter< Rcpp::List >::type options(optionsSEXP);
     Rcpp::traits::input_parameter< int >::type threads(threadsSEXP);
     Rcpp::traits::input_parameter< double >::type seed(seedSEXP);
     Rcpp::traits::input_parameter< Rcpp::Function >::type monitor(monitorSEXP);
-    rcpp_result_gen = Rcpp::wrap(qsgp_fit(X, y, w, offset, specs, log_noise, control, options, threads, seed, monitor));
+    rcpp_result_gen = Rcpp::wrap(qsgp_fit(X, y, w, offset, specs, lik, log_noise, control, options, threads, seed, monitor));
     return rcpp_result_gen;
 END_RCPP
 }
@@ -358,8 +359,8 @@ BEGIN_RCPP
 END_RCPP
 }
 // qsgp_estimate
-Rcpp::List qsgp_estimate(Eigen::Map<Eigen::MatrixXd> X, Eigen::Map<Eigen::VectorXd> y, Eigen::Map<Eigen::VectorXd> w, Eigen::Map<Eigen::VectorXd> offset, Rcpp::List specs, double log_noise, Eigen::Map<Eigen::VectorXd> mu, Eigen::Map<Eigen::VectorXd> rho, double batch_size, int feature_batch, int reps, double seed);
-RcppExport SEXP _scalegp_qsgp_estimate(SEXP XSEXP, SEXP ySEXP, SEXP wSEXP, SEXP offsetSEXP, SEXP specsSEXP, SEXP log_noiseSEXP, SEXP muSEXP, SEXP rhoSEXP, SEXP batch_sizeSEXP, SEXP feature_batchSEXP, SEXP repsSEXP, SEXP seedSEXP) {
+Rcpp::List qsgp_estimate(Eigen::Map<Eigen::MatrixXd> X, Eigen::Map<Eigen::VectorXd> y, Eigen::Map<Eigen::VectorXd> w, Eigen::Map<Eigen::VectorXd> offset, Rcpp::List specs, double log_noise, Eigen::Map<Eigen::VectorXd> mu, Eigen::Map<Eigen::VectorXd> rho, double batch_size, int feature_batch, int reps, double seed, std::string lik, int gh_points);
+RcppExport SEXP _scalegp_qsgp_estimate(SEXP XSEXP, SEXP ySEXP, SEXP wSEXP, SEXP offsetSEXP, SEXP specsSEXP, SEXP log_noiseSEXP, SEXP muSEXP, SEXP rhoSEXP, SEXP batch_sizeSEXP, SEXP feature_batchSEXP, SEXP repsSEXP, SEXP seedSEXP, SEXP likSEXP, SEXP gh_pointsSEXP) {
 BEGIN_RCPP
     Rcpp::RObject rcpp_result_gen;
     Rcpp::RNGScope rcpp_rngScope_gen;
@@ -375,7 +376,9 @@ BEGIN_RCPP
     Rcpp::traits::input_parameter< int >::type feature_batch(feature_batchSEXP);
     Rcpp::traits::input_parameter< int >::type reps(repsSEXP);
     Rcpp::traits::input_parameter< double >::type seed(seedSEXP);
-    rcpp_result_gen = Rcpp::wrap(qsgp_estimate(X, y, w, offset, specs, log_noise, mu, rho, batch_size, feature_batch, reps, seed));
+    Rcpp::traits::input_parameter< std::string >::type lik(likSEXP);
+    Rcpp::traits::input_parameter< int >::type gh_points(gh_pointsSEXP);
+    rcpp_result_gen = Rcpp::wrap(qsgp_estimate(X, y, w, offset, specs, log_noise, mu, rho, batch_size, feature_batch, reps, seed, lik, gh_points));
     return rcpp_result_gen;
 END_RCPP
 }
@@ -508,10 +511,10 @@ static const R_CallMethodDef CallEntries[] = {
     {"_scalegp_col_quantiles7", (DL_FUNC) &_scalegp_col_quantiles7, 2},
     {"_scalegp_group_bounds_r", (DL_FUNC) &_scalegp_group_bounds_r, 1},
     {"_scalegp_tune_malloc", (DL_FUNC) &_scalegp_tune_malloc, 0},
-    {"_scalegp_qsgp_fit", (DL_FUNC) &_scalegp_qsgp_fit, 11},
+    {"_scalegp_qsgp_fit", (DL_FUNC) &_scalegp_qsgp_fit, 12},
     {"_scalegp_qsgp_predict", (DL_FUNC) &_scalegp_qsgp_predict, 6},
     {"_scalegp_qsgp_features", (DL_FUNC) &_scalegp_qsgp_features, 5},
-    {"_scalegp_qsgp_estimate", (DL_FUNC) &_scalegp_qsgp_estimate, 12},
+    {"_scalegp_qsgp_estimate", (DL_FUNC) &_scalegp_qsgp_estimate, 14},
     {"_scalegp_discrete_shard_values", (DL_FUNC) &_scalegp_discrete_shard_values, 4},
     {"_scalegp_discrete_merge", (DL_FUNC) &_scalegp_discrete_merge, 4},
     {"_scalegp_discrete_shard_sums", (DL_FUNC) &_scalegp_discrete_shard_sums, 9},

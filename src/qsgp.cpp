@@ -72,15 +72,16 @@ Rcpp::List specs_to(const std::vector<QsgpBlock>& blocks, const Rcpp::List& spec
 
 // [[Rcpp::export(.qsgp_fit)]]
 Rcpp::List qsgp_fit(Eigen::Map<Eigen::MatrixXd> X, Eigen::Map<Eigen::VectorXd> y, Eigen::Map<Eigen::VectorXd> w,
-                    Eigen::Map<Eigen::VectorXd> offset, Rcpp::List specs, double log_noise, Rcpp::List control,
-                    Rcpp::List options, int threads, double seed, Rcpp::Function monitor) {
+                    Eigen::Map<Eigen::VectorXd> offset, Rcpp::List specs, std::string lik, double log_noise,
+                    Rcpp::List control, Rcpp::List options, int threads, double seed, Rcpp::Function monitor) {
   try {
     const Settings set = settings_from(control);
     const QsgpSettings qs = qsgp_settings_from(options);
     Rng rng(static_cast<std::uint64_t>(seed));
     Qsgp model(blocks_from(specs, qs.features, &rng), log_noise, set, qs, X.data(), static_cast<std::size_t>(X.rows()),
                static_cast<std::size_t>(X.cols()), y.data(), w.data(), offset.data());
-    model.learn_noise = set.learn_noise;
+    model.lik = likelihood_from(lik, control, log_noise);
+    model.learn_noise = set.learn_noise && model.lik.family == Family::gaussian;
     const ParallelFor pfor = make_pfor(threads);
     FitInfo info = model.fit(pfor, rng, monitor_from(monitor));
     const auto t0 = Clock::now();
@@ -138,12 +139,14 @@ Eigen::MatrixXd qsgp_features(Rcpp::List specs, int block, int first, int count,
 // The ELBO estimator at a given posterior and hyperparameters: its mean and
 // the mean of its gradient (mu, rho, then per gp() component its log
 // variance and log lengthscales, then the log noise) over `reps` draws, their
-// standard errors, and the exact ELBO.  For the tests.
+// standard errors, and the exact ELBO; likelihood `lik` (non-Gaussian: the
+// tangent-line bound, tangent points at the posterior given).  For the tests.
 // [[Rcpp::export(.qsgp_estimate)]]
 Rcpp::List qsgp_estimate(Eigen::Map<Eigen::MatrixXd> X, Eigen::Map<Eigen::VectorXd> y, Eigen::Map<Eigen::VectorXd> w,
                          Eigen::Map<Eigen::VectorXd> offset, Rcpp::List specs, double log_noise,
                          Eigen::Map<Eigen::VectorXd> mu, Eigen::Map<Eigen::VectorXd> rho, double batch_size,
-                         int feature_batch, int reps, double seed) {
+                         int feature_batch, int reps, double seed, std::string lik = "gaussian",
+                         int gh_points = 20) {
   try {
     Settings set;
     set.batch_size = static_cast<std::size_t>(batch_size);
@@ -151,6 +154,7 @@ Rcpp::List qsgp_estimate(Eigen::Map<Eigen::MatrixXd> X, Eigen::Map<Eigen::Vector
     qs.feature_batch = feature_batch;
     Qsgp model(blocks_from(specs, 0, nullptr), log_noise, set, qs, X.data(), static_cast<std::size_t>(X.rows()),
                static_cast<std::size_t>(X.cols()), y.data(), w.data(), offset.data());
+    model.lik = Likelihood(family_from_string(lik), gh_points);
     const Index m = model.total_size();
     if (mu.size() != m || rho.size() != m) throw std::invalid_argument("mu and rho must have one entry per feature");
     model.mu = mu;

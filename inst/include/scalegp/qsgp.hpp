@@ -10,7 +10,9 @@
 // w_b ~ N(0, sigma_f^2 I), i.e. prior precision s_b = 1 / sigma_f^2, so that
 // phi(x)' phi(z) sigma_f^2 approximates the kernel.  The parametric columns
 // are one block with features X_p diag(prior_sd) and prior N(0, I).
-// Likelihood: Gaussian, y_l - offset_l ~ N(f(x_l), sigma^2 / w_l).
+// Likelihood: Gaussian, y_l - offset_l ~ N(f(x_l), sigma^2 / w_l); or
+// binomial (logit, probit; y_l a proportion of w_l trials) or Poisson (log
+// link) with latent predictor offset_l + f(x_l) (likelihoods.hpp).
 //
 // Posterior: q(w) = N(mu, C C') with C diagonal (mean field, QSGP-0),
 // c_i = exp(rho_i).  ELBO = sum_l E_q log p(y_l | w) - KL(q || p) with
@@ -32,9 +34,36 @@
 // in full (I = J = all), so that the estimator is then exact.  An iteration
 // costs O(n~ m~ d) per term, independent of n and m.
 //
+// Non-Gaussian likelihoods: E_q log p(y_l | w) = F_l(a_l, sqrt(v_l)) with
+// F_l(a, s) = E_{z ~ N(0, 1)} log p(y_l | offset_l + a + s z), jointly
+// concave in (a, s) for a log-concave likelihood and non-increasing in
+// |s|.  The paper's Theorem 3 (eq. 5) as printed puts z v_l where
+// z sqrt(v_l) is meant, and is not a lower bound when v_l < 1; it is not
+// used.  Instead the tangent-line bound (implementation notes, section
+// 3.5): with a^_l = (u_l + w_l) / 2 (unbiased for a_l), d_l as above
+// (unbiased for v_l, >= 0) and a tangent point t_l > 0 that does not depend
+// on the draw, s^_l = (d_l + t_l) / (2 sqrt(t_l)) has E s^_l >= sqrt(v_l)
+// (AM-GM), so by Jensen E F_l(a^_l, s^_l) <= F_l(a_l, sqrt(v_l)): the
+// estimate (n / n~) sum_l F_l(a^_l, s^_l) - KL^ is in expectation a lower
+// bound on the ELBO, whatever t.  t_l = sum over blocks of: the block's
+// exact variance at row l when it is used in full (the parametric block
+// always), else the mean of its c_i^2 (for random features with
+// phi_k^2 + phi_{k+nf}^2 = 1 / nf this is the block's variance at every x
+// up to (1 / 2nf) sum_k cos(2 omega_k' x) (c_k^2 - c_{k+nf}^2); t only sets
+// the tightness, the gap being second order in sqrt(t) - sqrt(v)); fit()
+// tracks these means under the sparse updates.  The means are held
+// constant in the gradient (which then flows through a^, d and the blocks
+// used in full only: sparse); so the gradient is the exact gradient of the
+// estimate at fixed means.  With all rows and features t_l = v_l and the
+// estimate is the exact ELBO (and its gradient the exact gradient, as
+// d s^ / d t = 0 at t = v).  F and its derivatives
+// are Likelihood::expect() (Gauss-Hermite / composite rules for logit and
+// probit, closed form for Poisson, exp() capped there against overflow).
+//
 // Optimisation: mu starts at 0 and each c_i at its optimum for a diagonal C
-// (the paper's Proposition 1) at the initial hyperparameters, estimated from
-// a sample of rows; then AdaGrad on mu and rho (sparse: only the sampled
+// (the paper's Proposition 1; non-Gaussian: with the log-likelihood's
+// curvature at f = offset in place of w_l / sigma^2) at the initial
+// hyperparameters, estimated from a sample of rows; then AdaGrad on mu and rho (sparse: only the sampled
 // coordinates move), Adam on the hyperparameters, frozen for the first `freeze` fraction
 // of iterations; both step sizes decay exponentially to `final_rate` times
 // their start at the last iteration.  Rows are reduced in fixed groups
@@ -116,6 +145,7 @@ struct QsgpDraw {
   std::vector<std::size_t> rows;         // sampled rows
   std::vector<std::vector<Index>> I, J;  // per block: sampled feature indices (within the block)
   std::vector<double> alpha;             // per block: m_b / m~_b (1 when used in full)
+  std::vector<char> full;                // per block: used in full (I = J = all its features)
   double row_scale = 1;                  // n / n~
 };
 
@@ -144,6 +174,12 @@ class Qsgp {
   Settings set;
   QsgpSettings qs;
   bool learn_noise = true;
+  // The likelihood: Gaussian (the unbiased estimator above, with this
+  // class's log_noise) or, through lik.expect(), logit, probit or Poisson
+  // (the tangent-line bound; lik.log_noise is not used).
+  Likelihood lik{Family::gaussian};
+  static constexpr double kMinTangent = 1e-12;  // floor of a tangent point t_l
+  static constexpr int kTangentRefresh = 1000;  // fit(): tangent points recomputed in full this often
 
   Qsgp(std::vector<QsgpBlock> b, double log_noise_, const Settings& s, const QsgpSettings& q, const double* X,
        std::size_t n, std::size_t p, const double* y, const double* w, const double* offset)
@@ -190,15 +226,35 @@ class Qsgp {
         for (auto& j : J) j = static_cast<Index>(uniform_index(rng, static_cast<std::size_t>(mb)));
       }
       dr.alpha.push_back(static_cast<double>(mb) / static_cast<double>(mt));
+      dr.full.push_back(mt == mb);
       dr.I.push_back(std::move(I));
       dr.J.push_back(std::move(J));
     }
     return dr;
   }
 
-  // The unbiased ELBO estimate of draw `dr` and its gradient (see the head comment).
+  // Per block the mean of c_i^2 over its features: the tangent point of a
+  // block sampled in part (non-Gaussian likelihoods; see the head comment).  O(m).
+  std::vector<double> tangent_means() const {
+    std::vector<double> out;
+    for (const QsgpBlock& b : blocks)
+      out.push_back((2.0 * rho.segment(b.start, b.size())).array().exp().sum() / static_cast<double>(b.size()));
+    return out;
+  }
+
+  // The ELBO estimate of draw `dr` and its gradient (see the head comment):
+  // unbiased for the Gaussian likelihood, a lower bound in expectation for
+  // the others, with tangent points tangent_means() (O(m)).
   QsgpEstimate estimate(const QsgpDraw& dr, const ParallelFor& pfor) const {
+    return estimate(dr, pfor, lik.family == Family::gaussian ? std::vector<double>() : tangent_means());
+  }
+
+  // The same with the per-block tangent points `tmean` (used for the blocks
+  // sampled in part, non-Gaussian likelihoods only; held constant in the gradient).
+  QsgpEstimate estimate(const QsgpDraw& dr, const ParallelFor& pfor, const std::vector<double>& tmean) const {
     const std::size_t B = blocks.size();
+    const bool gauss = lik.family == Family::gaussian;
+    if (!gauss && tmean.size() != B) throw std::invalid_argument("QSGP: one tangent point per block is needed");
     // the sampled entries of each block: frequencies omega (rff) or the
     // column's prior sd (parametric), whether a sine, mu and c^2
     struct Side {
@@ -259,7 +315,7 @@ class Qsgp {
         const double wt = w_[l];
         if (!(wt > 0)) continue;
         const double r = y_[l] - o_[l];
-        double u = 0, v = 0, dd = 0;
+        double u = 0, v = 0, dd = 0, tl = 0;
         for (std::size_t b = 0; b < B; ++b) {
           const QsgpBlock& bl = blocks[b];
           const double al = dr.alpha[b];
@@ -278,6 +334,46 @@ class Qsgp {
           u += al * phiI[b].dot(sI[b].mu);
           dd += al * phiI[b].cwiseAbs2().dot(sI[b].c2);
           v += al * phiJ[b].dot(sJ[b].mu);
+          if (!gauss) tl += dr.full[b] ? phiI[b].cwiseAbs2().dot(sI[b].c2) : tmean[b];
+        }
+        if (!gauss) {
+          // the tangent-line bound (head comment): a^ = (u + v) / 2,
+          // s^ = (d + t) / (2 sqrt t) with t = tl, E_z log p(y | o + a^ + s^ z)
+          const bool floor = tl < kMinTangent;
+          tl = std::max(tl, kMinTangent);
+          const double rt = std::sqrt(tl), sh = (dd + tl) / (2.0 * rt);
+          const Expectation e = lik.expect(y_[l], wt, o_[l] + 0.5 * (u + v), sh * sh);
+          acc(0) += e.v;
+          // d E / d u = d E / d v = ga; d E / d d = gv; d E / d t = gt (the
+          // part of t from the blocks used in full moves with their c and
+          // phi; the means of the others are held constant)
+          const double ga = 0.5 * e.dm, gv = e.dv * sh / rt;
+          const double gt = floor ? 0.0 : e.dv * sh * (tl - dd) / (2.0 * tl * rt);
+          for (std::size_t b = 0; b < B; ++b) {
+            const QsgpBlock& bl = blocks[b];
+            const double al = dr.alpha[b];
+            const double gvb = dr.full[b] ? gv + gt : gv;  // (al = 1 in full)
+            const Index nI = phiI[b].size(), nJ = phiJ[b].size();
+            const Index oI = off[b], oR = off[b] + nI, oJ = off[b] + 2 * nI, oL = off[b] + 2 * nI + nJ;
+            acc.segment(oI, nI) += (ga * al) * phiI[b];
+            acc.segment(oR, nI) += (2.0 * gvb * al) * phiI[b].cwiseAbs2().cwiseProduct(sI[b].c2);
+            acc.segment(oJ, nJ) += (ga * al) * phiJ[b];
+            if (!(bl.rff && bl.learn_kernel)) continue;
+            const double sq = 1.0 / std::sqrt(static_cast<double>(bl.nf()));
+            const bool iso = bl.log_ls.size() == 1;
+            for (int side_j = 0; side_j < 2; ++side_j) {
+              const Side& sd = side_j == 0 ? sI[b] : sJ[b];
+              const VectorXd& phi = side_j == 0 ? phiI[b] : phiJ[b];
+              const VectorXd& t = side_j == 0 ? tI[b] : tJ[b];
+              for (Index e2 = 0; e2 < phi.size(); ++e2) {
+                const double de = side_j == 0 ? al * (ga * sd.mu(e2) + 2.0 * gvb * phi(e2) * sd.c2(e2)) : al * ga * sd.mu(e2);
+                const double dphi = (sd.sine[static_cast<std::size_t>(e2)] ? std::cos(t(e2)) : -std::sin(t(e2))) * sq;
+                const double c = de * dphi;
+                for (Index d = 0; d < bl.dim(); ++d) acc(oL + (iso ? 0 : d)) -= c * sd.om(e2, d) * xb[b](d);
+              }
+            }
+          }
+          continue;
         }
         const double Q = r * r - r * (u + v) + u * v + dd;
         acc(0) += -0.5 * (kLog2Pi + std::log(s2 / wt)) - 0.5 * wt * Q / s2;
@@ -356,6 +452,7 @@ class Qsgp {
     const Index m = total_size();
     const VectorXd c2 = (2.0 * rho).array().exp().matrix();
     const double s2 = noise_var();
+    const bool gauss = lik.family == Family::gaussian;
     const std::vector<MatrixXd> om = frequencies();
     auto work = [&](VectorXd& acc, std::size_t begin, std::size_t end) {
       VectorXd phi(m);
@@ -366,7 +463,8 @@ class Qsgp {
         ex.var(static_cast<Index>(l)) = v;
         acc.tail(m) += phi;
         const double wt = w_[l];
-        if (wt > 0) {
+        if (wt > 0 && !gauss) acc(0) += lik.expect(y_[l], wt, o_[l] + a, v).v;
+        if (wt > 0 && gauss) {
           const double r = y_[l] - o_[l];
           acc(0) += -0.5 * (kLog2Pi + std::log(s2 / wt)) - 0.5 * wt * ((r - a) * (r - a) + v) / s2;
         }
@@ -476,12 +574,16 @@ class Qsgp {
   // Sets each c_i to its ELBO-optimal value for a diagonal C (Proposition 1
   // of the paper), c_i^2 = 1 / (phi_i' W phi_i / sigma^2 + s_i), with
   // phi_i' W phi_i = sum_l w_l phi_li^2 estimated from `rows` rows drawn
-  // uniformly with replacement (all rows when rows >= n).  O(rows m d).
+  // uniformly with replacement (all rows when rows >= n).  Other
+  // likelihoods: w_l / sigma^2 becomes the curvature -l''(f) of row l's
+  // log-likelihood at the prior mean f = offset_l (a Laplace-style start).
+  // O(rows m d).
   void init_diagonal(std::size_t rows, Rng& rng, const ParallelFor& pfor) {
     const std::size_t k = std::min(rows, n_);
     std::vector<std::size_t> idx(k);
     for (std::size_t j = 0; j < k; ++j) idx[j] = k == n_ ? j : uniform_index(rng, n_);
     const Index m = total_size();
+    const bool gauss = lik.family == Family::gaussian;
     const std::vector<MatrixXd> om = frequencies();
     const VectorXd ss = deterministic_reduce<VectorXd>(
         k, pfor, [m] { return VectorXd::Zero(m).eval(); },
@@ -489,10 +591,16 @@ class Qsgp {
           VectorXd phi(m);
           for (std::size_t j = begin; j < end; ++j) {
             row_features(X_ + idx[j], n_, om, phi);
-            acc += w_[idx[j]] * phi.cwiseAbs2();
+            double wt = w_[idx[j]];
+            if (!gauss) {  // the curvature -l''(f) at the prior mean f = offset
+              double l, d1, d2;
+              lik.loglik(y_[idx[j]], wt, o_[idx[j]], l, d1, d2);
+              wt = -d2;
+            }
+            acc += wt * phi.cwiseAbs2();
           }
         });
-    const double scale = static_cast<double>(n_) / static_cast<double>(k), s2 = noise_var();
+    const double scale = static_cast<double>(n_) / static_cast<double>(k), s2 = gauss ? noise_var() : 1.0;
     for (const QsgpBlock& b : blocks)
       for (Index i = b.start; i < b.start + b.size(); ++i) rho(i) = -0.5 * std::log(scale * ss(i) / s2 + b.precision());
   }
@@ -500,6 +608,7 @@ class Qsgp {
   // The packed learned hyperparameters (per gp() term with learn_kernel its
   // log variance and log lengthscales; then the log noise when learned) and
   // the matching entries of a full hyperparameter gradient.
+  bool noise_learned() const { return learn_noise && lik.family == Family::gaussian; }
   VectorXd pack_hyper() const {
     std::vector<double> v;
     for (const QsgpBlock& b : blocks)
@@ -507,7 +616,7 @@ class Qsgp {
         v.push_back(b.log_var);
         for (Index d = 0; d < b.log_ls.size(); ++d) v.push_back(b.log_ls(d));
       }
-    if (learn_noise) v.push_back(log_noise);
+    if (noise_learned()) v.push_back(log_noise);
     return Eigen::Map<VectorXd>(v.data(), static_cast<Index>(v.size()));
   }
   void unpack_hyper(const VectorXd& h) {
@@ -517,7 +626,7 @@ class Qsgp {
         b.log_var = h(k++);
         for (Index d = 0; d < b.log_ls.size(); ++d) b.log_ls(d) = h(k++);
       }
-    if (learn_noise) log_noise = h(k++);
+    if (noise_learned()) log_noise = h(k++);
   }
   VectorXd learned_gradient(const VectorXd& full) const {
     std::vector<double> v;
@@ -529,7 +638,7 @@ class Qsgp {
         for (Index j = 0; j < nh; ++j) v.push_back(full(k + j));
       k += nh;
     }
-    if (learn_noise) v.push_back(full(k));
+    if (noise_learned()) v.push_back(full(k));
     return Eigen::Map<VectorXd>(v.data(), static_cast<Index>(v.size()));
   }
 
@@ -554,12 +663,24 @@ class Qsgp {
     const int tail = std::max(1, T / 10);
     double rate = qs.variational_rate;
     init_diagonal(qs.init_rows, rng, pfor);
+    // Non-Gaussian likelihoods: the tangent points, per block the mean of
+    // c_i^2, tracked under the sparse updates in O(touched) per iteration
+    // (and recomputed every kTangentRefresh iterations against drift).
+    const bool gauss = lik.family == Family::gaussian;
+    std::vector<double> tmean(blocks.size());
+    std::vector<std::size_t> block_of;
+    if (!gauss) {
+      block_of.resize(static_cast<std::size_t>(m));
+      for (std::size_t b = 0; b < blocks.size(); ++b)
+        for (Index i = 0; i < blocks[b].size(); ++i) block_of[static_cast<std::size_t>(blocks[b].start + i)] = b;
+    }
     info.seconds_init = seconds_since(t0);
     const auto t1 = Clock::now();
     info.stop = "iteration limit (stochastic fit: no stationary-point test)";
     for (int t = 1; t <= T; ++t) {
+      if (!gauss && (t - 1) % kTangentRefresh == 0) tmean = tangent_means();
       const QsgpDraw dr = draw(rng);
-      const QsgpEstimate est = estimate(dr, pfor);
+      const QsgpEstimate est = gauss ? estimate(dr, pfor) : estimate(dr, pfor, tmean);
       if (!std::isfinite(est.value) || !est.ghyper.allFinite())
         throw numerical_error("QSGP: the ELBO estimate is not finite at iteration " + std::to_string(t) +
                               "; try a smaller learning_rate or variational_rate");
@@ -580,12 +701,17 @@ class Qsgp {
         }
       }
       for (Index g : touched) {  // AdaGrad ascent on the touched coordinates only
+        const double c2_old = gauss ? 0.0 : std::exp(2.0 * rho(g));
         acc_mu(g) += g_mu(g) * g_mu(g);
         acc_rho(g) += g_rho(g) * g_rho(g);
         mu(g) += rate * g_mu(g) / std::sqrt(acc_mu(g));
         rho(g) += rate * g_rho(g) / std::sqrt(acc_rho(g));
         g_mu(g) = g_rho(g) = 0;
         mark[static_cast<std::size_t>(g)] = 0;
+        if (!gauss) {
+          const std::size_t b = block_of[static_cast<std::size_t>(g)];
+          tmean[b] += (std::exp(2.0 * rho(g)) - c2_old) / static_cast<double>(blocks[b].size());
+        }
       }
       const VectorXd gh = learned_gradient(est.ghyper);
       if (t > T - tail) gsum += gh;
