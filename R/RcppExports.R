@@ -9,16 +9,16 @@
     .Call(`_scalegp_decoupled_mean`, spec, basis, coef, X, threads)
 }
 
-.dgp_fit <- function(X, Y, hidden, inducing, control, jitter, probit, threads, seed, monitor) {
-    .Call(`_scalegp_dgp_fit`, X, Y, hidden, inducing, control, jitter, probit, threads, seed, monitor)
+.dgp_fit <- function(X, Y, w, hidden, inducing, control, jitter, probit, threads, seed, monitor) {
+    .Call(`_scalegp_dgp_fit`, X, Y, w, hidden, inducing, control, jitter, probit, threads, seed, monitor)
 }
 
 .dgp_predict <- function(net, X, N, threads) {
     .Call(`_scalegp_dgp_predict`, net, X, N, threads)
 }
 
-.dgp_energy <- function(net, X, Y, idx, N, threads) {
-    .Call(`_scalegp_dgp_energy`, net, X, Y, idx, N, threads)
+.dgp_energy <- function(net, X, Y, idx, N, threads, w) {
+    .Call(`_scalegp_dgp_energy`, net, X, Y, idx, N, threads, w)
 }
 
 .ep_fit <- function(X, y, w, offset, specs, control, options, threads, seed, monitor, remote, n_total, fitted_offset = NULL) {

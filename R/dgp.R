@@ -52,7 +52,10 @@
 #'   (default 50), `iterations`, `epochs`, `learning_rate`, `threads`, `seed`,
 #'   `verbose` and `jitter` (added to the diagonal of each GP's inducing
 #'   covariance).
-#' @param weights not supported yet: must be missing or all 1.
+#' @param weights optional positive prior weights (Gaussian family): row i's
+#'   output noise variance is \eqn{\sigma^2 / w_i}{sigma^2 / w_i}, as in
+#'   [gpgam()] and [lm()]; a row with weight 2 counts as the mean of two
+#'   observations.  Not supported with the probit family.
 #' @param subset optional subset of rows, as in [lm()].
 #' @param na.action what to do with missing values (default
 #'   `getOption("na.action")`).
@@ -100,7 +103,12 @@ dgp <- function(formula, data, hidden = 2, inducing = 50, family = gaussian(), c
   mf <- gp_model_frame(cl, parent.frame(), formula)
   n <- nrow(mf)
   w <- stats::model.weights(mf)
-  if (!is.null(w) && any(w != 1)) stop_arg("weights", "are not supported by dgp() yet (must be missing or all 1)")
+  if (!is.null(w)) {
+    if (!is.numeric(w) || any(!is.finite(w) | w <= 0))
+      stop_arg("weights", "must be finite and positive (drop rows of weight zero with subset =)")
+    if (probit && any(w != 1)) stop_arg("weights", "are supported with gaussian() only in dgp()")
+  }
+  w <- as.numeric(w %||% rep(1, n))
   y <- stats::model.response(mf)
   if (is.matrix(y)) stop_arg("formula", "must have a vector response")
   if (probit) {
@@ -142,7 +150,7 @@ dgp <- function(formula, data, hidden = 2, inducing = 50, family = gaussian(), c
   monitor <- progress_monitor(control, "approx. log ML (minibatch)", shift = jac)
   t0 <- proc.time()[["elapsed"]]
   yint <- if (probit) 2 * y - 1 else (y - scaling$y$center) / ysd
-  res <- .dgp_fit(Xs, matrix(yint), hidden, inducing, settings,
+  res <- .dgp_fit(Xs, matrix(yint), w, hidden, inducing, settings,
                   control$jitter, probit, threads, seed, monitor)
   elapsed <- proc.time()[["elapsed"]] - t0
   L <- length(res$net$layers)
@@ -159,7 +167,7 @@ dgp <- function(formula, data, hidden = 2, inducing = 50, family = gaussian(), c
               iterations = res$iterations, converged = FALSE,
               stop = sprintf("stopped by %s after %d Adam steps (a stochastic fit: no convergence check)",
                              res$stop, res$iterations),
-              y = y, fitted.values = fm, linear.predictors = eta, prior.weights = rep(1, n),
+              y = y, fitted.values = fm, linear.predictors = eta, prior.weights = w,
               params = list(sigma = if (probit) NA_real_ else exp(res$net$layers[[L]]$log_sn) * ysd),
               df = dgp_n_params(res$net),
               timing = c(fit = elapsed, res$seconds, per_iteration = res$seconds[["iterations"]] / max(1, res$iterations)),

@@ -14,7 +14,7 @@
 #   Rscript bench/dgp_speed.R [deepgp nmcmc]     (writes bench/results/dgp_speed.md)
 suppressPackageStartupMessages(library(scalegp))
 args <- commandArgs(trailingOnly = TRUE)
-nmcmc <- if (length(args) >= 1) as.integer(args[1]) else 1000L
+nmcmc <- if (length(args) >= 1) as.integer(args[1]) else 200L
 shared <- Sys.getenv("SCALEGP_SHARED", file.path("..", "shared"))
 dir <- file.path(shared, "data", "uci", "bostonHousing")
 X <- as.matrix(utils::read.table(file.path(dir, "data.txt")))

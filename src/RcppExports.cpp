@@ -49,13 +49,14 @@ BEGIN_RCPP
 END_RCPP
 }
 // dgp_fit
-Rcpp::List dgp_fit(Eigen::Map<Eigen::MatrixXd> X, Eigen::Map<Eigen::MatrixXd> Y, Rcpp::IntegerVector hidden, Rcpp::IntegerVector inducing, Rcpp::List control, double jitter, bool probit, int threads, double seed, Rcpp::Function monitor);
-RcppExport SEXP _scalegp_dgp_fit(SEXP XSEXP, SEXP YSEXP, SEXP hiddenSEXP, SEXP inducingSEXP, SEXP controlSEXP, SEXP jitterSEXP, SEXP probitSEXP, SEXP threadsSEXP, SEXP seedSEXP, SEXP monitorSEXP) {
+Rcpp::List dgp_fit(Eigen::Map<Eigen::MatrixXd> X, Eigen::Map<Eigen::MatrixXd> Y, Eigen::Map<Eigen::VectorXd> w, Rcpp::IntegerVector hidden, Rcpp::IntegerVector inducing, Rcpp::List control, double jitter, bool probit, int threads, double seed, Rcpp::Function monitor);
+RcppExport SEXP _scalegp_dgp_fit(SEXP XSEXP, SEXP YSEXP, SEXP wSEXP, SEXP hiddenSEXP, SEXP inducingSEXP, SEXP controlSEXP, SEXP jitterSEXP, SEXP probitSEXP, SEXP threadsSEXP, SEXP seedSEXP, SEXP monitorSEXP) {
 BEGIN_RCPP
     Rcpp::RObject rcpp_result_gen;
     Rcpp::RNGScope rcpp_rngScope_gen;
     Rcpp::traits::input_parameter< Eigen::Map<Eigen::MatrixXd> >::type X(XSEXP);
     Rcpp::traits::input_parameter< Eigen::Map<Eigen::MatrixXd> >::type Y(YSEXP);
+    Rcpp::traits::input_parameter< Eigen::Map<Eigen::VectorXd> >::type w(wSEXP);
     Rcpp::traits::input_parameter< Rcpp::IntegerVector >::type hidden(hiddenSEXP);
     Rcpp::traits::input_parameter< Rcpp::IntegerVector >::type inducing(inducingSEXP);
     Rcpp::traits::input_parameter< Rcpp::List >::type control(controlSEXP);
@@ -64,7 +65,7 @@ BEGIN_RCPP
     Rcpp::traits::input_parameter< int >::type threads(threadsSEXP);
     Rcpp::traits::input_parameter< double >::type seed(seedSEXP);
     Rcpp::traits::input_parameter< Rcpp::Function >::type monitor(monitorSEXP);
-    rcpp_result_gen = Rcpp::wrap(dgp_fit(X, Y, hidden, inducing, control, jitter, probit, threads, seed, monitor));
+    rcpp_result_gen = Rcpp::wrap(dgp_fit(X, Y, w, hidden, inducing, control, jitter, probit, threads, seed, monitor));
     return rcpp_result_gen;
 END_RCPP
 }
@@ -83,8 +84,8 @@ BEGIN_RCPP
 END_RCPP
 }
 // dgp_energy
-Rcpp::List dgp_energy(Rcpp::List net, Eigen::Map<Eigen::MatrixXd> X, Eigen::Map<Eigen::MatrixXd> Y, Rcpp::IntegerVector idx, double N, int threads);
-RcppExport SEXP _scalegp_dgp_energy(SEXP netSEXP, SEXP XSEXP, SEXP YSEXP, SEXP idxSEXP, SEXP NSEXP, SEXP threadsSEXP) {
+Rcpp::List dgp_energy(Rcpp::List net, Eigen::Map<Eigen::MatrixXd> X, Eigen::Map<Eigen::MatrixXd> Y, Rcpp::IntegerVector idx, double N, int threads, Eigen::Map<Eigen::VectorXd> w);
+RcppExport SEXP _scalegp_dgp_energy(SEXP netSEXP, SEXP XSEXP, SEXP YSEXP, SEXP idxSEXP, SEXP NSEXP, SEXP threadsSEXP, SEXP wSEXP) {
 BEGIN_RCPP
     Rcpp::RObject rcpp_result_gen;
     Rcpp::RNGScope rcpp_rngScope_gen;
@@ -94,7 +95,8 @@ BEGIN_RCPP
     Rcpp::traits::input_parameter< Rcpp::IntegerVector >::type idx(idxSEXP);
     Rcpp::traits::input_parameter< double >::type N(NSEXP);
     Rcpp::traits::input_parameter< int >::type threads(threadsSEXP);
-    rcpp_result_gen = Rcpp::wrap(dgp_energy(net, X, Y, idx, N, threads));
+    Rcpp::traits::input_parameter< Eigen::Map<Eigen::VectorXd> >::type w(wSEXP);
+    rcpp_result_gen = Rcpp::wrap(dgp_energy(net, X, Y, idx, N, threads, w));
     return rcpp_result_gen;
 END_RCPP
 }
@@ -494,9 +496,9 @@ END_RCPP
 static const R_CallMethodDef CallEntries[] = {
     {"_scalegp_decoupled_fit", (DL_FUNC) &_scalegp_decoupled_fit, 12},
     {"_scalegp_decoupled_mean", (DL_FUNC) &_scalegp_decoupled_mean, 5},
-    {"_scalegp_dgp_fit", (DL_FUNC) &_scalegp_dgp_fit, 10},
+    {"_scalegp_dgp_fit", (DL_FUNC) &_scalegp_dgp_fit, 11},
     {"_scalegp_dgp_predict", (DL_FUNC) &_scalegp_dgp_predict, 4},
-    {"_scalegp_dgp_energy", (DL_FUNC) &_scalegp_dgp_energy, 6},
+    {"_scalegp_dgp_energy", (DL_FUNC) &_scalegp_dgp_energy, 7},
     {"_scalegp_ep_fit", (DL_FUNC) &_scalegp_ep_fit, 13},
     {"_scalegp_ep_shard_pass", (DL_FUNC) &_scalegp_ep_shard_pass, 13},
     {"_scalegp_gp_predict", (DL_FUNC) &_scalegp_gp_predict, 9},

@@ -62,18 +62,19 @@ static Rcpp::List prediction_to(const dgp::Prediction& p) {
 // all rows and the prediction at the data.  Y: n x D_L (standardised; -1/+1
 // with `probit`).
 // [[Rcpp::export(.dgp_fit)]]
-Rcpp::List dgp_fit(Eigen::Map<Eigen::MatrixXd> X, Eigen::Map<Eigen::MatrixXd> Y, Rcpp::IntegerVector hidden, Rcpp::IntegerVector inducing,
-                   Rcpp::List control, double jitter, bool probit, int threads, double seed,
+Rcpp::List dgp_fit(Eigen::Map<Eigen::MatrixXd> X, Eigen::Map<Eigen::MatrixXd> Y, Eigen::Map<Eigen::VectorXd> w,
+                   Rcpp::IntegerVector hidden, Rcpp::IntegerVector inducing, Rcpp::List control, double jitter, bool probit, int threads, double seed,
                    Rcpp::Function monitor) {
   try {
     const Settings set = settings_from(control);
     Rng rng(static_cast<std::uint64_t>(seed));
     const MatrixXd Xm = X, Ym = Y;
+    const VectorXd wv = w;
     dgp::Net net = dgp::initialise(Xm, Ym.cols(), Rcpp::as<std::vector<int>>(hidden),
                                    std::vector<Eigen::Index>(inducing.begin(), inducing.end()), rng, jitter);
     net.probit = probit;
     const ParallelFor pfor = make_pfor(threads);
-    const FitInfo info = dgp::train(net, Xm, Ym, set, rng, pfor, monitor_from(monitor));
+    const FitInfo info = dgp::train(net, Xm, Ym, set, rng, pfor, monitor_from(monitor), &wv);
     Rcpp::List out = info_result(info);
     out["net"] = net_to(net);
     out["fitted"] = prediction_to(dgp::predict(net, Xm, static_cast<double>(Xm.rows()), pfor));
@@ -93,17 +94,19 @@ Rcpp::List dgp_predict(Rcpp::List net, Eigen::Map<Eigen::MatrixXd> X, double N, 
   }
 }
 
-// The energy of rows idx (1-based) of a network for N rows, with its gradient
+// The energy of rows idx (1-based) of a network for N rows (row weights w;
+// empty: all 1), with its gradient
 // (a network-shaped list); for tests against an independent implementation.
 // [[Rcpp::export(.dgp_energy)]]
 Rcpp::List dgp_energy(Rcpp::List net, Eigen::Map<Eigen::MatrixXd> X, Eigen::Map<Eigen::MatrixXd> Y,
-                      Rcpp::IntegerVector idx, double N, int threads) {
+                      Rcpp::IntegerVector idx, double N, int threads, Eigen::Map<Eigen::VectorXd> w) {
   try {
     const dgp::Net nt = net_from(net);
+    const VectorXd wv = w;
     std::vector<std::size_t> rows;
     for (int i : idx) rows.push_back(static_cast<std::size_t>(i - 1));
     dgp::Net g;
-    const double E = dgp::energy(nt, MatrixXd(X), MatrixXd(Y), rows, N, &g, make_pfor(threads));
+    const double E = dgp::energy(nt, MatrixXd(X), MatrixXd(Y), rows, N, &g, make_pfor(threads), w.size() ? &wv : nullptr);
     return Rcpp::List::create(Rcpp::Named("energy") = E, Rcpp::Named("gradient") = net_to(g));
   } catch (const std::exception& e) {
     Rcpp::stop(e.what());

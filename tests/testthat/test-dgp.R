@@ -160,7 +160,7 @@ test_that("the C++ energy and gradient equal the reference implementation (2-2-2
   ref <- dgp_reference(par, X, y, N = Nn, idx = idx, grad = TRUE)
   net <- list(jitter = 1e-6, layers = lapply(par, function(ly)
     list(log_ell = ly$lell, log_sf = ly$lsf, log_sn = ly$lsn, Z = ly$Z, rho = ly$rho, tau = ly$tau)))
-  got <- scalegp:::.dgp_energy(net, X, y, as.integer(idx), Nn, 1L)
+  got <- scalegp:::.dgp_energy(net, X, y, as.integer(idx), Nn, 1L, numeric(0))
   expect_equal(got$energy, ref$E, tolerance = 1e-10)
   g <- got$gradient$layers
   for (l in 1:3) {
@@ -174,7 +174,7 @@ test_that("the C++ energy and gradient equal the reference implementation (2-2-2
     }
   }
   # the same energy on 2 threads, bit for bit
-  expect_identical(scalegp:::.dgp_energy(net, X, y, as.integer(idx), Nn, 2L), got)
+  expect_identical(scalegp:::.dgp_energy(net, X, y, as.integer(idx), Nn, 2L, numeric(0)), got)
 })
 
 dgp_data <- function(n = 150) {
@@ -252,7 +252,8 @@ test_that("dgp() refuses bad input with errors naming the argument", {
   expect_error(predict(fit, data.frame(x1 = c(1, NA))), "'newdata'")
   expect_error(predict(fit, data.frame(x1 = 1), layer = 2), "'layer'")
   expect_error(dgp(y ~ x1, data = d, family = poisson(), control = quiet()), "'family'")
-  expect_error(dgp(y ~ x1, data = d, weights = rep(2, 60), control = quiet()), "'weights'")
+  expect_error(dgp(y ~ x1, data = d, weights = c(0, rep(1, 59)), control = quiet()), "'weights'")
+  expect_error(dgp(y ~ x1, data = d, weights = c(NA, rep(1, 59)), na.action = na.fail, control = quiet()), "missing|'weights'")
 })
 
 test_that("dgp() with a probit output classifies and predicts probabilities", {
@@ -312,4 +313,36 @@ test_that("dgp() with no hidden layer predicts with the FITC/sparse posterior of
   pdf(NULL)
   on.exit(dev.off())
   expect_silent(plot(f2, which = "warping"))
+})
+
+test_that("dgp() prior weights divide the output noise variance: energy identities and finite differences", {
+  d <- dgp_data(40)
+  fit <- dgp(y ~ x1 + x2, data = d, hidden = 2, inducing = 5, control = quiet(iterations = 50))
+  X <- scale(as.matrix(d[, c("x1", "x2")]), fit$scaling$x$center, fit$scaling$x$scale)
+  y <- matrix((d$y - fit$scaling$y$center) / fit$scaling$y$scale)
+  idx <- c(3L, 7L, 11L, 20L)
+  net <- fit$net
+  L <- length(net$layers)
+  e1 <- scalegp:::.dgp_energy(net, X, y, idx, 40, 1L, numeric(0))
+  # weights all 2 equal the network with the output noise variance halved
+  net2 <- net
+  net2$layers[[L]]$log_sn <- net$layers[[L]]$log_sn - log(2) / 2
+  e2 <- scalegp:::.dgp_energy(net, X, y, idx, 40, 1L, rep(2, 40))
+  expect_equal(e2$energy, scalegp:::.dgp_energy(net2, X, y, idx, 40, 1L, numeric(0))$energy, tolerance = 1e-12)
+  expect_equal(scalegp:::.dgp_energy(net, X, y, idx, 40, 1L, rep(1, 40))$energy, e1$energy, tolerance = 1e-14)
+  # unequal weights: the analytic gradient in log_sn of both layers against central differences
+  w <- seq(0.5, 2.5, length.out = 40)
+  g <- scalegp:::.dgp_energy(net, X, y, idx, 40, 1L, w)$gradient
+  for (l in 1:L) {
+    h <- 1e-5
+    np <- net; np$layers[[l]]$log_sn <- net$layers[[l]]$log_sn + h
+    nm <- net; nm$layers[[l]]$log_sn <- net$layers[[l]]$log_sn - h
+    fd <- (scalegp:::.dgp_energy(np, X, y, idx, 40, 1L, w)$energy - scalegp:::.dgp_energy(nm, X, y, idx, 40, 1L, w)$energy) / (2 * h)
+    expect_equal(g$layers[[l]]$log_sn, fd, tolerance = 1e-6)
+  }
+  # a weighted fit runs and keeps its weights
+  fw <- dgp(y ~ x1 + x2, data = d, weights = w, hidden = 2, inducing = 5, control = quiet(iterations = 50))
+  expect_equal(unname(fw$prior.weights), w)
+  expect_error(dgp(yb ~ x1, data = transform(d, yb = as.numeric(y > 0)), weights = w, family = binomial(link = "probit"),
+                   control = quiet()), "'weights'")
 })

@@ -20,7 +20,8 @@
 //   - prediction: the same forward pass with q in place of the cavity
 //     (mean and variance of every layer's Gaussian).
 // Output likelihoods: Gaussian (log Z_n exact given the last layer's
-// Gaussian), and probit in closed form, log Z_n = log Phi(y m / sqrt(1 + v))
+// Gaussian; optional row weights w_n divide the output noise variance, as
+// prior weights do in gpgam()), and probit in closed form, log Z_n = log Phi(y m / sqrt(1 + v))
 // with y in {-1, +1} and no noise in the last layer (its log_sn is unused).
 // Minibatch points are reduced with thread-local accumulators through
 // parallel.hpp (bit-identical for any thread count).
@@ -191,14 +192,16 @@ struct Pass {
   std::vector<std::vector<MatrixXd>> P2;
 };
 
-inline void forward(const Net& net, const SharedSet& sh, const VectorXd& x, Pass& ps) {
+// `wn`: the row's weight, dividing the output layer's noise variance (Gaussian).
+inline void forward(const Net& net, const SharedSet& sh, const VectorXd& x, Pass& ps, double wn = 1.0) {
   const std::size_t L = net.layers.size();
   ps.mu.resize(L), ps.s.resize(L), ps.m.resize(L), ps.v.resize(L), ps.p1.resize(L), ps.P2.resize(L);
   VectorXd mu = x, s = VectorXd::Zero(x.size());
   for (std::size_t l = 0; l < L; ++l) {
     const Layer& ly = net.layers[l];
     const VectorXd ell2 = (2 * ly.log_ell.array()).exp();
-    const double sf2 = std::exp(2 * ly.log_sf), sn2 = net.probit && l + 1 == L ? 0.0 : std::exp(2 * ly.log_sn);
+    const double sf2 = std::exp(2 * ly.log_sf),
+                 sn2 = net.probit && l + 1 == L ? 0.0 : std::exp(2 * ly.log_sn) / (l + 1 == L ? wn : 1.0);
     const Index D = ly.dout();
     ps.mu[l] = mu, ps.s[l] = s;
     ps.m[l].resize(D), ps.v[l].resize(D);
@@ -293,7 +296,8 @@ struct Acc {
 
 // Backward pass of one point (after forward()): adds the adjoints of log Z_n
 // given its adjoints gm, gv w.r.t. the last layer's (m, v).
-inline void backward(const Net& net, const SharedSet& sh, const Pass& ps, VectorXd gm, VectorXd gv, Acc& acc) {
+inline void backward(const Net& net, const SharedSet& sh, const Pass& ps, VectorXd gm, VectorXd gv, Acc& acc,
+                     double wn = 1.0) {
   for (std::size_t l = net.layers.size(); l-- > 0;) {
     const Layer& ly = net.layers[l];
     const VectorXd ell2 = (2 * ly.log_ell.array()).exp();
@@ -309,7 +313,7 @@ inline void backward(const Net& net, const SharedSet& sh, const Pass& ps, Vector
       const Index M = Z.rows();
       const VectorXd& p1 = ps.p1[l][ud];
       acc.gsf2[l] += gv[d];  // psi0 = sf2
-      if (!(net.probit && l + 1 == net.layers.size())) acc.gsn2[l] += gv[d];
+      if (!(net.probit && l + 1 == net.layers.size())) acc.gsn2[l] += l + 1 == net.layers.size() ? gv[d] / wn : gv[d];
       if (l == 0) {
         acc.GA[l][ud] += gm[d] * p1;
         acc.GB[l][ud] += gv[d] * p1 * p1.transpose();
@@ -371,7 +375,7 @@ inline void backward(const Net& net, const SharedSet& sh, const Pass& ps, Vector
 // approximate log marginal likelihood) of targets Y (n x D_L); with `grad`,
 // its gradient in a Net of the same shape.
 inline double energy(const Net& net, const MatrixXd& X, const MatrixXd& Y, const std::vector<std::size_t>& idx,
-                     double N, Net* grad, const ParallelFor& pfor) {
+                     double N, Net* grad, const ParallelFor& pfor, const VectorXd* w = nullptr) {
   const SharedSet sh = make_shared_all(net, N, false);
   const std::size_t L = net.layers.size();
   const double beta = beta_of(N), sc = N / static_cast<double>(idx.size());
@@ -385,9 +389,10 @@ inline double energy(const Net& net, const MatrixXd& X, const MatrixXd& Y, const
         VectorXd gm, gv;
         for (std::size_t i = b0; i < b1; ++i) {
           const Index n = static_cast<Index>(idx[i]);
-          forward(net, sh, X.row(n).transpose(), ps);
+          const double wn = w ? (*w)[n] : 1.0;
+          forward(net, sh, X.row(n).transpose(), ps, wn);
           a.logz += output_logz(net, Y.row(n).transpose(), ps.m[L - 1], ps.v[L - 1], grad ? &gm : nullptr, &gv);
-          if (grad) backward(net, sh, ps, gm, gv, a);
+          if (grad) backward(net, sh, ps, gm, gv, a, wn);
         }
       });
   E -= sc * acc.logz;
@@ -565,7 +570,7 @@ inline Net initialise(const MatrixXd& X, Index dout, const std::vector<int>& hid
 // stops it); `converged` stays false.  info.objective is -E on all rows.
 template <class Monitor>
 FitInfo train(Net& net, const MatrixXd& X, const MatrixXd& Y, const Settings& set, Rng& rng, const ParallelFor& pfor,
-              Monitor monitor) {
+              Monitor monitor, const VectorXd* w = nullptr) {
   FitInfo info;
   auto clock = Clock::now();
   const std::size_t n = static_cast<std::size_t>(X.rows());
@@ -581,7 +586,7 @@ FitInfo train(Net& net, const MatrixXd& X, const MatrixXd& Y, const Settings& se
     sampler.next();
     const std::vector<std::size_t>& rows = sampler.rows() ? *sampler.rows() : all;
     Net g;
-    const double E = energy(net, X, Y, rows, N, &g, pfor);
+    const double E = energy(net, X, Y, rows, N, &g, pfor, w);
     const VectorXd gv = pack(g);
     if (!std::isfinite(E) || !gv.allFinite())
       throw numerical_error("dgp: the energy or its gradient is not finite at iteration " + std::to_string(it + 1) +
@@ -598,7 +603,7 @@ FitInfo train(Net& net, const MatrixXd& X, const MatrixXd& Y, const Settings& se
   }
   info.seconds_iter = seconds_since(clock);
   clock = Clock::now();
-  info.objective = -energy(net, X, Y, all, N, nullptr, pfor);
+  info.objective = -energy(net, X, Y, all, N, nullptr, pfor, w);
   info.seconds_final = seconds_since(clock);
   info.converged = false;
   return info;
