@@ -122,7 +122,7 @@ stage_interactive() {
 
 # A notice (not a failure) for each stored replication result older than the
 # last commit to the engine it exercises (by the result's name: seed000_* the
-# deep GP, seed001_* the EP engine, seed002_* the decoupled engine, seed004* the variational engine).
+# deep GP, seed001_* the EP engine, seed002_* the decoupled engine, seed003_* the qsgp engine, seed004* the variational engine).
 stale_results() {
   local f engine paths res_time eng_time
   git rev-parse --git-dir >/dev/null 2>&1 || { echo "(no git history: staleness not checked)"; return 0; }
@@ -132,6 +132,7 @@ stale_results() {
       seed000_*) engine=dgp; paths="R/dgp.R src/dgp.cpp inst/include/scalegp/dgp.hpp" ;;
       seed001_*) engine=ep; paths="R/engine-ep.R src/ep.cpp inst/include/scalegp/ep.hpp inst/include/scalegp/ep_model.hpp inst/include/scalegp/ep_minibatch.hpp inst/include/scalegp/ep_site.hpp" ;;
       seed002_*) engine=decoupled; paths="R/engine-decoupled.R src/decoupled.cpp inst/include/scalegp/decoupled.hpp inst/include/scalegp/natural_q.hpp inst/include/scalegp/data_pass.hpp" ;;
+      seed003_*) engine=qsgp; paths="R/engine-qsgp.R src/qsgp.cpp inst/include/scalegp/qsgp.hpp" ;;
       seed004*) engine=vi; paths="R/engine-vi.R src/svgp.cpp inst/include/scalegp/svgp.hpp inst/include/scalegp/natural_q.hpp inst/include/scalegp/data_pass.hpp inst/include/scalegp/discrete.hpp" ;;
       *) continue ;;
     esac

@@ -1,0 +1,79 @@
+# Evans and Nair (2018), Table 2, kin40k row, first split only: test RMSE and
+# MNLP (mean negative log predictive density, Gaussian predictive with the
+# noise) on the original scale of y, for
+#   qsgp0     inference = "qsgp" (mean field, the paper's QSGP-0), SE-ARD random
+#             Fourier features, `features` features (the paper: 1e5),
+#             `feature_batch` sampled twice per iteration (the paper: 1e4),
+#             minibatches of 500 rows (the paper's), `iterations` iterations
+#             (the paper: 1e5 on a GPU), no control variates, hyperparameters
+#             from the package's defaults (the paper: an exact GP on 1000 rows)
+#   qsgp_default  gpgam(y ~ gp(x1, ..., x8), inference = "qsgp") and nothing else
+#             but threads = 1, verbose = FALSE (2048 features, 512 sampled, 2000
+#             iterations of 500 rows)
+#   svgp      inference = "vi" with M = 512 inducing points (the paper's SVGP
+#             baseline), minibatches of 1024 rows, `vi_iterations` iterations
+# One thread.  Wall time of gpgam() and the number of iterations per fit.
+# Data: ../shared/data/uci-evans/kin40k (the splits of the uci_datasets
+# collection that the paper used; test rows of split 0 = column 1 of
+# test_mask.csv.gz), or $SCALEGP_DATA/uci-evans/kin40k.
+#
+#   Rscript inst/replication/seed003_table2.R [iterations] [features] [feature_batch] [vi_iterations] [methods]
+#
+# e.g. `Rscript inst/replication/seed003_table2.R 15000 100000 512 1000 qsgp_default,qsgp0,svgp` (the
+# stored run, 2026-11-27: about 12 minutes on one thread of a shared 2-core machine).  Rows are appended to inst/replication/results/seed003_table2.rds after every fit.
+suppressPackageStartupMessages(library(scalegp))
+args <- commandArgs(trailingOnly = TRUE)
+iters <- if (length(args) >= 1) as.integer(args[1]) else 15000L
+features <- if (length(args) >= 2) as.numeric(args[2]) else 1e5
+fbatch <- if (length(args) >= 3) as.numeric(args[3]) else 512
+vi_iters <- if (length(args) >= 4) as.integer(args[4]) else 1000L
+methods <- if (length(args) >= 5) strsplit(args[5], ",")[[1]] else c("qsgp_default", "qsgp0", "svgp")
+out <- file.path("inst", "replication", "results", "seed003_table2.rds")
+
+root <- Sys.getenv("SCALEGP_DATA", "../shared/data")
+dir <- file.path(root, "uci-evans", "kin40k")
+if (!dir.exists(dir)) stop("kin40k not found in ", dir, "; set SCALEGP_DATA")
+dat <- utils::read.csv(file.path(dir, "data.csv.gz"), header = FALSE)
+mask <- utils::read.csv(file.path(dir, "test_mask.csv.gz"), header = FALSE)
+names(dat) <- c(paste0("x", 1:8), "y")
+test <- mask[[1]] == 1
+tr <- dat[!test, ]
+te <- dat[test, ]
+fml <- y ~ gp(x1, x2, x3, x4, x5, x6, x7, x8)
+
+fit_one <- function(method) {
+  t0 <- proc.time()[["elapsed"]]
+  f <- switch(method,
+    qsgp_default = gpgam(fml, data = tr, inference = "qsgp", control = gp_control(threads = 1, verbose = FALSE)),
+    qsgp0 = gpgam(fml, data = tr, inference = "qsgp",
+                  control = gp_control(features = features, feature_batch = fbatch, batch_size = 500,
+                                       iterations = iters, threads = 1, seed = 1, verbose = FALSE)),
+    svgp = gpgam(fml, data = tr, inference = "vi",
+                 control = gp_control(inducing = 512, batch_size = 1024, iterations = vi_iters, threads = 1,
+                                      seed = 1, verbose = FALSE)))
+  sec <- proc.time()[["elapsed"]] - t0
+  p <- predict(f, te, se.fit = TRUE)
+  s <- sqrt(p$se.fit^2 + f$params$sigma^2)
+  o <- f$control$options
+  data.frame(method = method, n_train = nrow(tr), n_test = nrow(te), iterations = f$iterations,
+             features = if (method == "svgp") NA else o$features,
+             feature_batch = if (method == "svgp") NA else o$feature_batch,
+             inducing = if (method == "svgp") 512 else NA, batch_size = f$control$batch_size,
+             threads = f$control$threads, seconds = sec,
+             seconds_iterations = f$timing[["iterations"]], seconds_final = f$timing[["final"]],
+             rmse = sqrt(mean((te$y - p$fit)^2)),
+             mnlp = -mean(stats::dnorm(te$y, p$fit, s, log = TRUE)),
+             sigma = f$params$sigma, mean_latent_sd = mean(p$se.fit),
+             coverage95 = mean(abs(te$y - p$fit) <= 1.96 * s),
+             elbo = as.numeric(logLik(f)), date = format(Sys.time(), "%Y-%m-%d"),
+             commit = tryCatch(system("git rev-parse --short HEAD", intern = TRUE), error = function(e) NA_character_))
+}
+
+res <- if (file.exists(out)) readRDS(out) else NULL
+for (m in methods) {
+  r <- fit_one(m)
+  print(r[c("method", "iterations", "features", "seconds", "rmse", "mnlp", "sigma", "coverage95")], row.names = FALSE)
+  res <- rbind(res, r)
+  dir.create(dirname(out), showWarnings = FALSE, recursive = TRUE)
+  saveRDS(res, out)
+}
