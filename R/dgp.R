@@ -29,7 +29,9 @@
 #'
 #' The fit is stochastic: it runs `gp_control(iterations = )` Adam steps
 #' (or `epochs` passes) and stops; no stationary point is checked, and
-#' `converged` is `FALSE`.  The reported objective is the approximate log
+#' `converged` is `FALSE`.  A step that makes the energy non-finite is
+#' undone and the learning rate halved (at most 10 times; `fit$stop` says
+#' how many).  The reported objective is the approximate log
 #' marginal likelihood on all rows at the end.
 #'
 #' @param formula a formula `y ~ x1 + x2 + ...` (a numeric response; the
@@ -165,8 +167,11 @@ dgp <- function(formula, data, hidden = 2, inducing = 50, family = gaussian(), c
               likelihood = fam$lik, ylevels = if (probit) ylevels,
               net = res$net, objective = res$objective - jac, trace = res$trace - jac,
               iterations = res$iterations, converged = FALSE,
-              stop = sprintf("stopped by %s after %d Adam steps (a stochastic fit: no convergence check)",
-                             res$stop, res$iterations),
+              stop = paste0(sprintf("stopped by %s after %d Adam steps (a stochastic fit: no convergence check)",
+                                    res$stop, res$iterations),
+                            if (res$failures > 0)
+                              sprintf("; %d step%s undone after a non-finite energy, the learning rate halved each time",
+                                      res$failures, if (res$failures > 1) "s" else "")),
               y = y, fitted.values = fm, linear.predictors = eta, prior.weights = w,
               params = list(sigma = if (probit) NA_real_ else exp(res$net$layers[[L]]$log_sn) * ysd),
               df = dgp_n_params(res$net),

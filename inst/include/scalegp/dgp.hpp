@@ -16,7 +16,10 @@
 //     propagation (exact psi-statistics of the SE-ARD kernel, log space), and
 //     its gradient w.r.t. every parameter by a hand-derived backward pass;
 //   - the fit: Adam on all parameters jointly, minibatches from the shared
-//     generator, the authors' initialisation;
+//     generator, the authors' initialisation; a step to a non-finite energy
+//     is undone and the step size halved (train());
+//   - a layer's latent variance that rounding makes negative is set to 0
+//     (its noise variance remains), with no adjoint through it;
 //   - prediction: the same forward pass with q in place of the cavity
 //     (mean and variance of every layer's Gaussian).
 // Output likelihoods: Gaussian (log Z_n exact given the last layer's
@@ -35,6 +38,7 @@
 #include "settings.hpp"
 #include <algorithm>
 #include <cmath>
+#include <limits>
 #include <stdexcept>
 #include <string>
 #include <vector>
@@ -188,6 +192,7 @@ inline SharedSet make_shared_all(const Net& net, double N, bool use_posterior) {
 // output Gaussian (m, v), with the psi-statistics used.
 struct Pass {
   std::vector<VectorXd> mu, s, m, v;
+  std::vector<std::vector<char>> clamped;  // per (layer, output): latent variance rounded below 0, set to 0
   std::vector<std::vector<VectorXd>> p1;
   std::vector<std::vector<MatrixXd>> P2;
 };
@@ -196,6 +201,7 @@ struct Pass {
 inline void forward(const Net& net, const SharedSet& sh, const VectorXd& x, Pass& ps, double wn = 1.0) {
   const std::size_t L = net.layers.size();
   ps.mu.resize(L), ps.s.resize(L), ps.m.resize(L), ps.v.resize(L), ps.p1.resize(L), ps.P2.resize(L);
+  ps.clamped.resize(L);
   VectorXd mu = x, s = VectorXd::Zero(x.size());
   for (std::size_t l = 0; l < L; ++l) {
     const Layer& ly = net.layers[l];
@@ -205,6 +211,7 @@ inline void forward(const Net& net, const SharedSet& sh, const VectorXd& x, Pass
     const Index D = ly.dout();
     ps.mu[l] = mu, ps.s[l] = s;
     ps.m[l].resize(D), ps.v[l].resize(D);
+    ps.clamped[l].assign(static_cast<std::size_t>(D), 0);
     ps.p1[l].resize(static_cast<std::size_t>(D));
     ps.P2[l].resize(l == 0 ? 0 : static_cast<std::size_t>(D));
     for (Index d = 0; d < D; ++d) {
@@ -214,13 +221,17 @@ inline void forward(const Net& net, const SharedSet& sh, const VectorXd& x, Pass
         ps.p1[l][ud] = psi1(mu, s, ly.Z[ud], ell2, sf2);
         const VectorXd& k = ps.p1[l][ud];
         ps.m[l][d] = k.dot(q.A);
-        ps.v[l][d] = sn2 + sf2 + k.dot(q.B * k);
+        const double lat = sf2 + k.dot(q.B * k);
+        ps.clamped[l][ud] = lat < 0;
+        ps.v[l][d] = sn2 + std::max(lat, 0.0);
       } else {  // Gaussian input: psi-statistics, moment matching
         ps.p1[l][ud] = psi1(mu, s, ly.Z[ud], ell2, sf2);
         ps.P2[l][ud] = psi2(mu, s, ly.Z[ud], ell2, sf2, q.E0);
         const double md = ps.p1[l][ud].dot(q.A);
         ps.m[l][d] = md;
-        ps.v[l][d] = sn2 + sf2 + (q.B.array() * ps.P2[l][ud].array()).sum() - md * md;
+        const double lat = sf2 + (q.B.array() * ps.P2[l][ud].array()).sum() - md * md;
+        ps.clamped[l][ud] = lat < 0;
+        ps.v[l][d] = sn2 + std::max(lat, 0.0);
       }
     }
     mu = ps.m[l], s = ps.v[l];
@@ -312,12 +323,14 @@ inline void backward(const Net& net, const SharedSet& sh, const Pass& ps, Vector
       const MatrixXd& Z = ly.Z[ud];
       const Index M = Z.rows();
       const VectorXd& p1 = ps.p1[l][ud];
-      acc.gsf2[l] += gv[d];  // psi0 = sf2
       if (!(net.probit && l + 1 == net.layers.size())) acc.gsn2[l] += l + 1 == net.layers.size() ? gv[d] / wn : gv[d];
+      // the latent part of the variance: no adjoint where forward() clamped it at 0
+      const double gvl = ps.clamped[l][ud] ? 0.0 : gv[d];
+      acc.gsf2[l] += gvl;  // psi0 = sf2
       if (l == 0) {
         acc.GA[l][ud] += gm[d] * p1;
-        acc.GB[l][ud] += gv[d] * p1 * p1.transpose();
-        const VectorXd gk = gm[d] * q.A + 2 * gv[d] * (q.B * p1);
+        acc.GB[l][ud] += gvl * p1 * p1.transpose();
+        const VectorXd gk = gm[d] * q.A + 2 * gvl * (q.B * p1);
         for (Index m = 0; m < M; ++m) {
           const double w = gk[m] * p1[m];
           for (Index j = 0; j < Q; ++j) {
@@ -329,9 +342,9 @@ inline void backward(const Net& net, const SharedSet& sh, const Pass& ps, Vector
         }
       } else {
         const MatrixXd& P2 = ps.P2[l][ud];
-        const double g = gm[d] - 2 * gv[d] * ps.m[l][d];
+        const double g = gm[d] - 2 * gvl * ps.m[l][d];
         acc.GA[l][ud] += g * p1;
-        acc.GB[l][ud] += gv[d] * P2;
+        acc.GB[l][ud] += gvl * P2;
         const Eigen::ArrayXd a = ell2.array() + s.array(), b = ell2.array() + 2 * s.array();
         double wsum = 0, Wsum = 0;
         for (Index m = 0; m < M; ++m) {  // psi1 terms
@@ -348,7 +361,7 @@ inline void backward(const Net& net, const SharedSet& sh, const Pass& ps, Vector
         // psi2 terms: with W = gv B o Psi2 (symmetric), r = W 1, the rows
         // a_m = z_m - mu and WA = W A, every sum over pairs (m, m') reduces to
         // c1 = A' r, c2 = (A o A)' r and c3_q = a_q' W a_q (columns q of A).
-        const MatrixXd Wm = gv[d] * q.B.cwiseProduct(P2);
+        const MatrixXd Wm = gvl * q.B.cwiseProduct(P2);
         const VectorXd r = Wm.rowwise().sum();
         Wsum = r.sum();
         const MatrixXd Am = Z.rowwise() - mu.transpose();
@@ -582,17 +595,44 @@ FitInfo train(Net& net, const MatrixXd& X, const MatrixXd& Y, const Settings& se
   info.seconds_init = seconds_since(clock);
   clock = Clock::now();
   info.stop = "the iteration limit";
+  // A step that leads to a non-finite energy or gradient (or a matrix that is
+  // not positive definite) is undone: the parameters go back to the last
+  // good point, Adam forgets its moments and halves its step size; after
+  // kMaxFailures such steps the fit stops with an error.
+  constexpr int kMaxFailures = 10;
+  VectorXd good = pack(net);
   for (int it = 0; it < set.max_iter; ++it) {
     sampler.next();
     const std::vector<std::size_t>& rows = sampler.rows() ? *sampler.rows() : all;
     Net g;
-    const double E = energy(net, X, Y, rows, N, &g, pfor, w);
-    const VectorXd gv = pack(g);
-    if (!std::isfinite(E) || !gv.allFinite())
-      throw numerical_error("dgp: the energy or its gradient is not finite at iteration " + std::to_string(it + 1) +
-                            "; try a smaller learning_rate");
+    double E = 0;
+    bool ok = true;
+    try {
+      E = energy(net, X, Y, rows, N, &g, pfor, w);
+    } catch (const numerical_error&) {
+      ok = false;
+    }
+    VectorXd gv;
+    if (ok) gv = pack(g);
+    if (!ok || !std::isfinite(E) || !gv.allFinite()) {
+      if (++info.failures > kMaxFailures)
+        throw numerical_error("dgp: the energy or its gradient is not finite at iteration " + std::to_string(it + 1) +
+                              " after " + std::to_string(kMaxFailures) +
+                              " steps undone with the learning rate halved each time; try a smaller learning_rate");
+      unpack(net, good);
+      adam.reset();
+      adam.scale_rate(0.5);
+      info.trace.push_back(info.trace.empty() ? std::numeric_limits<double>::quiet_NaN() : info.trace.back());
+      info.iterations = it + 1;
+      if (!monitor(it + 1, info.trace.back())) {
+        info.stop = "the monitor (interrupted)";
+        break;
+      }
+      continue;
+    }
     info.trace.push_back(-E);
-    VectorXd th = pack(net);
+    good = pack(net);
+    VectorXd th = good;
     adam.step(th, -gv);
     unpack(net, th);
     info.iterations = it + 1;
