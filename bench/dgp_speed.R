@@ -53,12 +53,13 @@ if (requireNamespace("deepgp", quietly = TRUE)) {
   g <- tryCatch({
     g <- deepgp::fit_two_layer(xs, (tr$y - ym) / ysd, nmcmc = nmcmc, verb = FALSE)
     g <- deepgp::trim(g, burn = nmcmc %/% 2, thin = 2)
-    deepgp::predict(g, xt, lite = TRUE, cores = 1)
-  }, error = function(e) NULL)
+    stats::predict(g, xt, lite = TRUE, cores = 1)
+  }, error = function(e) conditionMessage(e))
   setTimeLimit(elapsed = Inf)
   sec <- proc.time()[["elapsed"]] - t0
-  rows[[length(rows) + 1]] <- if (is.null(g))
-    data.frame(method = sprintf("deepgp::fit_two_layer (MCMC, nmcmc = %d): did not finish within %d s", nmcmc, limit),
+  rows[[length(rows) + 1]] <- if (is.character(g))
+    data.frame(method = sprintf("deepgp::fit_two_layer (MCMC, nmcmc = %d, allowed %d s): stopped with \"%s\"", nmcmc,
+                                limit, gsub("[\r\n|]+", " ", g)),
                iterations = nmcmc, seconds = sec, ms_per_iteration = NA, test_ll = NA, rmse = NA)
   else score(sprintf("deepgp::fit_two_layer (MCMC, nmcmc = %d, burn-in half, thin 2)", nmcmc),
              nmcmc, sec, g$mean * ysd + ym, sqrt(g$s2) * ysd)
