@@ -8,12 +8,10 @@
 #
 #   Rscript bench/dgp_longer.R     (writes bench/results/dgp_longer.md)
 suppressPackageStartupMessages(library(scalegp))
-shared <- Sys.getenv("SCALEGP_SHARED", file.path("..", "shared"))
-dir <- file.path(shared, "data", "uci", "concrete")
-X <- as.matrix(utils::read.table(file.path(dir, "data.txt")))
-d <- data.frame(X[, 1:8]); names(d) <- paste0("x", 1:8); d$y <- X[, 9]
-tr <- d[scan(file.path(dir, "index_train_0.txt"), quiet = TRUE) + 1, ]
-te <- d[scan(file.path(dir, "index_test_0.txt"), quiet = TRUE) + 1, ]
+source(file.path("inst", "replication", "pbp_data.R"))
+s <- read_split("concrete", 0)
+tr <- s$train
+te <- s$test
 row <- function(f, lab) {
   p <- predict(f, te, type = "response", se.fit = TRUE)
   se <- if (inherits(f, "dgp")) p$se.fit else sqrt(p$se.fit^2 + sigma(f)^2)

@@ -16,14 +16,10 @@ suppressPackageStartupMessages(library(scalegp))
 args <- commandArgs(trailingOnly = TRUE)
 nmcmc <- if (length(args) >= 1) as.integer(args[1]) else 200L
 limit <- if (length(args) >= 2) as.integer(args[2]) else 900L  # seconds allowed to deepgp
-shared <- Sys.getenv("SCALEGP_SHARED", file.path("..", "shared"))
-dir <- file.path(shared, "data", "uci", "bostonHousing")
-X <- as.matrix(utils::read.table(file.path(dir, "data.txt")))
-f <- scan(file.path(dir, "index_features.txt"), quiet = TRUE) + 1
-t <- scan(file.path(dir, "index_target.txt"), quiet = TRUE) + 1
-d <- data.frame(X[, f]); d$y <- X[, t]
-tr <- d[scan(file.path(dir, "index_train_0.txt"), quiet = TRUE) + 1, ]
-te <- d[scan(file.path(dir, "index_test_0.txt"), quiet = TRUE) + 1, ]
+source(file.path("inst", "replication", "pbp_data.R"))
+s <- read_split("bostonHousing", 0)
+tr <- s$train
+te <- s$test
 
 score <- function(name, iters, seconds, mu, sd) {
   data.frame(method = name, iterations = iters, seconds = seconds, ms_per_iteration = 1000 * seconds / iters,

@@ -30,26 +30,10 @@ methods <- if (length(args) >= 3) strsplit(args[3], ",")[[1]] else c("gp_100", "
 iters <- if (length(args) >= 4) as.integer(args[4]) else 6000L
 out <- if (length(args) >= 5) args[5] else file.path("inst", "replication", "results", "seed000_tables.rds")
 stopifnot(all(sets %in% names(all_sets)))
-shared <- Sys.getenv("SCALEGP_SHARED", file.path("..", "shared"))
-
-read_split <- function(set, k) {
-  dir <- file.path(shared, "data", "uci", all_sets[[set]])
-  X <- as.matrix(utils::read.table(file.path(dir, "data.txt")))
-  f <- scan(file.path(dir, "index_features.txt"), quiet = TRUE) + 1
-  t <- scan(file.path(dir, "index_target.txt"), quiet = TRUE) + 1
-  d <- data.frame(X[, f, drop = FALSE])
-  names(d) <- paste0("x", seq_along(f))
-  d$y <- X[, t]
-  tr <- scan(file.path(dir, sprintf("index_train_%d.txt", k)), quiet = TRUE) + 1
-  te <- scan(file.path(dir, sprintf("index_test_%d.txt", k)), quiet = TRUE) + 1
-  # an input constant on the training rows carries nothing (naval has two): drop it, as PBP's code does
-  keep <- vapply(d[tr, names(d) != "y", drop = FALSE], function(v) stats::sd(v) > 0, TRUE)
-  d <- d[, c(names(keep)[keep], "y")]
-  list(train = d[tr, ], test = d[te, ])
-}
+source(file.path("inst", "replication", "pbp_data.R"))
 
 fit_one <- function(set, k, method) {
-  s <- read_split(set, k)
+  s <- read_split(all_sets[[set]], k)
   inputs <- setdiff(names(s$train), "y")
   ctl <- gp_control(batch_size = 50, iterations = iters, learning_rate = 0.005, seed = 123 + k, threads = 1,
                     verbose = FALSE)
