@@ -110,6 +110,15 @@ NULL
 #'   paper's 16384 bases on 2e5 rows); `0`:
 #'   no pilot, the paper's algorithm (Adam steps on minibatches for
 #'   everything).
+#' @param discrete a Gaussian fit over all rows (or the closed-form solve
+#'   after a pilot fit) forms its products over the distinct values of the
+#'   gp() term's inputs after rounding, with weighted counts, as
+#'   [vi_options()] does (the mean bases enter as a shift by value), when
+#'   the term has at most half as many distinct values as there are rows;
+#'   the cost of an evaluation then depends on the number of values, not of
+#'   rows.  `NA` (default): from 5000 rows; `TRUE`, `FALSE`: always, never.
+#' @param bins the rounding of `discrete`, as in [vi_options()] (`Inf`:
+#'   exact values; rows are only grouped by equal inputs).
 #' @return A list of the options.
 #' @references Cheng and Boots (2017) Variational inference for Gaussian
 #'   process models with linear complexity. NeurIPS.  Hensman, Fusi and
@@ -120,13 +129,18 @@ NULL
 #' gp_control(inducing = 64, mean_basis = 1024)
 #' @export
 decoupled_options <- function(mean_basis = NULL, add_basis = 128, kl_columns = 128, rate_decay = 0.1,
-                              mean_learning_rate = NULL, natgrad_step = NULL, mean_solve = NULL, pilot = NULL) {
+                              mean_learning_rate = NULL, natgrad_step = NULL, mean_solve = NULL, pilot = NULL,
+                              discrete = NA, bins = 1000) {
   if (!is.null(pilot)) {
     check_count(pilot, "pilot", zero = TRUE)
     if (pilot > 0 && pilot < 64) stop_arg("pilot", "must be 0 (no pilot fit) or at least 64 rows")
   }
   if (!is.null(mean_solve) && (!is.logical(mean_solve) || length(mean_solve) != 1 || is.na(mean_solve)))
     stop_arg("mean_solve", "must be NULL, TRUE or FALSE")
+  if (!is.logical(discrete) || length(discrete) != 1L)
+    stop_arg("discrete", "must be TRUE, FALSE or NA")
+  if (!is.numeric(bins) || length(bins) != 1L || is.na(bins) || bins < 2)
+    stop_arg("bins", "must be a number >= 2 (Inf: no rounding)")
   if (!is.null(mean_learning_rate)) check_positive(mean_learning_rate, "mean_learning_rate")
   if (!is.null(mean_basis)) check_count(mean_basis, "mean_basis")
   check_count(add_basis, "add_basis")
@@ -139,7 +153,8 @@ decoupled_options <- function(mean_basis = NULL, add_basis = 128, kl_columns = 1
   }
   list(mean_basis = if (!is.null(mean_basis)) as.integer(mean_basis), add_basis = as.integer(add_basis),
        kl_columns = as.integer(kl_columns), rate_decay = rate_decay, mean_learning_rate = mean_learning_rate,
-       natgrad_step = natgrad_step, mean_solve = mean_solve, pilot = if (!is.null(pilot)) as.integer(pilot))
+       natgrad_step = natgrad_step, mean_solve = mean_solve, pilot = if (!is.null(pilot)) as.integer(pilot),
+       discrete = discrete, bins = bins)
 }
 
 decoupled_engine <- function() {
@@ -213,7 +228,9 @@ decoupled_core_options <- function(control, setup, M, Malpha, pilot) {
   list(natgrad_step = o$natgrad_step %||% -1, mean_basis = Malpha - M, add_basis = o$add_basis %||% 128L,
        kl_columns = o$kl_columns %||% 128L, rate_decay = o$rate_decay %||% 0.1,
        rate_ratio = (o$mean_learning_rate %||% control$learning_rate) / control$learning_rate,
-       mean_solve = !pilot && decoupled_mean_solve(control, setup, Malpha), closed_form = pilot)
+       mean_solve = !pilot && decoupled_mean_solve(control, setup, Malpha), closed_form = pilot,
+       discrete = setup$lik == "gaussian" && !isFALSE(o$discrete) && (isTRUE(o$discrete) || setup$n >= 5000),
+       bins = if (is.finite(o$bins %||% 1000)) o$bins %||% 1000 else 0)
 }
 
 engine_fit.engine_decoupled <- function(engine, setup, control) {
@@ -333,6 +350,7 @@ engine_collect.engine_decoupled <- function(engine, fit, res) {
   fit$state$basis <- list(A = res$basis, a = res$coef, index = res$gp_index,
                           center = if (centred) res$basis_mean else 0)
   fit$pilot <- res$pilot
+  fit$discrete_values <- res$values  # the gp term's distinct values the passes over all rows used (0: rows)
   fit$mean_basis <- c(total = res$mean_basis_total, inducing = nrow(fit$state$specs[[res$gp_index]]$Z),
                       active = nrow(res$basis))
   # gradient names: the hyperparameters as for inference = "vi", then a and

@@ -27,7 +27,8 @@ SvgpSettings natural_settings_from(const Rcpp::List& o) {
   SvgpSettings s;
   s.natgrad_step = Rcpp::as<double>(o["natgrad_step"]);
   s.lbfgs = true;  // (all rows per iteration: L-BFGS with q optimal at each step)
-  s.discrete = false;
+  s.discrete = Rcpp::as<bool>(o["discrete"]);  // (the engine keeps it only for few distinct values)
+  s.bins = Rcpp::as<double>(o["bins"]);
   return s;
 }
 
@@ -52,6 +53,8 @@ Rcpp::List decoupled_fit(Eigen::Map<Eigen::MatrixXd> X, Eigen::Map<Eigen::Vector
     out["basis"] = Rcpp::wrap(Eigen::MatrixXd(model.A.topRows(model.active)));
     out["coef"] = Rcpp::wrap(Eigen::VectorXd(model.coef()));
     out["basis_mean"] = model.basis_data_mean();
+    // distinct values of the gp term the passes over all rows went through (0: the rows)
+    out["values"] = model.by_value() ? static_cast<double>(model.data().discrete_component(model.gp_component()).X.rows()) : 0.0;
     out["learn_inducing"] = model.set.learn_inducing;  // (false once a full-data fit stopped moving them)
     // (the feature means only: the fitted values add the mean bases in R)
     add_row_summaries(out, model, X, R_NilValue, false, pfor);

@@ -132,6 +132,54 @@ test_that("after a pilot fit the mean and q are the closed-form optimum at its k
                        control = modifyList(ctl, list(pilot = 100, iterations = 3))), "'pilot'")
 })
 
+test_that("over few distinct inputs the fit passes over the values and equals the fit over the rows", {
+  # gp(x1, x2) over 12 x 12 values (at most 144 of 600 rows), a continuous z
+  # and a factor: the value pass with the mean bases as a shift by value,
+  # the pair counts of the gp term against z and f, and the mean system by
+  # value, against the same fit over the rows (bins = Inf: no rounding, so
+  # the two are the same model)
+  set.seed(4)
+  n <- 600
+  d <- data.frame(x1 = sample(seq(-2, 2, length.out = 12), n, TRUE), x2 = sample(seq(-2, 2, length.out = 12), n, TRUE),
+                  z = rnorm(n), f = factor(sample(c("a", "b", "c"), n, TRUE)))
+  d$y <- sin(2 * d$x1) * cos(d$x2) + 0.3 * d$z + 0.2 * (d$f == "b") + rnorm(n, sd = 0.2)
+  d$w <- runif(n, 0.5, 2)
+  nd <- d[1:40, ]
+  nd$x1 <- nd$x1 + 0.05
+  fml <- y ~ gp(x1, x2) + z + f
+  both <- function(ctl) {
+    fr <- gpgam(fml, data = d, weights = w, inference = "decoupled", control = modifyList(ctl, list(discrete = FALSE)))
+    fv <- gpgam(fml, data = d, weights = w, inference = "decoupled",
+                control = modifyList(ctl, list(discrete = TRUE, bins = Inf)))
+    expect_equal(fr$discrete_values, 0)
+    expect_equal(fv$discrete_values, nrow(unique(d[c("x1", "x2")])))
+    pr <- predict(fr, nd, se.fit = TRUE)
+    pv <- predict(fv, nd, se.fit = TRUE)
+    expect_lt(max(abs(pv$fit - pr$fit) / abs(pr$fit)), tol)
+    expect_lt(max(abs(pv$se.fit - pr$se.fit) / pr$se.fit), tol)
+    expect_lt(abs(as.numeric(logLik(fv)) / as.numeric(logLik(fr)) - 1), tol)
+    expect_lt(max(abs(fitted(fv) - fitted(fr))), tol)
+    list(rows = fr, values = fv)
+  }
+  # the closed form after a pilot fit (the pilot is the same vi fit both times)
+  tol <- 1e-9
+  ctl <- gp_control(verbose = FALSE, inducing = 10, mean_basis = 60, batch_size = 100, pilot = 300, seed = 3,
+                    threads = 1)
+  cf <- both(ctl)
+  expect_equal(cf$values$iterations, 0L)
+  expect_lt(max(abs(cf$values$gradient)), 1e-6)  # the mean coefficients at their optimum
+  # all rows per iteration: the ELBO and its gradient (L-BFGS, a few iterations from the same start)
+  tol <- 1e-7
+  fb <- both(gp_control(verbose = FALSE, inducing = 10, mean_basis = 40, iterations = 8, seed = 3, threads = 1))
+  expect_lt(max(abs(fb$values$gradient - fb$rows$gradient)), 1e-6 * max(1, abs(fb$rows$gradient)))
+  # rounded (the default bins) from 5000 rows; too many distinct values: the rows
+  expect_equal(gpgam(y ~ gp(x1, x2) + z, data = dec_data(), inference = "decoupled",
+                     control = gp_control(verbose = FALSE, inducing = 10, mean_basis = 20, iterations = 3,
+                                          discrete = TRUE, threads = 1))$discrete_values, 0)
+  expect_error(decoupled_options(bins = 1), "'bins'")
+  expect_error(decoupled_options(discrete = "yes"), "'discrete'")
+})
+
 test_that("the mean bases enter the predictor, the terms and the intercept consistently", {
   d <- dec_data(800)
   fit <- gpgam(y ~ gp(x1, x2) + z, data = d, inference = "decoupled",

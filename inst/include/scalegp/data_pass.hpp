@@ -8,7 +8,9 @@
 //                of the mean, the decoupled engine's mean bases);
 //   discretised  all rows through the distinct values of each component
 //                (discrete.hpp): Gaussian likelihood in closed form from the
-//                sums by value, others by one pass over the rows' keys
+//                sums by value (optionally with a shift by value of one
+//                component, evaluate_values(): the decoupled engine's mean
+//                bases), others by one pass over the rows' keys
 //                (discrete_rows.hpp);
 //   remote       that pass over the rows' keys on the workers of a cluster
 //                (set_remote_rows()), or the Gaussian sums assembled from
@@ -25,6 +27,13 @@ namespace scalegp {
 
 // What a pass over the data computes.
 enum class Pass { elbo, natural, gradient };
+
+// A shift of the predictor's mean that depends only on the value of one
+// component (evaluate_values()): t, one entry per distinct value of `comp`.
+struct ValueShift {
+  std::size_t comp = 0;
+  VectorXd t;
+};
 
 // The sums of one pass over a set of rows (unscaled).
 struct PassSums {
@@ -94,6 +103,15 @@ class DataPass {
   }
   PassSums evaluate(const std::vector<std::size_t>* idx, bool grad, const ParallelFor& pfor) const {
     return evaluate(idx, grad ? Pass::gradient : Pass::natural, pfor);
+  }
+
+  // The sums over all rows of a discretised fit with a Gaussian likelihood
+  // when the predictor's mean is shifted by vs.t by value of component
+  // vs.comp; `g_values` (optional) receives dE/dmu summed by that value.
+  PassSums evaluate_values(Pass pass, const ParallelFor& pfor, const ValueShift& vs, VectorXd* g_values = nullptr) const {
+    if (!disc_ || lik_->family != Family::gaussian)
+      throw std::logic_error("a shift by value needs a discretised fit with a Gaussian likelihood");
+    return evaluate_discrete(pass, pfor, &vs, g_values);
   }
 
   void accumulate(PassSums& acc, const std::vector<std::size_t>* idx, std::size_t begin, std::size_t end,
@@ -225,17 +243,45 @@ class DataPass {
     return k;
   }
 
-  PassSums evaluate_discrete(Pass pass, const ParallelFor& pfor) const {
+  //
+  // With a shift t of the predictor's mean that depends on the value of one
+  // component c* (ValueShift; the decoupled engine's mean bases), the data
+  // enter as y - o - t: wy_c becomes wy_c - C_cc* t (diag(n_c*) t for c*
+  // itself), wyy becomes wyy - 2 t'wy_c* + t' diag(n_c*) t, b follows; and
+  // `g_values` receives dE/dmu summed over the rows of each value of c*,
+  //   G = (wy_c* - diag(n_c*) (t + F_c* m_c*) - sum_{l != c*} C_c*l F_l m_l) / s^2.
+  PassSums evaluate_discrete(Pass pass, const ParallelFor& pfor, const ValueShift* vs = nullptr,
+                             VectorXd* g_values = nullptr) const {
     const DiscreteData& dd = *disc_;
     const std::size_t C = q_->comps.size();
     const double nv = lik_->noise_var();
     const DiscreteCache& k = discrete_cache(pfor);
     const auto& f = k.f;
     const MatrixXd& A = k.A;
-    const VectorXd& bw = k.bw;
-    double explained = dd.wyy + k.resid_w;  // sum w ((y - o - mu)^2 + s2)
+    VectorXd bw = k.bw;
+    double wyy = dd.wyy;
+    std::vector<VectorXd> wy(C);  // sum of w (y - o - t) by value of each component
+    for (std::size_t c = 0; c < C; ++c) wy[c] = dd.comp[c].wy;
+    if (vs) {
+      const std::size_t cs = vs->comp;
+      const VectorXd& t = vs->t;
+      wyy += -2.0 * t.dot(dd.comp[cs].wy) + t.dot(dd.comp[cs].count.cwiseProduct(t));
+      for (std::size_t c = 0; c < C; ++c) {
+        const VectorXd d = by_value_of(c, cs, t, pfor);  // C_cc* t
+        wy[c] -= d;
+        bw.segment(q_->offset_of(c), q_->comps[c].size()).noalias() -= f[c].F.transpose() * d;
+      }
+    }
+    double explained = wyy + k.resid_w;  // sum w ((y - o - t - mu)^2 + s2)
     const VectorXd Am = A * q_->m;
     explained += -2.0 * q_->m.dot(bw) + q_->m.dot(Am) + (A.cwiseProduct(q_->S)).sum();
+    if (vs && g_values) {
+      const std::size_t cs = vs->comp;
+      VectorXd G = wy[cs] - dd.comp[cs].count.cwiseProduct(f[cs].F * q_->m.segment(q_->offset_of(cs), q_->comps[cs].size()));
+      for (std::size_t l = 0; l < C; ++l)
+        if (l != cs) G -= by_value_of(cs, l, f[l].F * q_->m.segment(q_->offset_of(l), q_->comps[l].size()), pfor);
+      *g_values = G / nv;
+    }
     PassSums acc = make_accum();
     acc.sum_v = -0.5 * dd.n_pos * (kLog2Pi + std::log(nv)) + 0.5 * dd.sum_log_w - 0.5 * explained / nv;
     acc.dlognoise = (nv - Likelihood::kNoiseFloor) * (-0.5 * dd.n_pos / nv + 0.5 * explained / (nv * nv));
@@ -269,7 +315,7 @@ class DataPass {
           MatrixXd Fbar = Fb;
           Fbar.noalias() -= Fb * Scc;
           Fbar = dc.count.segment(begin, nb).asDiagonal() * Fbar;
-          Fbar.noalias() += dc.wy.segment(begin, nb) * mc.transpose();
+          Fbar.noalias() += wy[c].segment(begin, nb) * mc.transpose();
           Fbar -= cross[c].middleRows(begin, nb);
           Fbar /= nv;
           const VectorXd gam = -0.5 / nv * dc.count.segment(begin, nb);
@@ -307,6 +353,39 @@ class DataPass {
     const double Dc = static_cast<double>(k.f[c].F.rows()), Dl = static_cast<double>(k.f[l].F.rows());
     const double Mc = static_cast<double>(q_->comps[c].size()), Ml = static_cast<double>(q_->comps[l].size());
     return Dc * Mc * Ml + nnz * Ml <= Dl * Ml * Mc + nnz * Mc;
+  }
+
+  // Gaussian, discretised: Phi' W Phi (full) and Phi' W (y - o) over all rows.
+  const MatrixXd& gaussian_gram(const ParallelFor& pfor) const { return discrete_cache(pfor).A; }
+  const VectorXd& gaussian_b(const ParallelFor& pfor) const { return discrete_cache(pfor).bw; }
+  // The rows' features times their weights, summed by value of component c
+  // (D_c x total_size()): row a is the sum of w_i phi_i over the rows whose
+  // value of c is a (block l: C_cl F_l; block c: diag(n_c) F_c).  With
+  // columns E that depend on c's value only, Phi' W E = H' E.
+  MatrixXd features_by_value(std::size_t c, const ParallelFor& pfor) const {
+    const DiscreteCache& k = discrete_cache(pfor);
+    const DiscreteData& dd = *disc_;
+    MatrixXd H(k.f[c].F.rows(), q_->total_size());
+    for (std::size_t l = 0; l < q_->comps.size(); ++l) {
+      const Index o = q_->offset_of(l), M = q_->comps[l].size();
+      if (l == c)
+        H.middleCols(o, M) = dd.comp[c].count.asDiagonal() * k.f[c].F;
+      else if (c < l)
+        H.middleCols(o, M) = dd.pair[c][l - c - 1].times(k.f[l].F, k.f[l].FT, pfor);
+      else
+        H.middleCols(o, M) = dd.pair[l][c - l - 1].trans_times(k.f[l].F, k.f[l].FT, pfor);
+    }
+    return H;
+  }
+
+  // C_cl v (D_c): the weighted counts of component c's values against
+  // component l's values times v (one entry per value of l); diag(n_c) v
+  // when l = c.
+  VectorXd by_value_of(std::size_t c, std::size_t l, const VectorXd& v, const ParallelFor& pfor) const {
+    if (c == l) return disc_->comp[c].count.cwiseProduct(v);
+    const MatrixXd V = v, VT = v.transpose();
+    return c < l ? VectorXd(disc_->pair[c][l - c - 1].times(V, VT, pfor))
+                 : VectorXd(disc_->pair[l][c - l - 1].trans_times(V, VT, pfor));
   }
 
   // The two cross terms of a pair (c, l) in the feature adjoints, given W,
@@ -651,6 +730,15 @@ class DataPass {
     return disc_->n_distinct();
   }
   bool discrete() const { return static_cast<bool>(disc_); }
+  // The distinct values of component c (a discretised fit).
+  const DiscreteComponent& discrete_component(std::size_t c) const { return disc_->comp[c]; }
+  // Back to the rows (a discretisation that does not pay: too many values).
+  void drop_discrete() {
+    if (given_) return;
+    disc_.reset();
+    cache_ = DiscreteCache();
+    row_index_.reset();
+  }
 
   // The pass over the rows of a discretised fit with a likelihood other than
   // Gaussian runs through `remote` (given the parts, stats and gradient

@@ -18,8 +18,12 @@
 // linear KL term shifts the prior mean, so every step goes towards
 // P* = I - 2 s Q, h* = s (r - 2 Q m) - c: shifted_step()), the row pass of
 // DataPass (data_pass.hpp) with the mean bases as a per-row shift, and the
-// drivers of fit_loop.hpp.  (The discretised pass takes no per-row shift,
-// so a decoupled fit always passes over the rows.)
+// drivers of fit_loop.hpp.  A Gaussian fit over all rows (or the closed
+// form) whose gp() term has few distinct values (at most half the rows,
+// after the rounding of discrete.hpp; `discrete` in the options) passes
+// over those values instead: DataPass's discretised pass with the mean
+// bases as a shift by value (evaluate_values()), the bases' gradient and
+// the mean system (mean_system()) over the values with their counts.
 //   All rows with a Gaussian likelihood: all mean bases are
 //   placed at the start, and L-BFGS/BFGS (fit_profile()) moves a, A, Z, the
 //   kernel hyperparameters and the noise with q optimal at each value (a
@@ -92,7 +96,7 @@ class Decoupled : public NaturalQ {
   Decoupled(std::vector<Component> components, Likelihood likelihood, Settings settings, SvgpSettings options,
             DecoupledSettings dset, const double* X, std::size_t n, std::size_t p, const double* y,
             const double* w, const double* offset)
-      : NaturalQ(std::move(components), std::move(likelihood), settings, rows_only(options), X, n, p, y, w, offset),
+      : NaturalQ(std::move(components), std::move(likelihood), settings, options, X, n, p, y, w, offset),
         dopt(dset) {
     for (std::size_t c = 0; c < comps.size(); ++c) {
       if (comps[c].kind == Kind::linear) continue;
@@ -139,10 +143,31 @@ class Decoupled : public NaturalQ {
     return kernel().scale(Xc);
   }
 
-  // k(x_i, A) a for rows idx.
-  VectorXd basis_rows(const std::vector<std::size_t>* idx, const ParallelFor& pfor) const {
-    if (active == 0) return VectorXd::Zero(static_cast<Index>(idx ? idx->size() : n()));
-    return basis_mean(kernel(), scaled_inputs(idx), kernel().scale(A.topRows(active)), coef(), pfor);
+  // All rows pass through the distinct values of the gp component
+  // (use_values()).
+  bool by_value() const { return data_.discrete(); }
+
+  // The gp component's inputs of a pass, divided by the lengthscales: of
+  // rows idx, or of all rows (by value when by_value()).
+  MatrixXd pass_inputs(const std::vector<std::size_t>* idx) const {
+    if (idx || !by_value()) return scaled_inputs(idx);
+    const Component& k = comps[cg_];
+    const MatrixXd& V = data_.discrete_component(cg_).X;
+    MatrixXd Xc(V.rows(), k.dim());
+    for (Index j = 0; j < k.dim(); ++j) Xc.col(j) = V.col(k.cols[j]);
+    return kernel().scale(Xc);
+  }
+
+  // k(x, A) a over a pass (pass_inputs()).
+  VectorXd basis_pass(const std::vector<std::size_t>* idx, const ParallelFor& pfor) const {
+    const MatrixXd Xs = pass_inputs(idx);
+    if (active == 0) return VectorXd::Zero(Xs.rows());
+    return basis_mean(kernel(), Xs, kernel().scale(A.topRows(active)), coef(), pfor);
+  }
+  // The average over all rows of t, the pass of all rows' basis_pass().
+  double rows_mean(const VectorXd& t) const {
+    if (by_value()) return data_.discrete_component(cg_).rows.dot(t) / static_cast<double>(std::max<std::size_t>(1, n()));
+    return t.size() ? t.mean() : 0.0;
   }
 
   // ---- parameters moved by Adam: [hyperparameters, noise | a0 | A] --------------------
@@ -183,11 +208,15 @@ class Decoupled : public NaturalQ {
     const Index Mg = comp.size(), og = offset_of(cg_), d = comp.dim();
     const MatrixXd As = ker.scale(A.topRows(active));
     const VectorXd a = coef();
-    // the data: the mean bases' part of every row, then the SVGP pass
-    const MatrixXd Xs = scaled_inputs(idx);
+    // the data: the mean bases' part of every row (or value), then the SVGP pass
+    const MatrixXd Xs = pass_inputs(idx);
     const VectorXd shift = shift_in ? *shift_in : active > 0 ? basis_mean(ker, Xs, As, a, pfor) : VectorXd::Zero(Xs.rows());
     VectorXd g;
-    ev.acc = data_.evaluate(idx, grad ? Pass::gradient : Pass::natural, pfor, &shift, grad ? &g : nullptr);
+    const Pass pass = grad ? Pass::gradient : Pass::natural;
+    if (!idx && by_value())
+      ev.acc = data_.evaluate_values(pass, pfor, ValueShift{cg_, shift}, grad ? &g : nullptr);
+    else
+      ev.acc = data_.evaluate(idx, pass, pfor, &shift, grad ? &g : nullptr);
     ev.scale = s;
     // KL: cross term m_g' c and the quadratic a' K_AA a / 2 (estimated from columns)
     MatrixXd KZA, DZA;
@@ -369,10 +398,49 @@ class Decoupled : public NaturalQ {
     }
     s.G = MatrixXd::Zero(T, T);
     s.b = VectorXd::Zero(T);
-    const Index ntile = (T + kBlock - 1) / kBlock;
-    std::vector<std::pair<Index, Index>> tiles;
-    for (Index I = 0; I < ntile; ++I)
-      for (Index J = 0; J <= I; ++J) tiles.emplace_back(I, J);
+    // G's lower triangle from columns `first`.. of G: += U' U over the rows of
+    // U (columns first..T-1), by tiles, each summed by one thread
+    const auto add_gram = [&](const MatrixXd& U, Index first) {
+      const Index ntile = (T - first + kBlock - 1) / kBlock;
+      std::vector<std::pair<Index, Index>> tiles;
+      for (Index I = 0; I < ntile; ++I)
+        for (Index J = 0; J <= I; ++J) tiles.emplace_back(I, J);
+      pfor(tiles.size(), [&](std::size_t t0, std::size_t t1) {
+        for (std::size_t t = t0; t < t1; ++t) {
+          const Index I = tiles[t].first * kBlock, J = tiles[t].second * kBlock;
+          const Index ni = std::min(kBlock, T - first - I), nj = std::min(kBlock, T - first - J);
+          s.G.block(first + I, first + J, ni, nj).noalias() += U.middleCols(I, ni).transpose() * U.middleCols(J, nj);
+        }
+      });
+    };
+    if (by_value()) {
+      // all rows through the values of the gp component: Phi' W Phi and
+      // Phi' W (y - o) from the discretised sums; the bases' blocks value by
+      // value, E = k(x, A) with the counts n and sums wy by value:
+      // Phi' W E = H' E (features_by_value()), E' diag(n) E, E' wy
+      s.G.topLeftCorner(Mt, Mt) = data_.gaussian_gram(pfor);
+      s.b.head(Mt) = data_.gaussian_b(pfor);
+      if (Ma == 0) return s;
+      const DiscreteComponent& dc = data_.discrete_component(cg_);
+      const MatrixXd H = data_.features_by_value(cg_, pfor);
+      const MatrixXd Xv = pass_inputs(nullptr);
+      MatrixXd E;
+      for (Index v0 = 0; v0 < Xv.rows(); v0 += static_cast<Index>(kSolveRows)) {
+        const Index nv = std::min(static_cast<Index>(kSolveRows), Xv.rows() - v0);
+        E.resize(nv, Ma);
+        blocked_for(static_cast<std::size_t>(nv), pfor, [&](std::size_t begin, std::size_t end) {
+          MatrixXd K, D;
+          const Index i0 = static_cast<Index>(begin), nb = static_cast<Index>(end - begin);
+          ker.cross(Xv.middleRows(v0 + i0, nb), As, K, D);
+          E.middleRows(i0, nb) = K;
+        });
+        s.b.tail(Ma).noalias() += E.transpose() * dc.wy.segment(v0, nv);
+        s.G.block(Mt, 0, Ma, Mt).noalias() += E.transpose() * H.middleRows(v0, nv);
+        E.array().colwise() *= dc.count.segment(v0, nv).array().max(0.0).sqrt();
+        add_gram(E, Mt);
+      }
+      return s;
+    }
     MatrixXd U;
     VectorXd r, sw;
     for (std::size_t r0 = 0; r0 < n(); r0 += kSolveRows) {
@@ -399,13 +467,7 @@ class Decoupled : public NaturalQ {
       });
       s.b.noalias() += U.transpose() * r;
       U.array().colwise() *= sw.array();  // rows of Phi~ times sqrt(w)
-      pfor(tiles.size(), [&](std::size_t t0, std::size_t t1) {
-        for (std::size_t t = t0; t < t1; ++t) {
-          const Index I = tiles[t].first * kBlock, J = tiles[t].second * kBlock;
-          const Index ni = std::min(kBlock, T - I), nj = std::min(kBlock, T - J);
-          s.G.block(I, J, ni, nj).noalias() += U.middleCols(I, ni).transpose() * U.middleCols(J, nj);
-        }
-      });
+      add_gram(U, 0);
     }
     return s;
   }
@@ -446,7 +508,7 @@ class Decoupled : public NaturalQ {
     const MeanSystem sys = mean_system();
     for (int k = 0; k < kNoiseRounds; ++k) {
       if (!solve_mean(sys)) return;
-      const VectorXd shift = basis_rows(nullptr, *pfor_);
+      const VectorXd shift = basis_pass(nullptr, *pfor_);
       full_natural_step(1.0, &shift);
       if (!set.learn_noise || k + 1 == kNoiseRounds || rows <= 0) return;
       // the expected log-likelihood summed is -rows/2 log(2 pi nv) - R / (2 nv)
@@ -467,6 +529,7 @@ class Decoupled : public NaturalQ {
   FitInfo fit(const ParallelFor& pfor, Rng& rng, Monitor monitor) {
     rng_ = &rng;
     Sampler sampler = begin_fit(pfor, rng);
+    use_values(full_ || dopt.closed_form);
     if (dopt.closed_form && lik.family == Family::gaussian) return closed_form_fit();
     if (full_ && opt.lbfgs && lik.family == Family::gaussian)  // (other families: the inner q loop over n x M_alpha is slow)
       return fit_profile(*this, set, static_cast<double>(n()), monitor);
@@ -525,7 +588,7 @@ class Decoupled : public NaturalQ {
   // its gradient.
   Step profile() {
     refresh_prior();
-    const VectorXd shift = basis_rows(nullptr, *pfor_);
+    const VectorXd shift = basis_pass(nullptr, *pfor_);
     VectorXd m0 = m;
     if (lik.family == Family::gaussian) {
       full_natural_step(1.0, &shift);
@@ -544,8 +607,7 @@ class Decoupled : public NaturalQ {
     return st;
   }
   void finish_profile(FitInfo& info) {
-    const VectorXd shift = basis_rows(nullptr, *pfor_);
-    basis_mean_ = shift.size() ? shift.mean() : 0.0;
+    basis_mean_ = rows_mean(basis_pass(nullptr, *pfor_));
     NaturalQ::finish_profile(info);
   }
 
@@ -611,8 +673,8 @@ class Decoupled : public NaturalQ {
   // the exact one costs two more passes over rows and bases).
   void finish(FitInfo& info) {
     if (dopt.solve_mean && !dopt.closed_form && lik.family == Family::gaussian && !full_) solve_mean_and_noise();
-    const VectorXd shift = basis_rows(nullptr, *pfor_);  // unchanged by steps on q
-    basis_mean_ = shift.size() ? shift.mean() : 0.0;
+    const VectorXd shift = basis_pass(nullptr, *pfor_);  // unchanged by steps on q
+    basis_mean_ = rows_mean(shift);
     const VectorXd m0 = m;
     if (lik.family == Family::gaussian) {
       full_natural_step(1.0, &shift);
@@ -653,12 +715,13 @@ class Decoupled : public NaturalQ {
   std::size_t next_ = 0;
   std::set<std::vector<double>> seen_;
 
-  // The options of the base with the discretised pass off: every evaluation
-  // shifts the rows' means by the mean bases, and only the row pass takes a
-  // per-row shift (data_pass.hpp).
-  static SvgpSettings rows_only(SvgpSettings o) {
-    o.discrete = false;
-    return o;
+  // A Gaussian fit over all rows (`all`) with opt.discrete discretises the
+  // data, and keeps it when the gp component has at most half as many
+  // distinct values as there are rows (else the passes over the values
+  // would not pay for their products over pairs of values).
+  void use_values(bool all) {
+    if (lik.family != Family::gaussian || data_.use_discrete(all) == 0) return;
+    if (2 * static_cast<std::size_t>(data_.discrete_component(cg_).X.rows()) > n()) data_.drop_discrete();
   }
 
   static std::vector<double> row_key(const Eigen::Ref<const Eigen::RowVectorXd>& r) {
