@@ -130,9 +130,9 @@ engine_notes <- function(fit) UseMethod("engine_notes")
 weight_posterior.scalegp <- function(fit, X = NULL, ...) refuse_weights(fit)
 
 refuse_weights <- function(fit) {
-  stop(sprintf(paste0("inference = \"%s\" (%s) does not provide the posterior of its basis weights ",
-                      "(no weight_posterior() method): predict(type = \"lpmatrix\"), coef(full = TRUE) and ",
-                      "vcov(full = TRUE) are not available for it; predict(se.fit = TRUE) and simulate() are"),
+  stop(sprintf(paste0("predict(type = \"lpmatrix\"), coef(full = TRUE) and vcov(full = TRUE) are not available for ",
+                      "inference = \"%s\", the %s: the engine does not give the posterior of its basis weights ",
+                      "(it has no weight_posterior() method); predict(se.fit = TRUE) and simulate() work"),
                fit$engine$name, fit$engine$label), call. = FALSE)
 }
 
