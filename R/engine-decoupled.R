@@ -388,6 +388,27 @@ term_projection.gpgam_decoupled <- function(fit, X, ...) {
 # A centred term hands the data average of the mean bases' part to the intercept.
 param_posterior.gpgam_decoupled <- function(fit, ...) param_posterior.gpgam(fit, shift = fit$state$basis$center)
 
+# The weights of predict(type = "lpmatrix"): those of the whitened Gaussian
+# (the covariance on the inducing points), then the mean bases' part of the
+# gp() term as one more column, s (k(x, A) a - its data average when the term
+# is centred), with weight 1 and no posterior variance (a fixed function of the
+# fit, as an offset; its name is the term's label with ".mean").
+weight_posterior.gpgam_decoupled <- function(fit, X = NULL, ...) {
+  b <- fit$state$basis
+  out <- weight_posterior.gpgam(fit, X, shift = b$center)
+  lab <- paste0(fit$terms$gp[[1]]$spec$label, ".mean")
+  k <- length(out$coef)
+  out$coef <- c(out$coef, stats::setNames(1, lab))
+  V <- matrix(0, k + 1, k + 1, dimnames = list(names(out$coef), names(out$coef)))
+  V[seq_len(k), seq_len(k)] <- out$vcov
+  out$vcov <- V
+  if (!is.null(X)) {
+    r <- fit$scaling$y$scale * (.decoupled_mean(fit$state$specs[[b$index]], b$A, b$a, X, fit$control$threads) - b$center)
+    out$basis <- cbind(out$basis, matrix(r, ncol = 1, dimnames = list(NULL, lab)))
+  }
+  out
+}
+
 engine_label.gpgam_decoupled <- function(fit) {
   mb <- fit$mean_basis
   sprintf("%s, %d mean bases (%d inducing points + %d more), covariance on the %d inducing points, %s",

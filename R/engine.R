@@ -31,6 +31,7 @@
 #   term_projection(fit, X)         per gp() term, its centred posterior mean and covariance at rows X
 #                                   projected on an orthonormal basis of their span (term tests)
 #   latent_draws(fit, X, nsim)      posterior draws of the latent predictor at rows X (internal scale, no offset)
+#   weight_posterior(fit, X = NULL) mean and covariance of all weights (parametric, then gp() terms'; data scale); at rows X the gp() lpmatrix columns and the variance they leave out
 #   parameter_names(fit, n)         names of the n entries of the fit's gradient
 #   engine_label(fit)               one line naming the engine and its mode
 #   engine_notes(fit)               warnings for summary()
@@ -113,6 +114,7 @@ latent_predict <- function(fit, X, offset, terms = FALSE, se = TRUE) UseMethod("
 fitted_latent <- function(fit, setup, res) UseMethod("fitted_latent")
 term_projection <- function(fit, X, ...) UseMethod("term_projection")
 latent_draws <- function(fit, X, nsim) UseMethod("latent_draws")
+weight_posterior <- function(fit, X = NULL, ...) UseMethod("weight_posterior")
 parameter_names <- function(fit, n, ...) UseMethod("parameter_names")
 
 engine_label <- function(fit) UseMethod("engine_label")
@@ -120,6 +122,19 @@ engine_label <- function(fit) UseMethod("engine_label")
 engine_label.scalegp <- function(fit) fit$engine$label
 
 engine_notes <- function(fit) UseMethod("engine_notes")
+
+# An engine without a weight_posterior() method of its own (and whose
+# posterior is not the whitened Gaussian, see weight_posterior.gpgam()) has no
+# basis weights to show: predict(type = "lpmatrix"), coef(full = TRUE) and
+# vcov(full = TRUE) refuse, naming the engine.
+weight_posterior.scalegp <- function(fit, X = NULL, ...) refuse_weights(fit)
+
+refuse_weights <- function(fit) {
+  stop(sprintf(paste0("predict(type = \"lpmatrix\"), coef(full = TRUE) and vcov(full = TRUE) are not available for ",
+                      "inference = \"%s\", the %s: the engine does not give the posterior of its basis weights ",
+                      "(it has no weight_posterior() method); predict(se.fit = TRUE) and simulate() work"),
+               fit$engine$name, fit$engine$label), call. = FALSE)
+}
 
 engine_notes.scalegp <- function(fit) {
   if (isTRUE(fit$failures > 0))

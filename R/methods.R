@@ -48,7 +48,12 @@ link_name <- function(x) switch(x$likelihood, gaussian = "identity", probit = "p
 #' Methods for scalegp fits
 #'
 #' `coef()` and `vcov()` give the posterior mean and covariance of the
-#' parametric coefficients; `sigma()` the residual sd of a Gaussian model (1
+#' parametric coefficients; with `full = TRUE`, of all the weights of the
+#' model, on the data scale: the parametric coefficients, then per `gp()`
+#' term the weights of its basis (named `"gp(x).1"`, `"gp(x).2"`, ... as
+#' mgcv names the coefficients of a smooth), the weights that
+#' `predict(type = "lpmatrix")` maps to the linear predictor (see
+#' [predict.gpgam()]); `sigma()` the residual sd of a Gaussian model (1
 #' otherwise); `logLik()` the objective the engine maximised (its name is in
 #' `fit$engine$objective`): for `inference = "vi"` the ELBO, a lower bound on
 #' the log marginal likelihood, for `inference = "ep"` the EP estimate of the
@@ -59,6 +64,13 @@ link_name <- function(x) switch(x$likelihood, gaussian = "identity", probit = "p
 #'
 #' @param object a fit made by [gpgam()].
 #' @param type residual type.
+#' @param full `coef()`, `vcov()`: `FALSE` (default) for the parametric
+#'   coefficients, `TRUE` for all the weights of the model (the parametric
+#'   coefficients and the `gp()` terms' basis weights, as mgcv's `coef()` and
+#'   `vcov()` of a gam).  For `inference = "decoupled"` the last weight is
+#'   that of the column `"gp(...).mean"` of the lpmatrix (the mean bases'
+#'   part of the term), fixed at 1 with variance 0.  Not available for
+#'   `inference = "qsgp"`.
 #' @param ... unused.
 #' @name gpgam-methods
 #' @examples
@@ -67,16 +79,27 @@ link_name <- function(x) switch(x$likelihood, gaussian = "identity", probit = "p
 #' d$y <- sin(5 * d$x) + 2 * d$z + rnorm(150, sd = 0.2)
 #' fit <- gpgam(y ~ gp(x) + z, data = d, control = gp_control(inducing = 10, iterations = 200))
 #' coef(fit); sigma(fit); logLik(fit); nobs(fit)
+#' length(coef(fit, full = TRUE)); dim(vcov(fit, full = TRUE))
 #' head(fitted(fit)); head(residuals(fit))
 NULL
 
 #' @rdname gpgam-methods
 #' @export
-coef.gpgam <- function(object, ...) param_posterior(object)$coef
+coef.gpgam <- function(object, full = FALSE, ...) {
+  if (check_flag(full, "full")) weight_posterior(object)$coef else param_posterior(object)$coef
+}
 
 #' @rdname gpgam-methods
 #' @export
-vcov.gpgam <- function(object, ...) param_posterior(object)$vcov
+vcov.gpgam <- function(object, full = FALSE, ...) {
+  if (check_flag(full, "full")) weight_posterior(object)$vcov else param_posterior(object)$vcov
+}
+
+# A single TRUE or FALSE, else an error naming the argument.
+check_flag <- function(x, name) {
+  if (!is.logical(x) || length(x) != 1 || is.na(x)) stop_arg(name, "must be TRUE or FALSE")
+  x
+}
 
 #' @rdname gpgam-methods
 #' @export

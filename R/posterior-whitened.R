@@ -69,13 +69,25 @@ centre_terms.gpgam <- function(fit, setup, res) {
 # internal-scale data average of a part of the mean outside q, which a
 # centred term hands to the intercept).
 param_posterior.gpgam <- function(fit, shift = 0) {
-  if (is.null(fit$terms$param)) return(list(coef = numeric(), vcov = matrix(0, 0, 0)))
+  pm <- param_map(fit, shift)
+  if (is.null(pm)) return(list(coef = numeric(), vcov = matrix(0, 0, 0)))
+  b <- drop(pm$L %*% fit$state$m) + pm$const
+  V <- pm$L %*% fit$state$S %*% t(pm$L)
+  names(b) <- rownames(pm$L)
+  dimnames(V) <- list(names(b), names(b))
+  list(coef = b, vcov = V)
+}
+
+# The parametric coefficients (data scale) as L v + const (NULL without a
+# parametric block); param_posterior() and weight_posterior() read it.
+param_map <- function(fit, shift = 0) {
+  if (is.null(fit$terms$param)) return(NULL)
   k <- length(fit$state$specs)
   sp <- fit$state$specs[[k]]
   idx <- component_blocks(fit)[[k]]
   ysc <- fit$scaling$y
   A <- fit$terms$param_scaling$A * ysc$scale
-  L <- matrix(0, nrow(A), length(fit$state$m))
+  L <- matrix(0, nrow(A), length(fit$state$m), dimnames = list(rownames(A), NULL))
   L[, idx] <- A %*% diag(sp$prior_sd, length(idx))
   ctr <- fit$state$center
   if (fit$intercept && !is.null(ctr) && any(ctr != 0)) {
@@ -94,12 +106,55 @@ param_posterior.gpgam <- function(fit, shift = 0) {
       if (r != 1L && !is.na(j)) L[r, blocks[[j]]] <- L[r, blocks[[j]]] - ysc$scale * ctr[blocks[[j]]]
     }
   }
-  b <- drop(L %*% fit$state$m)
-  V <- L %*% fit$state$S %*% t(L)
-  if (fit$intercept) b[1] <- b[1] + ysc$center + ysc$scale * shift
-  names(b) <- rownames(A)
+  const <- numeric(nrow(L))
+  if (fit$intercept) const[1] <- ysc$center + ysc$scale * shift
+  list(L = L, const = const)
+}
+
+# The weights of predict(type = "lpmatrix") (data scale): the parametric
+# coefficients (L v + const, as param_posterior()) and, per gp() term, its
+# whitened inducing variables times the response scale, s v_c, with their
+# joint posterior.  At internal design rows X the term's columns are its
+# whitened features centred as predict() centres the term, phi_c(x) -
+# phibar_c (centre_terms()), so that with the parametric model matrix the
+# columns times the weights are the link prediction without the offset; the
+# part of the latent variance that the inducing points leave at each row
+# (the prior's k(x, x) - phi(x)'phi(x), data scale) is `resid`.  `shift`:
+# as in param_posterior().  An engine that keeps another posterior (its own
+# posterior_state()) and has no weight_posterior() method is refused.
+weight_posterior.gpgam <- function(fit, X = NULL, shift = 0, ...) {
+  if (!whitened_posterior(fit)) refuse_weights(fit)
+  st <- fit$state
+  s <- fit$scaling$y$scale
+  blocks <- component_blocks(fit)[seq_along(fit$terms$gp)]
+  gp <- as.integer(unlist(blocks))
+  labs <- as.character(unlist(Map(function(g, b) paste0(g$spec$label, ".", seq_along(b)), fit$terms$gp, blocks)))
+  # (the parametric block exactly as param_posterior() gives it; its covariance with the terms' weights)
+  pp <- param_posterior.gpgam(fit, shift)
+  pm <- param_map(fit, shift)
+  cross <- if (is.null(pm)) matrix(0, 0, length(gp)) else s * (pm$L %*% st$S[, gp, drop = FALSE])
+  V <- rbind(cbind(pp$vcov, cross), cbind(t(cross), s^2 * st$S[gp, gp, drop = FALSE]))
+  b <- c(pp$coef, stats::setNames(s * st$m[gp], labs))
   dimnames(V) <- list(names(b), names(b))
-  list(coef = b, vcov = V)
+  out <- list(coef = b, vcov = V)
+  if (!is.null(X)) {
+    f <- .gp_features(st$specs, X, fit$control$jitter, st$center)
+    out$basis <- f$Phi[, gp, drop = FALSE]
+    dimnames(out$basis) <- list(NULL, labs)
+    out$resid <- s^2 * f$resid
+  }
+  out
+}
+
+# Whether the fit's posterior is the whitened Gaussian of this file: no class
+# of the fit before "gpgam" has a posterior_state() method of its own.
+whitened_posterior <- function(fit) {
+  for (cl in class(fit)) {
+    if (cl == "gpgam") return(TRUE)
+    if (!is.null(utils::getS3method("posterior_state", cl, optional = TRUE, envir = asNamespace("scalegp"))))
+      return(FALSE)
+  }
+  FALSE
 }
 
 # Latent predictor (link scale, data scale) for an internal design.
