@@ -55,9 +55,9 @@
 #'   adds to the variance of the predictor independently of the weights.
 #'   `attr(Xp, "nonbasis.var")` gives it per row; it is small where the
 #'   inducing points are dense relative to the lengthscale and grows away
-#'   from them (about 0.01 per cent of `se.fit^2` on `mgcv::gamSim(1)` with
-#'   the default inducing points; up to half with 15 inducing points for a
-#'   term over two inputs).  Contrasts and simulations built from `Xp`
+#'   from them and with fewer inducing points (it can be a large part of
+#'   `se.fit^2` for a term over two or more inputs with few inducing
+#'   points).  Contrasts and simulations built from `Xp`
 #'   and the weights'
 #'   posterior (mgcv's recipe) therefore omit it; add independent normal
 #'   noise of that variance per row to match [simulate()]'s latent draws.
