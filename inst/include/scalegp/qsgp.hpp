@@ -310,6 +310,35 @@ class Qsgp {
         tJ[b].resize(phiJ[b].size());
         xb[b].resize(blocks[b].rff ? blocks[b].dim() : 1);
       }
+      // the row's gradient in block b, given the derivatives of its term in
+      // u, d and v (Gaussian: k (v - r), k, k (u - r) with k = -w / (2 s^2);
+      // the bound: dE/du, dE/dd (plus dE/dt where t moves with the block),
+      // dE/dv): means and log sds of the entries of I, means of J, and the
+      // lengthscales through the features (d t / d log ell_d = -omega_d x_d,
+      // cos' = -sin, sin' = cos)
+      auto scatter = [&](std::size_t b, double gu, double gd, double gv) {
+        const QsgpBlock& bl = blocks[b];
+        const double al = dr.alpha[b];
+        const Index nI = phiI[b].size(), nJ = phiJ[b].size();
+        const Index oI = off[b], oR = off[b] + nI, oJ = off[b] + 2 * nI, oL = off[b] + 2 * nI + nJ;
+        acc.segment(oI, nI) += (gu * al) * phiI[b];
+        acc.segment(oR, nI) += (2.0 * gd * al) * phiI[b].cwiseAbs2().cwiseProduct(sI[b].c2);
+        acc.segment(oJ, nJ) += (gv * al) * phiJ[b];
+        if (!(bl.rff && bl.learn_kernel)) return;
+        const double sq = 1.0 / std::sqrt(static_cast<double>(bl.nf()));
+        const bool iso = bl.log_ls.size() == 1;
+        for (int side_j = 0; side_j < 2; ++side_j) {
+          const Side& sd = side_j == 0 ? sI[b] : sJ[b];
+          const VectorXd& phi = side_j == 0 ? phiI[b] : phiJ[b];
+          const VectorXd& t = side_j == 0 ? tI[b] : tJ[b];
+          for (Index e = 0; e < phi.size(); ++e) {
+            const double de = side_j == 0 ? al * (gu * sd.mu(e) + 2.0 * gd * phi(e) * sd.c2(e)) : al * gv * sd.mu(e);
+            const double dphi = (sd.sine[static_cast<std::size_t>(e)] ? std::cos(t(e)) : -std::sin(t(e))) * sq;
+            const double c = de * dphi;
+            for (Index d = 0; d < bl.dim(); ++d) acc(oL + (iso ? 0 : d)) -= c * sd.om(e, d) * xb[b](d);
+          }
+        }
+      };
       for (std::size_t p = begin; p < end; ++p) {
         const std::size_t l = dr.rows[p];
         const double wt = w_[l];
@@ -349,62 +378,14 @@ class Qsgp {
           // phi; the means of the others are held constant)
           const double ga = 0.5 * e.dm, gv = e.dv * sh / rt;
           const double gt = floor ? 0.0 : e.dv * sh * (tl - dd) / (2.0 * tl * rt);
-          for (std::size_t b = 0; b < B; ++b) {
-            const QsgpBlock& bl = blocks[b];
-            const double al = dr.alpha[b];
-            const double gvb = dr.full[b] ? gv + gt : gv;  // (al = 1 in full)
-            const Index nI = phiI[b].size(), nJ = phiJ[b].size();
-            const Index oI = off[b], oR = off[b] + nI, oJ = off[b] + 2 * nI, oL = off[b] + 2 * nI + nJ;
-            acc.segment(oI, nI) += (ga * al) * phiI[b];
-            acc.segment(oR, nI) += (2.0 * gvb * al) * phiI[b].cwiseAbs2().cwiseProduct(sI[b].c2);
-            acc.segment(oJ, nJ) += (ga * al) * phiJ[b];
-            if (!(bl.rff && bl.learn_kernel)) continue;
-            const double sq = 1.0 / std::sqrt(static_cast<double>(bl.nf()));
-            const bool iso = bl.log_ls.size() == 1;
-            for (int side_j = 0; side_j < 2; ++side_j) {
-              const Side& sd = side_j == 0 ? sI[b] : sJ[b];
-              const VectorXd& phi = side_j == 0 ? phiI[b] : phiJ[b];
-              const VectorXd& t = side_j == 0 ? tI[b] : tJ[b];
-              for (Index e2 = 0; e2 < phi.size(); ++e2) {
-                const double de = side_j == 0 ? al * (ga * sd.mu(e2) + 2.0 * gvb * phi(e2) * sd.c2(e2)) : al * ga * sd.mu(e2);
-                const double dphi = (sd.sine[static_cast<std::size_t>(e2)] ? std::cos(t(e2)) : -std::sin(t(e2))) * sq;
-                const double c = de * dphi;
-                for (Index d = 0; d < bl.dim(); ++d) acc(oL + (iso ? 0 : d)) -= c * sd.om(e2, d) * xb[b](d);
-              }
-            }
-          }
+          for (std::size_t b = 0; b < B; ++b) scatter(b, ga, dr.full[b] ? gv + gt : gv, ga);  // (al = 1 in full)
           continue;
         }
         const double Q = r * r - r * (u + v) + u * v + dd;
         acc(0) += -0.5 * (kLog2Pi + std::log(s2 / wt)) - 0.5 * wt * Q / s2;
         acc(1) += -0.5 / s2 + 0.5 * wt * Q / (s2 * s2);
         const double k = -0.5 * wt / s2;
-        for (std::size_t b = 0; b < B; ++b) {
-          const QsgpBlock& bl = blocks[b];
-          const double al = dr.alpha[b];
-          const Index nI = phiI[b].size(), nJ = phiJ[b].size();
-          const Index oI = off[b], oR = off[b] + nI, oJ = off[b] + 2 * nI, oL = off[b] + 2 * nI + nJ;
-          acc.segment(oI, nI) += (k * al * (v - r)) * phiI[b];
-          acc.segment(oR, nI) += (2.0 * k * al) * phiI[b].cwiseAbs2().cwiseProduct(sI[b].c2);
-          acc.segment(oJ, nJ) += (k * al * (u - r)) * phiJ[b];
-          if (!(bl.rff && bl.learn_kernel)) continue;
-          // lengthscales: d Q / d phi times d phi / d log ell_d, with
-          // d t / d log ell_d = -omega_d x_d, cos' = -sin, sin' = cos
-          const double sq = 1.0 / std::sqrt(static_cast<double>(bl.nf()));
-          const bool iso = bl.log_ls.size() == 1;
-          for (int side_j = 0; side_j < 2; ++side_j) {
-            const Side& sd = side_j == 0 ? sI[b] : sJ[b];
-            const VectorXd& phi = side_j == 0 ? phiI[b] : phiJ[b];
-            const VectorXd& t = side_j == 0 ? tI[b] : tJ[b];
-            for (Index e = 0; e < phi.size(); ++e) {
-              const double dq = side_j == 0 ? al * (sd.mu(e) * (v - r) + 2.0 * phi(e) * sd.c2(e))
-                                            : al * sd.mu(e) * (u - r);
-              const double dphi = (sd.sine[static_cast<std::size_t>(e)] ? std::cos(t(e)) : -std::sin(t(e))) * sq;
-              const double c = k * dq * dphi;
-              for (Index d = 0; d < bl.dim(); ++d) acc(oL + (iso ? 0 : d)) -= c * sd.om(e, d) * xb[b](d);
-            }
-          }
-        }
+        for (std::size_t b = 0; b < B; ++b) scatter(b, k * (v - r), k, k * (u - r));
       }
     };
     const VectorXd acc = deterministic_reduce<VectorXd>(dr.rows.size(), pfor,
