@@ -108,6 +108,8 @@ gpgam <- function(formula, data, family = gaussian(), inference = "vi", control 
   engine <- get_engine(inference)
   fam <- likelihood_name(family)
   parsed <- parse_gpgam_formula(formula, if (!missing(data) && is.data.frame(data)) data)
+  if (engine$name != "vi" && any(vapply(parsed$specs, function(sp) identical(sp$basis, "hilbert"), TRUE)))
+    stop_arg("inference", "= \"", engine$name, "\" does not support gp(basis = \"hilbert\") yet; use inference = \"vi\"")
   mf <- gp_model_frame(cl, parent.frame(), parsed$full)
   control <- resolve_control(control, nrow(mf), engine, fam$lik)
   setup <- gp_setup(parsed, mf, fam, control)
@@ -121,5 +123,6 @@ gpgam <- function(formula, data, family = gaussian(), inference = "vi", control 
   fit$na.action <- attr(mf, "na.action")
   fit$offset_expr <- cl$offset  # evaluated in newdata by predict()
   if (model) fit$model <- mf
+  hilbert_check(fit)
   fit
 }
