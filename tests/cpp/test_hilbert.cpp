@@ -135,3 +135,36 @@ TEST_CASE("Hilbert feature gradient through the prior variances matches finite d
     CHECK((g - fd).cwiseAbs().maxCoeff() < 1e-7 * (1 + fd.cwiseAbs().maxCoeff()));
   }
 }
+
+TEST_CASE("Hilbert gradient under the adjoint convention of the inducing kinds", "[hilbert]") {
+  // The engines' adjoint of the features is Phibar = Pb - 2 diag(gam) Phi
+  // (the variance k(x,x) - |phi|^2 of a row, adjoint gam); for a Hilbert term
+  // k(x,x) = |phi|^2, so the objective sum(Pb o Phi) has the gradient
+  // row part (Phibar, gam) + prior part (Y = Phibar' Phi).
+  VectorXd log_ls(1);
+  log_ls << std::log(0.7);
+  const Component c = hilbert_component(KernelType::matern32, log_ls, -0.3, {9}, 2.0);
+  const MatrixXd X = uniform_matrix(50, 1, 5, -1.5, 1.5);
+  const MatrixXd Pb = normal_matrix(50, c.size(), 13);
+  const VectorXd gam = normal_matrix(50, 1, 17).col(0);
+  auto f = [&](const VectorXd& th) {
+    Component k = c;
+    k.kernel.log_var = th(0);
+    k.kernel.log_ls = th.tail(1);
+    return (Pb.array() * features(k, X).array()).sum();
+  };
+  VectorXd th(2);
+  th << c.kernel.log_var, log_ls;
+  const ComponentPrior p = component_prior(c, 0.0);
+  MatrixXd Phi(50, c.size());
+  VectorXd resid = VectorXd::Zero(50);
+  ComponentRows r;
+  component_features(c, p, X, Phi, resid, r);
+  const MatrixXd Phibar = Pb - 2.0 * gam.asDiagonal() * Phi;
+  VectorXd g = VectorXd::Zero(2);
+  MatrixXd gZ(0, 0);
+  component_row_gradient(c, p, r, Phibar, gam, g, nullptr);
+  component_prior_gradient(c, p, Phibar.transpose() * Phi, g, gZ);
+  const VectorXd fd = fd_gradient(f, th, 1e-4);
+  CHECK((g - fd).cwiseAbs().maxCoeff() < 1e-7 * (1 + fd.cwiseAbs().maxCoeff()));
+}

@@ -106,6 +106,7 @@ struct ComponentRows {
   std::vector<MatrixXd> F, Dx;
   std::vector<VectorXd> Fd;
   std::vector<Index> code;            // factor
+  // (hilbert: K holds the features, before any by scaling)
   VectorXd by;                        // the by column's values (Component::by_col)
 };
 
@@ -149,6 +150,7 @@ inline void component_features(const Component& k, const ComponentPrior& p, cons
       return;
     case Kind::hilbert:
       hilbert_features(k.basis, Xc, p.sd, Phic);
+      r.K = Phic;  // (for the gradient through the prior variance |phi|^2: component_row_gradient())
       return;
   }
 }
@@ -202,8 +204,17 @@ inline void component_row_gradient(const Component& k, const ComponentPrior& p, 
       g(0) += k.kernel.variance() * gam.sum();
       return;
     }
+    case Kind::hilbert: {
+      // The adjoint Phibar treats the row's variance as k(x,x) - |phi|^2 (its
+      // -2 gam phi part), as for the inducing kinds; here k(x,x) = |phi|^2
+      // (no residual variance), so add d|phi_i|^2/d theta = sum_j phi_ij^2 drho_j
+      // (as the factor kind adds var * gam).  The rest is in
+      // component_prior_gradient().
+      const VectorXd w = r.K.array().square().matrix().transpose() * gam;
+      g += p.drho.transpose() * w;
+      return;
+    }
     case Kind::linear:
-    case Kind::hilbert:  // (all through the prior variances: component_prior_gradient())
       return;
   }
 }
