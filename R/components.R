@@ -246,8 +246,63 @@ hilbert_one <- function(spec, Xg, Xs, st, sc, ysc, control, col, by, n_terms) {
   dimnames(rng) <- list(NULL, colnames(Xg))
   if (isTRUE(control$priors)) comp <- c(comp, hyper_priors(rng, sc, spec, prod(m), ysc))
   term <- list(spec = spec, type = "hilbert", scaling = sc, range = rng, by = by,
-               hilbert = list(m = m, c = cc, S = unname(S), L = unname(L), l_min = unname(l_min)))
+               hilbert = list(m = m, c = rep(cc, d), S = unname(S), L = unname(L), l_min = unname(l_min)))
   list(comp = comp, term = term, Xs = Xs)
+}
+
+# The adaptation of the notes (section 4.4) after a fit: per input of each
+# Hilbert term with learned hyperparameters, (a) a fitted lengthscale below
+# 1.1 l_min doubles the input's number of sines; (b) one the box is too
+# narrow for, c < c_req(l), widens the box to c_req(1.25 l) (at most 8 half-
+# ranges) with as many more sines as keep l_min.  Returns the setup to refit
+# (every component's hyperparameters and the noise warm-started from the
+# engine's result `res`), or NULL when nothing changes; no term grows beyond
+# `max_basis` functions (the final hilbert_check() then warns).
+hilbert_adapt <- function(setup, res, max_basis = 2000L) {
+  hs <- which(vapply(setup$comps, function(k) identical(k$kind, "hilbert") && isTRUE(k$learn_kernel), TRUE))
+  if (!length(hs) || is.null(res$specs)) return(NULL)
+  changed <- FALSE
+  comps <- setup$comps
+  for (i in hs) {
+    k <- comps[[i]]
+    h <- setup$terms$gp[[i]]$hilbert
+    d <- length(h$m)
+    ls <- rep(exp(res$specs[[i]]$log_ls), length.out = d)
+    kc <- hilbert_constants(k$kernel)
+    m <- h$m
+    cc <- h$c
+    short <- ls < 1.1 * h$l_min
+    m[short] <- 2L * m[short]
+    c_req <- pmax(1.2, kc$a1 * ls / h$S, 1 + kc$r * ls / (2 * h$S))
+    long <- c_req > cc * (1 + 1e-8) & cc < 8
+    if (any(long)) {
+      c_new <- pmin(8, pmax(1.2, kc$a1 * 1.25 * ls / h$S, 1 + kc$r * 1.25 * ls / (2 * h$S)))
+      m[long] <- as.integer(ceiling(m[long] * c_new[long] / cc[long]))
+      cc[long] <- c_new[long]
+    }
+    if (!any(short | long) || prod(m) > max_basis) next
+    changed <- TRUE
+    L <- cc * h$S
+    l_min <- hilbert_l_min(k$kernel, L, m)
+    log_min <- log(l_min / 2)
+    if (length(k$log_ls) == 1) log_min <- max(log_min)
+    k$hs_L <- L
+    k$hs_m <- as.integer(m)
+    k$log_ls_min <- log_min
+    comps[[i]] <- k
+    setup$terms$gp[[i]]$hilbert <- list(m = as.integer(m), c = cc, S = h$S, L = L, l_min = l_min)
+  }
+  if (!changed) return(NULL)
+  # warm start: the fitted hyperparameters (within the new bounds)
+  for (i in seq_along(comps)) {
+    f <- res$specs[[i]]
+    if (!is.null(f$log_var)) comps[[i]]$log_var <- f$log_var
+    if (!is.null(f$log_ls)) comps[[i]]$log_ls <- if (is.null(comps[[i]]$log_ls_min)) f$log_ls
+                                                 else pmax(f$log_ls, comps[[i]]$log_ls_min + log(1.1))
+  }
+  setup$comps <- comps
+  if (!is.null(res$log_noise)) setup$log_noise <- res$log_noise
+  setup
 }
 
 # The check of the notes (section 4.4) after a fit, per input of each Hilbert
@@ -282,7 +337,7 @@ hilbert_check <- function(fit) {
       warning(sprintf(paste0("%s: the fitted lengthscale of '%s' is longer than its Hilbert basis's box represents ",
                              "(box factor %.2f, %.2f needed); the curve is pulled towards zero near the box's edges ",
                              "(for a linear trend, add '%s' as a parametric term)"),
-                      g$spec$label, g$spec$vars[j], h$c, c_req[j], g$spec$vars[j]), call. = FALSE)
+                      g$spec$label, g$spec$vars[j], h$c[j], c_req[j], g$spec$vars[j]), call. = FALSE)
     }
   }
   invisible(NULL)

@@ -115,6 +115,12 @@ gpgam <- function(formula, data, family = gaussian(), inference = "vi", control 
   setup <- gp_setup(parsed, mf, fam, control)
   t0 <- proc.time()[["elapsed"]]
   res <- engine_fit(engine, setup, control)
+  refits <- 0L
+  while (refits < 3L && !is.null(adapted <- hilbert_adapt(setup, res))) {  # gp(basis = "hilbert"): ?gp
+    setup <- adapted
+    res <- engine_fit(engine, setup, control)
+    refits <- refits + 1L
+  }
   elapsed <- proc.time()[["elapsed"]] - t0
   fit <- collect_fit(setup, res, control, engine)
   fit$call <- cl
@@ -123,6 +129,7 @@ gpgam <- function(formula, data, family = gaussian(), inference = "vi", control 
   fit$na.action <- attr(mf, "na.action")
   fit$offset_expr <- cl$offset  # evaluated in newdata by predict()
   if (model) fit$model <- mf
+  if (refits) fit$hilbert_refits <- refits
   hilbert_check(fit)
   fit
 }

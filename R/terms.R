@@ -60,9 +60,15 @@
 #' \eqn{l_{min} = 2 c S q / (\pi m)}, \eqn{q} the 0.995 quantile of the
 #' spectral density's margin (normal for SE, \eqn{t_{2\nu}} for Matern), so that
 #' at most 1\% of the spectral mass is lost.  Lengthscales are bounded below
-#' by \eqn{l_{min}/2} during the fit, and a fit warns when one ends below
-#' \eqn{1.1 l_{min}} (refit with a larger `k`) or beyond what the box
-#' represents.  The basis vanishes outside the box, so predictions far beyond
+#' by \eqn{l_{min}/2} during the fit.  As Riutort-Mayol et al. (section 4.4)
+#' advise, the fit is then checked per input: a fitted lengthscale below
+#' \eqn{1.1 l_{min}} doubles the input's number of sines, one too long for the
+#' box (\eqn{c} below the rule's value at that lengthscale) widens the box to
+#' the rule's value at 1.25 times the lengthscale (at most 8 half-ranges)
+#' with as many more sines as keep \eqn{l_{min}}, and the model is refitted
+#' from the fitted hyperparameters (at most 3 times, up to 2000 basis
+#' functions per term; `fit$hilbert_refits` counts them); a warning names the
+#' term and input when that does not suffice.  The basis vanishes outside the box, so predictions far beyond
 #' the data's range revert to the mean.  Not supported yet: other engines,
 #' `ti()` and terms that share inputs with another `gp()` term; the term's
 #' prior is not centred (its reported curve is, as for `centre = NULL`).

@@ -128,7 +128,7 @@ test_that("at the sizes the default picks, the Hilbert covariance is within 0.02
     sp <- fit$state$specs[[1]]
     h <- fit$terms$gp[[1]]$hilbert
     expect_equal(sp$hs_m, rep(c(64L, 24L)[d], d))
-    expect_equal(h$c, scalegp:::hilbert_c(kern, d))
+    expect_equal(h$c, rep(scalegp:::hilbert_c(kern, d), d))
     # the data's box on the internal scale (centred at the midpoints)
     X <- as.matrix(expand.grid(lapply(seq_len(d), function(k)
       sp$hs_centre[k] + seq(-h$S[k], h$S[k], length.out = if (d == 1) 101 else 21))))
@@ -248,4 +248,28 @@ test_that("a Hilbert term with a numeric or factor `by` fits", {
                data = d, control = qctl())
   truth <- sin(4 * d$x) * d$z + ifelse(d$g == "1", cos(3 * d$x), -cos(3 * d$x))
   expect_lt(sqrt(mean((fitted(fit) - truth)^2)), 0.12)
+})
+
+test_that("a lengthscale too short for the basis grows it, one too long widens the box, and the fit recovers the truth", {
+  set.seed(7)
+  n <- 400
+  d <- data.frame(x = runif(n))
+  truth <- function(x) sin(30 * x)
+  d$y <- truth(d$x) + rnorm(n, sd = 0.1)
+  # 10 sines cannot hold a lengthscale of about 0.05 on [0, 1]
+  fit <- gpgam(y ~ gp(x, basis = "hilbert", k = 10), data = d, control = qctl())
+  h <- fit$terms$gp[[1]]$hilbert
+  expect_gte(fit$hilbert_refits, 1)
+  expect_gt(h$m, 10)
+  expect_equal(fit$state$specs[[1]]$hs_m, h$m)
+  ls <- exp(fit$state$specs[[1]]$log_ls)
+  expect_gte(ls, 1.1 * h$l_min)
+  nd <- data.frame(x = seq(0.02, 0.98, length.out = 200))
+  expect_lt(sqrt(mean((predict(fit, nd) - truth(nd$x))^2)), 0.05)
+  # a smooth trend: its lengthscale is long against the data's range
+  d$y2 <- 2 * d$x + 0.3 * d$x^2 + rnorm(n, sd = 0.1)
+  fit2 <- gpgam(y2 ~ gp(x, basis = "hilbert"), data = d, control = qctl())
+  h2 <- fit2$terms$gp[[1]]$hilbert
+  expect_equal(fit2$state$specs[[1]]$hs_L, h2$c * h2$S)
+  expect_lt(sqrt(mean((predict(fit2, nd) - (2 * nd$x + 0.3 * nd$x^2))^2)), 0.05)
 })
