@@ -254,7 +254,8 @@ hilbert_one <- function(spec, Xg, Xs, st, sc, ysc, control, col, by, n_terms) {
 # Hilbert term with learned hyperparameters, (a) a fitted lengthscale below
 # 1.1 l_min doubles the input's number of sines; (b) one the box is too
 # narrow for, c < c_req(l), widens the box to c_req(1.25 l) (at most 8 half-
-# ranges) with as many more sines as keep l_min.  Returns the setup to refit
+# ranges), with more sines only if it needs them for half the fitted
+# lengthscale (l_min rises with the box; check (a) of the refit guards it).  Returns the setup to refit
 # (every component's hyperparameters and the noise warm-started from the
 # engine's result `res`), or NULL when nothing changes; no term grows beyond
 # `max_basis` functions (the final hilbert_check() then warns).
@@ -277,7 +278,9 @@ hilbert_adapt <- function(setup, res, max_basis = 2000L) {
     long <- c_req > cc * (1 + 1e-8) & cc < 8
     if (any(long)) {
       c_new <- pmin(8, pmax(1.2, kc$a1 * 1.25 * ls / h$S, 1 + kc$r * 1.25 * ls / (2 * h$S)))
-      m[long] <- as.integer(ceiling(m[long] * c_new[long] / cc[long]))
+      # (enough sines for half the fitted lengthscale on the wider box)
+      m_need <- as.integer(ceiling(2 * c_new * h$S * kc$q / (pi * 0.5 * ls)))
+      m[long] <- pmax(m[long], m_need[long])
       cc[long] <- c_new[long]
     }
     if (!any(short | long) || prod(m) > max_basis) next

@@ -64,8 +64,8 @@
 #' advise, the fit is then checked per input: a fitted lengthscale below
 #' \eqn{1.1 l_{min}} doubles the input's number of sines, one too long for the
 #' box (\eqn{c} below the rule's value at that lengthscale) widens the box to
-#' the rule's value at 1.25 times the lengthscale (at most 8 half-ranges)
-#' with as many more sines as keep \eqn{l_{min}}, and the model is refitted
+#' the rule's value at 1.25 times the lengthscale (at most 8 half-ranges),
+#' with more sines only where half the fitted lengthscale needs them, and the model is refitted
 #' from the fitted hyperparameters (at most 3 times, up to 2000 basis
 #' functions per term; `fit$hilbert_refits` counts them); a warning names the
 #' term and input when that does not suffice.  The basis vanishes outside the box, so predictions far beyond
