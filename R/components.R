@@ -229,7 +229,7 @@ hilbert_one <- function(spec, Xg, Xs, st, sc, ysc, control, col, by, n_terms) {
   S[!(S > 0)] <- 1  # (a constant input: any box holds it)
   cc <- hilbert_c(spec$kernel, d)
   L <- cc * S
-  m <- rep(as.integer(spec$k %||% c(64L, 24L, 12L)[d]), d)
+  m <- rep(as.integer(spec$k %||% c(64L, 24L, 12L)[d]), length.out = d)
   l_min <- hilbert_l_min(spec$kernel, L, m)
   log_min <- log(l_min / 2)
   if (!spec$ard) log_min <- max(log_min)

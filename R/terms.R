@@ -80,7 +80,7 @@
 #'   the source repository compares their coverage on simulated designs.
 #' @param k number of inducing points (default `gp_control()$inducing`); with
 #'   `basis = "hilbert"`, the number of basis functions per input (default
-#'   64, 24, 12 for a term of one, two, three inputs).
+#'   64, 24, 12 for a term of one, two, three inputs), or one number per input.
 #' @param ard one lengthscale per input (`TRUE`) or one shared lengthscale.
 #' @param inducing optional matrix (or vector, for one input) of inducing
 #'   locations on the scale of the data; overrides `k`.
@@ -125,16 +125,18 @@ gp <- function(..., kernel = c("se", "matern32", "matern52"), k = NULL, ard = TR
   if (identical(kernel, kernels)) kernel <- kernels[1]
   if (!is.character(kernel) || length(kernel) != 1 || !kernel %in% kernels)
     stop_arg("kernel", "must be one of ", paste0("\"", kernels, "\"", collapse = ", "))
-  if (!is.null(k)) {
-    check_count(k, "k")
-    if (k < 2) stop_arg("k", "must be at least 2 (one inducing point cannot represent a curve)")
-  }
-  if (!is.logical(ard) || length(ard) != 1 || is.na(ard)) stop_arg("ard", "must be TRUE or FALSE")
   d <- length(labels)
   bases <- eval(formals(gp)$basis)
   if (identical(basis, bases)) basis <- bases[1]
   if (!is.character(basis) || length(basis) != 1 || !basis %in% bases)
     stop_arg("basis", "must be one of ", paste0("\"", bases, "\"", collapse = ", "))
+  if (!is.null(k)) {
+    if (basis == "hilbert" && d > 1 && length(k) == d) {  # (sines per input, as te()'s k)
+      for (kk in k) check_count(kk, "k")
+    } else check_count(k, "k")
+    if (any(k < 2)) stop_arg("k", "must be at least 2 (one inducing point cannot represent a curve)")
+  }
+  if (!is.logical(ard) || length(ard) != 1 || is.na(ard)) stop_arg("ard", "must be TRUE or FALSE")
   if (basis == "hilbert") {
     if (d > 3)
       stop_arg("basis", "= \"hilbert\" serves gp() terms of 1 to 3 inputs; gp(", paste(labels, collapse = ", "),
@@ -187,7 +189,8 @@ mgcv_term <- function(e, env) {
   }
   if (fun == "te" && "k" %in% nm) {
     k <- eval(args$k, env)
-    if (length(k) > 1) args$k <- prod(k)
+    hs <- "basis" %in% nm && identical(eval(args$basis, env), "hilbert")
+    if (length(k) > 1 && !hs) args$k <- prod(k)  # (a Hilbert basis takes k per input)
   }
   spec <- eval(as.call(c(list(gp), args)), env)
   if (fun == "ti") {
@@ -202,7 +205,7 @@ mgcv_term <- function(e, env) {
 #' @export
 print.gp_spec <- function(x, ...) {
   cat(x$label, ": ", x$kernel, " kernel", if (length(x$vars) > 1) if (x$ard) ", ARD" else ", isotropic",
-      if (identical(x$basis, "hilbert")) ", Hilbert basis", if (!is.null(x$k)) paste0(", k = ", x$k), "\n", sep = "")
+      if (identical(x$basis, "hilbert")) ", Hilbert basis", if (!is.null(x$k)) paste0(", k = ", paste(x$k, collapse = " x ")), "\n", sep = "")
   invisible(x)
 }
 

@@ -231,6 +231,10 @@ test_that("bad Hilbert input is refused naming the argument", {
   d <- data.frame(a = runif(30), b = runif(30), c = runif(30), e = runif(30), f = gl(3, 10), y = rnorm(30))
   expect_error(gp(a, b, c, e, basis = "hilbert"), "'basis' .*1 to 3 inputs")
   expect_error(gp(a, basis = "fourier"), "'basis' must be one of")
+  expect_error(gp(a, b, basis = "hilbert", k = c(10, 1)), "'k' must be at least 2")
+  expect_error(gp(a, basis = "hilbert", k = c(10, 12)), "'k'")
+  expect_equal(gpgam(y ~ te(a, b, k = c(6, 5), basis = "hilbert"), data = d,
+                     control = qctl(iterations = 1, fixed = "kernel"))$state$specs[[1]]$hs_m, c(6L, 5L))
   expect_error(gp(a, basis = "hilbert", inducing = 1:3), "'inducing' has no meaning")
   expect_error(gpgam(y ~ gp(f, basis = "hilbert"), data = d, control = qctl()), "'basis' .*numeric inputs")
   expect_error(gpgam(y ~ ti(a, b, basis = "hilbert"), data = d, control = qctl()), "'basis' .*ti\\(\\)")
