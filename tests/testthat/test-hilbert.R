@@ -193,6 +193,9 @@ test_that("Hilbert terms are centred over the data and the predictor is unchange
   expect_close(rowSums(tp) + attr(tp, "constant"), predict(fit, d), 1e-10)
   expect_lt(sqrt(mean((fitted(fit) - (3 + sin(5 * d$x1) + d$x2^2))^2)), 0.1)
   expect_output(print(fit), "se kernel (Hilbert basis), 64 basis functions", fixed = TRUE)
+  # predictions far beyond the data's range are flagged (the basis holds a box only)
+  expect_silent(predict(fit, data.frame(x1 = c(0.5, 1.1), x2 = 0.5)))
+  expect_warning(predict(fit, data.frame(x1 = c(0.5, 4), x2 = 0.5)), "gp\\(x1\\): 1 row.*beyond the range of 'x1'")
 })
 
 test_that("the objective's gradient with Hilbert terms matches finite differences", {
