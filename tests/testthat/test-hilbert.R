@@ -280,3 +280,16 @@ test_that("a lengthscale too short for the basis grows it, one too long widens t
   expect_equal(fit2$state$specs[[1]]$hs_L, h2$c * h2$S)
   expect_lt(sqrt(mean((predict(fit2, nd) - (2 * nd$x + 0.3 * nd$x^2))^2)), 0.05)
 })
+
+test_that("Hilbert fits are identical for any number of threads (rows and discretised)", {
+  set.seed(8)
+  n <- 600
+  d <- data.frame(x1 = runif(n), x2 = runif(n))
+  d$y <- sin(5 * d$x1) + cos(4 * d$x2) + rnorm(n, sd = 0.3)
+  for (disc in c(FALSE, TRUE)) {
+    fits <- lapply(1:2, function(th) gpgam(y ~ gp(x1, basis = "hilbert") + gp(x2, basis = "hilbert"), data = d,
+                                           control = qctl(threads = th, discrete = disc)))
+    expect_identical(fitted(fits[[1]]), fitted(fits[[2]]))
+    expect_identical(fits[[1]]$objective, fits[[2]]$objective)
+  }
+})
