@@ -154,29 +154,41 @@ test_that("a Gaussian fit at fixed hyperparameters is the Bayesian linear model 
                 list(f = y ~ gp(x1, x2, basis = "hilbert", kernel = "matern52", lengthscale = c(0.7, 1.5),
                                 variance = 1.3, k = 10) - 1,
                      vars = c("x1", "x2"), kernel = "matern52", ls = c(0.7, 1.5)))
+  # prior weights (noise variance 0.09 / w) and an offset
+  wts <- runif(n, 0.5, 2)
+  d$o <- rnorm(n, sd = 0.5)
+  nd$o <- rnorm(30, sd = 0.5)
+  cases[[3]] <- list(f = y ~ gp(x2, basis = "hilbert", kernel = "matern32", lengthscale = 0.9, variance = 0.8) +
+                       offset(o) - 1, vars = "x2", kernel = "matern32", ls = 0.9, variance = 0.8, weights = TRUE)
   for (cs in cases) {
-    fit <- gpgam(cs$f, data = d, control = qctl(fixed = c("kernel", "sigma"), sigma = 0.3, iterations = 1))
+    w <- if (isTRUE(cs$weights)) wts else rep(1, n)
+    d$wt <- w
+    off <- if (isTRUE(cs$weights)) d$o else 0
+    off_new <- if (isTRUE(cs$weights)) nd$o else 0
+    v <- cs[["variance"]] %||% 1.3
+    fit <- gpgam(cs$f, data = d, weights = wt,
+                 control = qctl(fixed = c("kernel", "sigma"), sigma = 0.3, iterations = 1))
     # the box the fit chose, on the scale of the data
     sp <- fit$state$specs[[1]]
     sc <- fit$terms$gp[[1]]$scaling
     centre <- sc$center + sp$hs_centre * sc$scale
     L <- sp$hs_L * sc$scale
     # y = Phi w + e, w ~ N(0, diag(S)), e ~ N(0, 0.3^2): whitened Phi diag(sqrt(S))
-    sq <- exp(hs_log_spectrum(cs$kernel, L, sp$hs_m, cs$ls, 1.3) / 2)
+    sq <- exp(hs_log_spectrum(cs$kernel, L, sp$hs_m, cs$ls, v) / 2)
     P <- sweep(hs_sines(as.matrix(d[cs$vars]), centre, L, sp$hs_m), 2, sq, "*")
     Ps <- sweep(hs_sines(as.matrix(nd[cs$vars]), centre, L, sp$hs_m), 2, sq, "*")
-    A <- diag(ncol(P)) + crossprod(P) / 0.09
+    A <- diag(ncol(P)) + crossprod(P, w * P) / 0.09
     V <- solve(A)
-    mv <- V %*% crossprod(P, d$y) / 0.09
-    mu <- drop(Ps %*% mv)
+    mv <- V %*% crossprod(P, w * (d$y - off)) / 0.09
+    mu <- off_new + drop(Ps %*% mv)
     s2 <- rowSums((Ps %*% V) * Ps)
     p <- predict(fit, nd, se.fit = TRUE)
     expect_close(p$fit, mu, 1e-8)
     expect_close(p$se.fit^2, s2, 1e-8)
     expect_true(all(s2 > 1e-3))
-    expect_close(fitted(fit), P %*% mv, 1e-8)
+    expect_close(fitted(fit), off + P %*% mv, 1e-8)
     # the ELBO at the exact posterior is the log marginal likelihood
-    expect_close(logLik(fit), ldmvnorm0(d$y, tcrossprod(P) + 0.09 * diag(n)), 1e-6)
+    expect_close(logLik(fit), ldmvnorm0(d$y - off, tcrossprod(P) + diag(0.09 / w)), 1e-6)
     expect_equal(fit$params$gp[[1]]$basis, ncol(P))
   }
 })
