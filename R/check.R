@@ -73,9 +73,13 @@ gp_check <- function(fit, rep = 200, plot = TRUE, ...) {
         "suggest more inducing points):\n", sep = "")
     print(format(tab, digits = 3))
     advice <- rownames(tab)[(tab$`edf/M` > 0.8) | (tab$`k-index` < 0.9 & tab$`p-value` < 0.05)]
+    hs <- vapply(fit$terms$gp, function(g) identical(g$type, "hilbert"), TRUE)
+    names(hs) <- rownames(tab)
     for (a in advice)
-      cat(sprintf("Advice: %s may need more inducing points (it has %d): try k = %d.\n", a, tab[a, "M"],
-                  2L * tab[a, "M"]))
+      cat(if (hs[[a]]) sprintf("Advice: %s may need a larger Hilbert basis (%d functions): try k = %d per input.\n", a,
+                               tab[a, "M"], 2L * fit$terms$gp[[which(rownames(tab) == a)[1]]]$hilbert$m[1])
+          else sprintf("Advice: %s may need more inducing points (it has %d): try k = %d.\n", a, tab[a, "M"],
+                       2L * tab[a, "M"]))
   }
   cat("\n")
   invisible(list(convergence = conv, terms = tab))

@@ -3,6 +3,7 @@
 #   stationary  gp() alone in the model (or centre = FALSE): SE / Matern kernel
 #   centred     several gp() terms: centred ANOVA kernel (see ?gp)
 #   factor      gp(f) of a factor: i.i.d. random effect, one inducing point per level
+#   hilbert     gp(..., basis = "hilbert"): the reduced-rank Hilbert-space basis (hilbert_one())
 
 # The components of one gp() spec: a list of list(comp, term), one for most
 # terms, one per level for a term with a factor `by`.  `others`: the other
@@ -10,6 +11,9 @@
 gp_component <- function(spec, mf, others, n_terms, ysc, control, col) {
   x <- mf[[spec$vars[1]]]
   if (length(spec$vars) == 1 && (is.factor(x) || is.character(x) || is.logical(x))) {
+    if (identical(spec$basis, "hilbert"))
+      stop_arg("basis", "= \"hilbert\" needs numeric inputs; gp(", spec$vars, ") of a factor is a random effect ",
+               "(leave basis unset)")
     if (!is.null(spec$by)) stop_arg("by", "is not supported for a random effect gp(", spec$vars, ")")
     return(list(factor_component(spec, x, ysc, control, col)))
   }
@@ -50,6 +54,7 @@ gp_one <- function(spec, mf, others, n_terms, ysc, control, col, by) {
   if (nu < 10)
     warning(sprintf("%s has only %d distinct input %s; its curve cannot be estimated well", spec$label, nu,
                     if (d == 1) "values" else "rows"), call. = FALSE)
+  if (identical(spec$basis, "hilbert")) return(hilbert_one(spec, Xg, Xs, st, sc, ysc, control, col, by, n_terms))
   Z <- inducing_init(Xg, Xs, spec, sc, control)
   ls0 <- if (!is.null(spec$lengthscale)) log(spec$lengthscale / sc$scale[seq_along(spec$lengthscale)])
          else log(if (centre) 1 else sqrt(d))
@@ -180,4 +185,163 @@ inverse_gamma_from_tails <- function(lo, hi, p = 0.01) {
   la <- stats::uniroot(f, c(-8, 12), tol = 1e-10)$root
   a <- exp(la)
   c(a = a, b = stats::qgamma(1 - p, a) * lo)
+}
+
+# ---- the Hilbert-space basis (gp(basis = "hilbert"); inst/include/scalegp/hilbert.hpp) ----
+# Per input k of the term (standardised scale): the box is centred at the
+# midpoint of the input's range, with half-width L_k = c S_k (S_k the
+# half-range); the basis has m_k sines per input (k of gp(), else 64 / 24 / 12
+# for a term of 1 / 2 / 3 inputs), the full grid of their products.  The rule
+# of the notes on the basis (after Riutort-Mayol et al. 2023, section 4.3,
+# which protects only the middle of the data range): with eps = 0.01,
+#   c = max(1.2, a1 l_hi / S, 1 + r_eps l_hi / (2 S)),  l_hi = S (1 input) or S / 2,
+#   l_min(m, c) = 2 c S q_eps / (pi m)  (the lengthscale whose spectrum beyond the
+#   last sine holds eps of the mass),
+# with q_eps the 1 - eps/2 quantile of the spectral density's margin (normal
+# for SE, t with 2 nu degrees of freedom for Matern), r_eps where the
+# correlation falls to eps (in lengthscales) and a1 the published constant
+# of the boundary factor.  The lengthscales are bounded below by l_min / 2
+# (with too few sines a fitted lengthscale can run off to zero); a fit
+# warns when a lengthscale ends below 1.1 l_min or above what the box
+# represents (hilbert_check()).
+hilbert_constants <- function(kernel) {
+  switch(kernel,
+         se = list(q = stats::qnorm(0.995), a1 = 3.2, r = sqrt(2 * log(100))),
+         matern52 = list(q = stats::qt(0.995, 5), a1 = 4.1, r = 3.5882),
+         matern32 = list(q = stats::qt(0.995, 3), a1 = 4.5, r = 3.8325))
+}
+
+# The box factor c of a term of d inputs (long lengthscales up to l_hi / S).
+hilbert_c <- function(kernel, d, l_hi = if (d == 1) 1 else 0.5) {
+  k <- hilbert_constants(kernel)
+  max(1.2, k$a1 * l_hi, 1 + k$r * l_hi / 2)
+}
+
+# The smallest lengthscale (standardised scale) m sines represent on a box of
+# half-width L = c S: 2 L q / (pi m).
+hilbert_l_min <- function(kernel, L, m) 2 * L * hilbert_constants(kernel)$q / (pi * m)
+
+hilbert_one <- function(spec, Xg, Xs, st, sc, ysc, control, col, by, n_terms) {
+  d <- ncol(Xs)
+  lo <- apply(Xs, 2, min)
+  hi <- apply(Xs, 2, max)
+  S <- (hi - lo) / 2
+  S[!(S > 0)] <- 1  # (a constant input: any box holds it)
+  cc <- hilbert_c(spec$kernel, d)
+  L <- cc * S
+  m <- rep(as.integer(spec$k %||% c(64L, 24L, 12L)[d]), length.out = d)
+  l_min <- hilbert_l_min(spec$kernel, L, m)
+  log_min <- log(l_min / 2)
+  if (!spec$ard) log_min <- max(log_min)
+  ls0 <- if (!is.null(spec$lengthscale)) log(spec$lengthscale / sc$scale[seq_along(spec$lengthscale)])
+         else log(sqrt(d))
+  ls0 <- rep(ls0, length.out = if (spec$ard) d else 1)
+  if (is.null(spec$lengthscale)) ls0 <- pmax(ls0, log_min + log(4))
+  var0 <- if (!is.null(spec$variance)) spec$variance / ysc$scale^2 else 1 / n_terms
+  comp <- list(kind = "hilbert", cols = col + seq_len(d) - 1L, kernel = spec$kernel, log_var = log(var0),
+               log_ls = ls0, hs_centre = unname((lo + hi) / 2), hs_L = unname(L), hs_m = m,
+               log_ls_min = unname(log_min), learn_kernel = !("kernel" %in% control$fixed))
+  if (!is.null(by)) comp$by_col <- col + d
+  rng <- st[c("min", "max"), , drop = FALSE]
+  dimnames(rng) <- list(NULL, colnames(Xg))
+  if (isTRUE(control$priors)) comp <- c(comp, hyper_priors(rng, sc, spec, prod(m), ysc))
+  term <- list(spec = spec, type = "hilbert", scaling = sc, range = rng, by = by,
+               hilbert = list(m = m, c = rep(cc, d), S = unname(S), L = unname(L), l_min = unname(l_min)))
+  list(comp = comp, term = term, Xs = Xs)
+}
+
+# The adaptation of the notes (section 4.4) after a fit: per input of each
+# Hilbert term with learned hyperparameters, (a) a fitted lengthscale below
+# 1.1 l_min doubles the input's number of sines; (b) one the box is too
+# narrow for, c < c_req(l), widens the box to c_req(1.25 l) (at most 8 half-
+# ranges), with more sines only if it needs them for half the fitted
+# lengthscale (l_min rises with the box; check (a) of the refit guards it).  Returns the setup to refit
+# (every component's hyperparameters and the noise warm-started from the
+# engine's result `res`), or NULL when nothing changes; no term grows beyond
+# `max_basis` functions (the final hilbert_check() then warns).
+hilbert_adapt <- function(setup, res, max_basis = 2000L) {
+  hs <- which(vapply(setup$comps, function(k) identical(k$kind, "hilbert") && isTRUE(k$learn_kernel), TRUE))
+  if (!length(hs) || is.null(res$specs)) return(NULL)
+  changed <- FALSE
+  comps <- setup$comps
+  for (i in hs) {
+    k <- comps[[i]]
+    h <- setup$terms$gp[[i]]$hilbert
+    d <- length(h$m)
+    ls <- rep(exp(res$specs[[i]]$log_ls), length.out = d)
+    kc <- hilbert_constants(k$kernel)
+    m <- h$m
+    cc <- h$c
+    short <- ls < 1.1 * h$l_min
+    m[short] <- 2L * m[short]
+    c_req <- pmax(1.2, kc$a1 * ls / h$S, 1 + kc$r * ls / (2 * h$S))
+    long <- c_req > cc * (1 + 1e-8) & cc < 8
+    if (any(long)) {
+      c_new <- pmin(8, pmax(1.2, kc$a1 * 1.25 * ls / h$S, 1 + kc$r * 1.25 * ls / (2 * h$S)))
+      # (enough sines for half the fitted lengthscale on the wider box)
+      m_need <- as.integer(ceiling(2 * c_new * h$S * kc$q / (pi * 0.5 * ls)))
+      m[long] <- pmax(m[long], m_need[long])
+      cc[long] <- c_new[long]
+    }
+    if (!any(short | long) || prod(m) > max_basis) next
+    changed <- TRUE
+    L <- cc * h$S
+    l_min <- hilbert_l_min(k$kernel, L, m)
+    log_min <- log(l_min / 2)
+    if (length(k$log_ls) == 1) log_min <- max(log_min)
+    k$hs_L <- L
+    k$hs_m <- as.integer(m)
+    k$log_ls_min <- log_min
+    comps[[i]] <- k
+    setup$terms$gp[[i]]$hilbert <- list(m = as.integer(m), c = cc, S = h$S, L = L, l_min = l_min)
+  }
+  if (!changed) return(NULL)
+  # warm start: the fitted hyperparameters (within the new bounds)
+  for (i in seq_along(comps)) {
+    f <- res$specs[[i]]
+    if (!is.null(f$log_var)) comps[[i]]$log_var <- f$log_var
+    if (!is.null(f$log_ls)) comps[[i]]$log_ls <- if (is.null(comps[[i]]$log_ls_min)) f$log_ls
+                                                 else pmax(f$log_ls, comps[[i]]$log_ls_min + log(1.1))
+  }
+  setup$comps <- comps
+  if (!is.null(res$log_noise)) setup$log_noise <- res$log_noise
+  setup
+}
+
+# The check of the notes (section 4.4) after a fit, per input of each Hilbert
+# term with learned hyperparameters: (a) the fitted lengthscale is at least
+# 1.1 l_min (else the basis is too small for it: a larger k is needed; the
+# fit does not enlarge the basis itself yet); (b) the box is wide enough for
+# it, c >= c_req(l) (else a long-lengthscale curve, such as a trend, is
+# pulled towards zero near the box's walls).  Warns, naming term and input.
+hilbert_check <- function(fit) {
+  edf <- NULL
+  for (i in seq_along(fit$terms$gp)) {
+    g <- fit$terms$gp[[i]]
+    s <- fit$state$specs[[i]]
+    if (!identical(g$type, "hilbert") || !isTRUE(s$learn_kernel)) next
+    h <- g$hilbert
+    d <- length(h$m)
+    ls <- rep(exp(s$log_ls), length.out = d)
+    k <- hilbert_constants(s$kernel)
+    short <- ls < 1.1 * h$l_min
+    if (any(short)) {
+      j <- which(short)[1]
+      warning(sprintf(paste0("%s: the fitted lengthscale of '%s' (%.3g) is near the shortest its Hilbert basis of %d ",
+                             "functions per input represents (%.3g); refit with a larger k, e.g. gp(..., k = %d)"),
+                      g$spec$label, g$spec$vars[j], ls[j] * g$scaling$scale[min(j, length(g$scaling$scale))], h$m[j],
+                      h$l_min[j] * g$scaling$scale[min(j, length(g$scaling$scale))], 2L * h$m[j]), call. = FALSE)
+    }
+    c_req <- pmax(1.2, k$a1 * ls / h$S, 1 + k$r * ls / (2 * h$S))
+    edf <- edf %||% component_edf(fit)
+    long <- c_req > h$c * (1 + 1e-8) & edf[i] > 0.5
+    if (any(long)) {
+      j <- which(long)[1]
+      warning(sprintf(paste0("%s: the fitted lengthscale of '%s' is longer than its Hilbert basis's box represents ",
+                             "(box factor %.2f, %.2f needed); the curve is pulled towards zero near the box's edges ",
+                             "(for a linear trend, add '%s' as a parametric term)"),
+                      g$spec$label, g$spec$vars[j], h$c[j], c_req[j], g$spec$vars[j]), call. = FALSE)
+    }
+  }
+  invisible(NULL)
 }

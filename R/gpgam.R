@@ -108,11 +108,19 @@ gpgam <- function(formula, data, family = gaussian(), inference = "vi", control 
   engine <- get_engine(inference)
   fam <- likelihood_name(family)
   parsed <- parse_gpgam_formula(formula, if (!missing(data) && is.data.frame(data)) data)
+  if (engine$name != "vi" && any(vapply(parsed$specs, function(sp) identical(sp$basis, "hilbert"), TRUE)))
+    stop_arg("inference", "= \"", engine$name, "\" does not support gp(basis = \"hilbert\") yet; use inference = \"vi\"")
   mf <- gp_model_frame(cl, parent.frame(), parsed$full)
   control <- resolve_control(control, nrow(mf), engine, fam$lik)
   setup <- gp_setup(parsed, mf, fam, control)
   t0 <- proc.time()[["elapsed"]]
   res <- engine_fit(engine, setup, control)
+  refits <- 0L
+  while (refits < 3L && !is.null(adapted <- hilbert_adapt(setup, res))) {  # gp(basis = "hilbert"): ?gp
+    setup <- adapted
+    res <- engine_fit(engine, setup, control)
+    refits <- refits + 1L
+  }
   elapsed <- proc.time()[["elapsed"]] - t0
   fit <- collect_fit(setup, res, control, engine)
   fit$call <- cl
@@ -121,5 +129,7 @@ gpgam <- function(formula, data, family = gaussian(), inference = "vi", control 
   fit$na.action <- attr(mf, "na.action")
   fit$offset_expr <- cl$offset  # evaluated in newdata by predict()
   if (model) fit$model <- mf
+  if (refits) fit$hilbert_refits <- refits
+  hilbert_check(fit)
   fit
 }

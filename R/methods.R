@@ -16,8 +16,9 @@ print.gpgam <- function(x, digits = max(3L, getOption("digits") - 3L), ...) {
   print_header(x)
   for (g in x$params$gp)
     cat(sprintf("%s: %s%s, %d %s, variance %s%s, edf %s\n", g$label, g$kernel,
-                if (g$type == "factor") " random effect" else if (g$type == "centred") " kernel (centred)" else " kernel",
-                g$basis, x$engine$basis, format(g$variance, digits = digits),
+                if (g$type == "factor") " random effect" else if (g$type == "centred") " kernel (centred)"
+                else if (g$type == "hilbert") " kernel (Hilbert basis)" else " kernel",
+                g$basis, if (g$type == "hilbert") "basis functions" else x$engine$basis, format(g$variance, digits = digits),
                 if (length(g$lengthscale)) paste0(", lengthscale ", paste(format(g$lengthscale, digits = digits),
                                                                            collapse = ", ")) else "",
                 format(g$edf, digits = digits)))

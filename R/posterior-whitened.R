@@ -11,7 +11,7 @@
 # parametric block), one vector per component.
 component_blocks <- function(fit) {
   sz <- vapply(fit$state$specs, function(s) switch(s$kind, factor = as.integer(s$levels), linear = length(s$cols),
-                                                   nrow(s$Z)), 1L)
+                                                   hilbert = as.integer(prod(s$hs_m)), nrow(s$Z)), 1L)
   Map(function(start, size) start + seq_len(size), cumsum(sz) - sz, sz)
 }
 
@@ -20,12 +20,14 @@ posterior_state.gpgam <- function(fit, res) {
   list(specs = res$specs, log_noise = res$log_noise %||% 0, P = res$state$P, h = res$state$h, m = res$m, S = res$S)
 }
 
-# Per gp() term: its inducing points (the basis of its posterior) on the data scale.
+# Per gp() term: its inducing points (the basis of its posterior) on the data
+# scale; the size of its basis (a Hilbert basis has no inducing points).
 term_basis.gpgam <- function(fit) {
   lapply(seq_along(fit$terms$gp), function(i) {
     s <- fit$state$specs[[i]]
     g <- fit$terms$gp[[i]]
     if (g$type == "factor") return(list(size = as.integer(s$levels), inducing = NULL))
+    if (s$kind == "hilbert") return(list(size = as.integer(prod(s$hs_m)), inducing = NULL))
     Z <- sweep(sweep(s$Z, 2, g$scaling$scale, "*"), 2, g$scaling$center, "+")
     colnames(Z) <- g$spec$vars
     list(size = nrow(Z), inducing = Z)
@@ -237,7 +239,7 @@ parameter_names.gpgam <- function(fit, n, learn_z = !("inducing" %in% fit$contro
     if (s$kind == "linear") next
     lab <- fit$terms$gp[[i]]$spec$label
     if (isTRUE(s$learn_kernel)) out <- c(out, kernel_parameter_names(fit, i))
-    if (s$kind != "factor" && learn_z)
+    if (!s$kind %in% c("factor", "hilbert") && learn_z)
       out <- c(out, paste0(lab, ": inducing input ", rep(seq_len(nrow(s$Z)), ncol(s$Z)), ",",
                            rep(seq_len(ncol(s$Z)), each = nrow(s$Z))))
   }

@@ -160,6 +160,7 @@ new_design <- function(object, newdata, na.action, mf = NULL) {
     off <- off + o
   }
   ok <- stats::complete.cases(X) & is.finite(off)
+  hilbert_range_warning(object, X, ok)
   X[!ok, ] <- 0
   off[!ok] <- 0
   list(X = X, offset = off, ok = ok, mf = mf, names = rownames(mf))
@@ -244,4 +245,28 @@ predict_lpmatrix <- function(object, nd) {
   nb[ok] <- wp$resid
   attr(Xp, "nonbasis.var") <- nb
   Xp
+}
+
+# A Hilbert term (gp(basis = "hilbert")) represents its function on a box
+# around the data only: its prior variance falls to zero at the box's walls
+# and its basis is zero beyond them.  Warns, naming the term and input, when
+# rows of the internal design X lie beyond the data's range by more than half
+# the margin to the wall, |x - centre| > S + (L - S) / 2 (notes 8.1).
+hilbert_range_warning <- function(object, X, ok) {
+  for (i in seq_along(object$terms$gp)) {
+    g <- object$terms$gp[[i]]
+    s <- object$state$specs[[i]]
+    if (!identical(g$type, "hilbert")) next
+    S <- g$hilbert$S
+    for (k in seq_along(s$cols)) {
+      t <- abs(X[ok, s$cols[k] + 1L] - s$hs_centre[k])
+      far <- t > S[k] + (s$hs_L[k] - S[k]) / 2
+      if (any(far))
+        warning(sprintf(paste0("%s: %d row(s) of newdata lie far beyond the range of '%s' in the data; a Hilbert ",
+                               "basis holds only %s, its prior variance falls to zero towards there and the term is ",
+                               "zero beyond"), g$spec$label, sum(far), g$spec$vars[k],
+                        paste(format(g$scaling$center[k] + c(-1, 1) * s$hs_L[k] * g$scaling$scale[k], digits = 4),
+                              collapse = " to ")), call. = FALSE)
+    }
+  }
 }

@@ -50,7 +50,8 @@ summary.gpgam <- function(object, ...) {
                share = if (is.null(av)) NA_real_ else av$share[match(g$label, av$term)],
                stringsAsFactors = FALSE)
   }))
-  if (!is.null(terms)) names(terms)[3] <- object$engine$basis_column
+  hs <- vapply(object$params$gp, function(g) identical(g$type, "hilbert"), TRUE)
+  if (!is.null(terms)) names(terms)[3] <- if (all(hs)) "basis" else if (any(hs)) "basis size" else object$engine$basis_column
   warn <- c(if (!object$converged)
               paste0("the fit did not converge (", object$stop %||% "stopping rule not met",
                      "); see gp_check(fit) and plot(fit, which = \"trace\")"),

@@ -36,12 +36,51 @@
 #' `ard = FALSE`, so that an isotropic kernel measures distance in the units of
 #' the data); lengthscales are reported on the scale of the data.
 #'
+#' **Hilbert-space basis.** `basis = "hilbert"` (terms of one to three
+#' numeric inputs, `inference = "vi"`) replaces the inducing points by the
+#' reduced-rank basis of Solin and Sarkka (2020) as Riutort-Mayol et al.
+#' (2023) use it: on a box around the data, the Laplacian's eigenfunctions
+#' \eqn{\phi_j(x) = \prod_k L_k^{-1/2} \sin(\pi j_k (x_k - c_k + L_k) / (2 L_k))}
+#' (a full grid of `m` sines per input) are fixed, and the kernel (SE,
+#' Matern 3/2 or 5/2, ARD or not) enters only through its spectral density
+#' \eqn{S(\omega_j)}, the prior variance of the weight of \eqn{\phi_j}; the
+#' term's covariance is \eqn{\sum_j S(\omega_j)\phi_j(x)\phi_j(x')}, which
+#' tends to the kernel as the box and the basis grow.  The box is chosen
+#' from the data, per input (on the standardised scale): centred at the
+#' midpoint of the input's range, of half-width \eqn{L = c S} with \eqn{S}
+#' the half-range and \eqn{c = \max(1.2, a_1 l/S, 1 + r_{0.01} l/(2S))} at
+#' \eqn{l = S} (one input) or \eqn{S/2} (two or three), with \eqn{a_1 =}
+#' 3.2, 4.5, 4.1 (SE, Matern 3/2, 5/2; Riutort-Mayol et al., section 4.3) and
+#' \eqn{r_{0.01}} the distance (in lengthscales) at which the correlation
+#' falls to 0.01, so that the approximation holds up to the edges of the data
+#' and not only in their middle: \eqn{c} = 3.2 / 1.76 (SE), 4.5 / 2.25
+#' (Matern 3/2), 4.1 / 2.05 (Matern 5/2) for one / more inputs.  `k` sets the
+#' number of sines per input (default 64, 24, 12 for one, two, three inputs:
+#' 64, 576, 1728 basis functions); the shortest lengthscale they represent is
+#' \eqn{l_{min} = 2 c S q / (\pi m)}, \eqn{q} the 0.995 quantile of the
+#' spectral density's margin (normal for SE, \eqn{t_{2\nu}} for Matern), so that
+#' at most 1\% of the spectral mass is lost.  Lengthscales are bounded below
+#' by \eqn{l_{min}/2} during the fit.  As Riutort-Mayol et al. (section 4.4)
+#' advise, the fit is then checked per input: a fitted lengthscale below
+#' \eqn{1.1 l_{min}} doubles the input's number of sines, one too long for the
+#' box (\eqn{c} below the rule's value at that lengthscale) widens the box to
+#' the rule's value at 1.25 times the lengthscale (at most 8 half-ranges),
+#' with more sines only where half the fitted lengthscale needs them, and the model is refitted
+#' from the fitted hyperparameters (at most 3 times, up to 2000 basis
+#' functions per term; `fit$hilbert_refits` counts them); a warning names the
+#' term and input when that does not suffice.  The basis vanishes outside the box, so predictions far beyond
+#' the data's range revert to the mean.  Not supported yet: other engines,
+#' `ti()` and terms that share inputs with another `gp()` term; the term's
+#' prior is not centred (its reported curve is, as for `centre = NULL`).
+#'
 #' @param ... the input variables (names or expressions such as `log(x)`).
 #' @param kernel `"se"` (squared exponential), `"matern32"` or `"matern52"`.
 #'   The Matern kernels assume less smoothness and give wider bands, which can
 #'   help on rough functions and over-cover smooth ones; `bench/README.md` in
 #'   the source repository compares their coverage on simulated designs.
-#' @param k number of inducing points (default `gp_control()$inducing`).
+#' @param k number of inducing points (default `gp_control()$inducing`); with
+#'   `basis = "hilbert"`, the number of basis functions per input (default
+#'   64, 24, 12 for a term of one, two, three inputs), or one number per input.
 #' @param ard one lengthscale per input (`TRUE`) or one shared lengthscale.
 #' @param inducing optional matrix (or vector, for one input) of inducing
 #'   locations on the scale of the data; overrides `k`.
@@ -57,12 +96,22 @@
 #'   kernel, which `NULL` uses when the formula has more than one `gp()`
 #'   term.  `FALSE`: the stationary kernel and the raw GP (its level is
 #'   confounded with the intercept).
+#' @param basis `"inducing"` (default): inducing points; `"hilbert"`: the
+#'   reduced-rank Hilbert-space basis (see Details; terms of 1 to 3 inputs,
+#'   `inference = "vi"`).
+#' @references Solin and Sarkka (2020) Hilbert space methods for reduced-rank
+#'   Gaussian process regression. Statistics and Computing 30, 419-446.
+#'   Riutort-Mayol, Burkner, Andersen, Solin and Vehtari (2023) Practical
+#'   Hilbert space approximate Bayesian Gaussian processes for probabilistic
+#'   programming. Statistics and Computing 33, 17.
 #' @return A `gp_spec` object describing the term.
 #' @examples
 #' gp(x1, x2, kernel = "matern52", k = 50)
+#' gp(x, basis = "hilbert")
 #' @export
 gp <- function(..., kernel = c("se", "matern32", "matern52"), k = NULL, ard = TRUE,
-               inducing = NULL, lengthscale = NULL, variance = NULL, by = NULL, centre = NULL) {
+               inducing = NULL, lengthscale = NULL, variance = NULL, by = NULL, centre = NULL,
+               basis = c("inducing", "hilbert")) {
   by <- substitute(by)
   by <- if (is.null(by)) NULL else deparse1(by)
   vars <- as.list(substitute(list(...)))[-1]
@@ -76,12 +125,26 @@ gp <- function(..., kernel = c("se", "matern32", "matern52"), k = NULL, ard = TR
   if (identical(kernel, kernels)) kernel <- kernels[1]
   if (!is.character(kernel) || length(kernel) != 1 || !kernel %in% kernels)
     stop_arg("kernel", "must be one of ", paste0("\"", kernels, "\"", collapse = ", "))
+  d <- length(labels)
+  bases <- eval(formals(gp)$basis)
+  if (identical(basis, bases)) basis <- bases[1]
+  if (!is.character(basis) || length(basis) != 1 || !basis %in% bases)
+    stop_arg("basis", "must be one of ", paste0("\"", bases, "\"", collapse = ", "))
   if (!is.null(k)) {
-    check_count(k, "k")
-    if (k < 2) stop_arg("k", "must be at least 2 (one inducing point cannot represent a curve)")
+    if (basis == "hilbert" && d > 1 && length(k) == d) {  # (sines per input, as te()'s k)
+      for (kk in k) check_count(kk, "k")
+    } else check_count(k, "k")
+    if (any(k < 2)) stop_arg("k", "must be at least 2 (one inducing point cannot represent a curve)")
   }
   if (!is.logical(ard) || length(ard) != 1 || is.na(ard)) stop_arg("ard", "must be TRUE or FALSE")
-  d <- length(labels)
+  if (basis == "hilbert") {
+    if (d > 3)
+      stop_arg("basis", "= \"hilbert\" serves gp() terms of 1 to 3 inputs; gp(", paste(labels, collapse = ", "),
+               ") has ", d, " (use basis = \"inducing\" for it)")
+    if (!is.null(inducing))
+      stop_arg("inducing", "has no meaning with basis = \"hilbert\" (a Hilbert basis has no inducing points; ",
+               "set its size with k)")
+  }
   if (!is.null(inducing)) {
     inducing <- as.matrix(inducing)
     if (!is.numeric(inducing) || ncol(inducing) != d || any(!is.finite(inducing)))
@@ -96,7 +159,7 @@ gp <- function(..., kernel = c("se", "matern32", "matern52"), k = NULL, ard = TR
   if (!is.null(centre) && (!is.logical(centre) || length(centre) != 1 || is.na(centre)))
     stop_arg("centre", "must be TRUE, FALSE or NULL")
   if (!is.null(by) && by %in% labels) stop_arg("by", "'", by, "' is also an input of the term")
-  structure(list(vars = labels, kernel = kernel, k = k, ard = ard, inducing = inducing,
+  structure(list(vars = labels, kernel = kernel, k = k, basis = basis, ard = ard, inducing = inducing,
                  lengthscale = lengthscale, variance = variance, by = by, centre = centre, pure = FALSE,
                  label = paste0("gp(", paste(labels, collapse = ", "), ")", if (!is.null(by)) paste0(":", by))),
             class = "gp_spec")
@@ -126,11 +189,14 @@ mgcv_term <- function(e, env) {
   }
   if (fun == "te" && "k" %in% nm) {
     k <- eval(args$k, env)
-    if (length(k) > 1) args$k <- prod(k)
+    hs <- "basis" %in% nm && identical(eval(args$basis, env), "hilbert")
+    if (length(k) > 1 && !hs) args$k <- prod(k)  # (a Hilbert basis takes k per input)
   }
   spec <- eval(as.call(c(list(gp), args)), env)
   if (fun == "ti") {
     if (length(spec$vars) < 2) stop_arg("formula", "ti() needs at least two inputs (the interaction of them)")
+    if (identical(spec$basis, "hilbert"))
+      stop_arg("basis", "= \"hilbert\" is not supported for ti() (a pure interaction) yet; use basis = \"inducing\"")
     spec$pure <- TRUE
     spec$label <- sub("^gp\\(", "ti(", spec$label)
   }
@@ -139,7 +205,7 @@ mgcv_term <- function(e, env) {
 #' @export
 print.gp_spec <- function(x, ...) {
   cat(x$label, ": ", x$kernel, " kernel", if (length(x$vars) > 1) if (x$ard) ", ARD" else ", isotropic",
-      if (!is.null(x$k)) paste0(", k = ", x$k), "\n", sep = "")
+      if (identical(x$basis, "hilbert")) ", Hilbert basis", if (!is.null(x$k)) paste0(", k = ", paste(x$k, collapse = " x ")), "\n", sep = "")
   invisible(x)
 }
 
@@ -152,6 +218,11 @@ check_term_overlap <- function(specs) {
     b <- specs[[j]]$vars
     if (setequal(a, b)) stop_arg("formula", "has the gp() term over (", paste(a, collapse = ", "), ") twice: '",
                                  specs[[i]]$label, "' and '", specs[[j]]$label, "'")
+    hs <- c(specs[[i]]$basis, specs[[j]]$basis) %in% "hilbert"
+    if (any(hs) && length(intersect(a, b)))
+      stop_arg("basis", "= \"hilbert\" is not supported yet for a term that shares inputs with another gp() term ('",
+               specs[[i]]$label, "' and '", specs[[j]]$label, "'; its interaction would need centred bases); ",
+               "use basis = \"inducing\" for these terms")
     if (length(intersect(a, b)) && !all(a %in% b) && !all(b %in% a))
       stop_arg("formula", "'", specs[[i]]$label, "' and '", specs[[j]]$label, "' share input(s) ",
                paste0("'", intersect(a, b), "'", collapse = ", "), " without one containing the other; ",

@@ -31,6 +31,7 @@ inline Kind kind_from_string(const std::string& s) {
   if (s == "centred") return Kind::centred;
   if (s == "factor") return Kind::factor;
   if (s == "linear") return Kind::linear;
+  if (s == "hilbert") return Kind::hilbert;
   throw std::invalid_argument("unknown component kind '" + s + "'");
 }
 
@@ -64,6 +65,18 @@ inline std::vector<Component> components_from(const Rcpp::List& specs) {
     }
     k.type = kernel_from_string(Rcpp::as<std::string>(s["kernel"]));
     k.log_ls = Rcpp::as<Eigen::VectorXd>(s["log_ls"]);
+    if (s.containsElementNamed("log_ls_min")) c.log_ls_min = Rcpp::as<Eigen::VectorXd>(s["log_ls_min"]);
+    if (c.kind == Kind::hilbert) {
+      c.kernel = k;
+      c.basis.centre = Rcpp::as<Eigen::VectorXd>(s["hs_centre"]);
+      c.basis.L = Rcpp::as<Eigen::VectorXd>(s["hs_L"]);
+      for (int mk : Rcpp::as<std::vector<int>>(s["hs_m"])) c.basis.m.push_back(mk);
+      c.basis.check();
+      if (static_cast<Index>(c.cols.size()) != c.basis.dim())
+        throw std::invalid_argument("a Hilbert term needs one box side per input");
+      out.push_back(std::move(c));
+      continue;
+    }
     c.Z = Rcpp::as<Eigen::MatrixXd>(s["Z"]);
     if (c.kind == Kind::centred) {
       c.centred.base = k;
@@ -93,6 +106,8 @@ inline Rcpp::List components_to(const std::vector<Component>& comps, const Rcpp:
     if (comps[i].has_inducing()) {
       s["log_ls"] = Rcpp::wrap(comps[i].hyper().log_ls);
       s["Z"] = Rcpp::wrap(comps[i].Z);
+    } else if (comps[i].kind == Kind::hilbert) {
+      s["log_ls"] = Rcpp::wrap(comps[i].hyper().log_ls);
     }
     out[i] = s;
   }

@@ -4,16 +4,23 @@
 //   factor      an i.i.d. random effect of a factor (a GP with a delta
 //               kernel); its inducing points are all levels, so it is exact
 //   linear      parametric coefficients beta ~ N(0, diag(prior_sd^2))
+//   hilbert     a GP over 1-3 inputs with a stationary kernel in the
+//               reduced-rank Hilbert-space basis (Solin and Sarkka 2020;
+//               Riutort-Mayol et al. 2023): fixed sines on a box, the
+//               kernel only in their prior variances (hilbert.hpp)
 // For each, u = L v with whitened v ~ N(0, I): the features of a row are
-// phi = L^{-1} k(Z, x) (GP kinds), onehot * sd (factor), x * prior_sd (linear).
+// phi = L^{-1} k(Z, x) (GP kinds), onehot * sd (factor), x * prior_sd (linear),
+// phi_j(x) sqrt(S(omega_j)) (hilbert: the weights of the sines are w = D v,
+// D = diag(sqrt(S(omega_j))), with no residual variance).
 #pragma once
 #include "anova.hpp"
+#include "hilbert.hpp"
 #include "kernels.hpp"
 #include <vector>
 
 namespace scalegp {
 
-enum class Kind { stationary, centred, factor, linear };
+enum class Kind { stationary, centred, factor, linear, hilbert };
 
 struct Component {
   Kind kind = Kind::stationary;
@@ -32,12 +39,21 @@ struct Component {
   // A `by` column (>= 0): the component is f(x) * z with z that column
   // (mgcv's by =: a numeric variable, or the indicator of a factor level).
   Index by_col = -1;
+  HilbertBasis basis;          // hilbert: the box and the sines per input
+  // Lower bounds of the log lengthscales (empty: the common bound, -7); a
+  // hilbert term cannot represent lengthscales much below its basis's.
+  VectorXd log_ls_min;
 
   bool has_inducing() const { return kind == Kind::stationary || kind == Kind::centred; }
   bool has_kernel() const { return kind != Kind::linear; }
   Index size() const {
-    return has_inducing() ? Z.rows() : kind == Kind::factor ? levels : static_cast<Index>(cols.size());
+    return has_inducing() ? Z.rows()
+           : kind == Kind::factor  ? levels
+           : kind == Kind::hilbert ? basis.size()
+                                   : static_cast<Index>(cols.size());
   }
+  // Lower bound of log lengthscale j when it is moved.
+  double ls_lower(Index j) const { return log_ls_min.size() ? std::max(-7.0, log_ls_min(j)) : -7.0; }
   Index dim() const { return static_cast<Index>(cols.size()); }
   const Kernel& hyper() const { return kind == Kind::centred ? centred.base : kernel; }
   Kernel& hyper() { return kind == Kind::centred ? centred.base : kernel; }
@@ -51,6 +67,8 @@ struct ComponentPrior {
   CentredMeasure measure;             // centred
   CentredSide zside;
   std::vector<MatrixXd> Fuu, Duu_axes;
+  VectorXd sd;                        // hilbert: sqrt of the spectral density at each sine's frequency
+  MatrixXd drho;                      // hilbert: d log S / d [log var, log ls]
 };
 
 inline ComponentPrior component_prior(const Component& k, double rel_jitter) {
@@ -65,6 +83,12 @@ inline ComponentPrior component_prior(const Component& k, double rel_jitter) {
       p.zside = centred_side(k.centred, p.measure, k.Z);
       p.Kuu = centred_cross(k.centred, p.measure, p.zside, p.zside, p.Fuu, p.Duu_axes);
       break;
+    case Kind::hilbert: {
+      VectorXd rho;
+      hilbert_log_spectrum(k.basis, k.kernel, rho, &p.drho);
+      p.sd = (0.5 * rho.array()).exp().matrix();
+      return p;
+    }
     default:
       return p;
   }
@@ -82,6 +106,7 @@ struct ComponentRows {
   std::vector<MatrixXd> F, Dx;
   std::vector<VectorXd> Fd;
   std::vector<Index> code;            // factor
+  // (hilbert: K holds the features, before any by scaling)
   VectorXd by;                        // the by column's values (Component::by_col)
 };
 
@@ -122,6 +147,10 @@ inline void component_features(const Component& k, const ComponentPrior& p, cons
     }
     case Kind::linear:
       Phic = Xc * k.prior_sd.asDiagonal();
+      return;
+    case Kind::hilbert:
+      hilbert_features(k.basis, Xc, p.sd, Phic);
+      r.K = Phic;  // (for the gradient through the prior variance |phi|^2: component_row_gradient())
       return;
   }
 }
@@ -175,6 +204,16 @@ inline void component_row_gradient(const Component& k, const ComponentPrior& p, 
       g(0) += k.kernel.variance() * gam.sum();
       return;
     }
+    case Kind::hilbert: {
+      // The adjoint Phibar treats the row's variance as k(x,x) - |phi|^2 (its
+      // -2 gam phi part), as for the inducing kinds; here k(x,x) = |phi|^2
+      // (no residual variance), so add d|phi_i|^2/d theta = sum_j phi_ij^2 drho_j
+      // (as the factor kind adds var * gam).  The rest is in
+      // component_prior_gradient().
+      const VectorXd w = r.K.array().square().matrix().transpose() * gam;
+      g += p.drho.transpose() * w;
+      return;
+    }
     case Kind::linear:
       return;
   }
@@ -185,6 +224,12 @@ inline void component_row_gradient(const Component& k, const ComponentPrior& p, 
 //   Kbar_uu = -L^{-T} sym(Psi(Y)) L^{-1},  Psi = lower triangle, halved diagonal.
 inline void component_prior_gradient(const Component& k, const ComponentPrior& p, MatrixXd Y,
                                      Eigen::Ref<VectorXd> g, MatrixXd& gZ) {
+  if (k.kind == Kind::hilbert) {
+    // phi_ij = sine_j(x_i) exp(rho_j / 2): d phi_ij / d theta = phi_ij drho_j / 2,
+    // so the gradient is (1/2) sum_j (Phi' Phibar)_jj drho_j / d theta
+    g += 0.5 * p.drho.transpose() * Y.diagonal();
+    return;
+  }
   if (!k.has_inducing()) return;
   Y.triangularView<Eigen::StrictlyUpper>().setZero();
   Y.diagonal() *= 0.5;

@@ -205,7 +205,7 @@ inline KeyRule key_rule(const Component& k, double bins) {
   r.cols.assign(k.cols.begin(), k.cols.end());
   r.n_round = r.cols.size();
   if (k.by_col >= 0) r.cols.push_back(k.by_col);
-  const bool round = k.kind == Kind::stationary || k.kind == Kind::centred;
+  const bool round = k.kind == Kind::stationary || k.kind == Kind::centred || k.kind == Kind::hilbert;
   r.grid = round ? discrete_grid(bins, static_cast<Index>(r.n_round)) : 0;
   r.lo.assign(r.cols.size(), 0.0);
   r.step.assign(r.cols.size(), 0.0);

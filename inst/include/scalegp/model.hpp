@@ -257,7 +257,7 @@ class AdditiveModel {
         hi(i++) = 14.0;
         if (c.kind != Kind::factor)
           for (Index j = 0; j < c.hyper().log_ls.size(); ++j) {
-            lo(i) = -7.0;
+            lo(i) = c.ls_lower(j);
             hi(i++) = 7.0;
           }
       }
@@ -270,7 +270,8 @@ class AdditiveModel {
   }
 
   // Sets the hyperparameters (log variances and lengthscales clamped to
-  // [-14, 14] and [-7, 7]); the prior is refreshed separately.
+  // [-14, 14] and [-7, 7], or a component's own lower bound of the log
+  // lengthscales, Component::ls_lower()); the prior is refreshed separately.
   void unpack_hyper(const Eigen::Ref<const VectorXd>& th) { unpack_into(comps, th); }
 
   void unpack_into(std::vector<Component>& cs, const Eigen::Ref<const VectorXd>& th) const {
@@ -280,7 +281,7 @@ class AdditiveModel {
         Kernel& k = c.hyper();
         k.log_var = std::min(14.0, std::max(-14.0, th(i++)));
         if (c.kind != Kind::factor)
-          for (Index j = 0; j < k.log_ls.size(); ++j) k.log_ls(j) = std::min(7.0, std::max(-7.0, th(i++)));
+          for (Index j = 0; j < k.log_ls.size(); ++j) k.log_ls(j) = std::min(7.0, std::max(c.ls_lower(j), th(i++)));
       }
       if (c.has_inducing() && set.learn_inducing)
         for (Index j = 0; j < c.Z.size(); ++j) c.Z.data()[j] = th(i++);

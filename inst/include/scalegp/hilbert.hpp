@@ -1,0 +1,129 @@
+// The reduced-rank Hilbert-space basis of a stationary kernel (Solin and
+// Sarkka 2020, Statistics and Computing 30; Riutort-Mayol, Burkner, Andersen,
+// Solin and Vehtari 2023, Statistics and Computing 33).  On the box
+// prod_k [-L_k, L_k] around centre c, the Laplacian's Dirichlet eigenfunctions
+//   sine_j(x) = prod_k L_k^{-1/2} sin(omega_jk (x_k - c_k + L_k)),
+//   omega_jk = pi j_k / (2 L_k),  j_k = 1..m_k   (the full grid; input 1 fastest)
+// do not depend on any hyperparameter, and
+//   k(x, x') ~ sum_j S(omega_j) sine_j(x) sine_j(x')
+// with S the kernel's spectral density (angular frequency, d inputs):
+//   SE:      log S = log var + (d/2) log 2 pi + sum_k log l_k - (1/2) sum_k u_k
+//   Matern:  log S = log var + log C_{nu,d} + sum_k log l_k - (nu + d/2) log(2 nu + sum_k u_k)
+// with u_k = l_k^2 omega_k^2 and C_{nu,d} = 2^d pi^{d/2} Gamma(nu + d/2) (2 nu)^nu / Gamma(nu)
+// (kernels.hpp's parametrisation, (1 + sqrt(3) r) e^{-sqrt(3) r} and
+// (1 + sqrt(5) r + 5 r^2 / 3) e^{-sqrt(5) r}).  The sines vanish outside the box.
+#pragma once
+#include "kernels.hpp"
+#include <algorithm>
+#include <cmath>
+#include <stdexcept>
+#include <vector>
+
+namespace scalegp {
+
+constexpr double kHilbertPi = 3.14159265358979323846;
+
+struct HilbertBasis {
+  VectorXd centre, L;   // per input: the box's centre and half-width
+  std::vector<Index> m;  // per input: the number of sines
+
+  Index dim() const { return static_cast<Index>(m.size()); }
+  Index size() const {
+    Index M = m.empty() ? 0 : 1;
+    for (Index mk : m) M *= mk;
+    return M;
+  }
+  // Frequency of sine j (its multi-index decoded, input 1 fastest) along input k.
+  double omega(Index j, Index k) const {
+    Index r = j;
+    for (Index e = 0; e < k; ++e) r /= m[static_cast<std::size_t>(e)];
+    const Index jk = r % m[static_cast<std::size_t>(k)] + 1;
+    return kHilbertPi * static_cast<double>(jk) / (2.0 * L(k));
+  }
+  void check() const {
+    if (m.empty() || m.size() > 3) throw std::invalid_argument("a Hilbert basis has 1 to 3 inputs");
+    if (centre.size() != dim() || L.size() != dim())
+      throw std::invalid_argument("a Hilbert basis needs a centre and a half-width per input");
+    for (Index k = 0; k < dim(); ++k)
+      if (!(L(k) > 0) || m[static_cast<std::size_t>(k)] < 1)
+        throw std::invalid_argument("a Hilbert basis needs positive half-widths and at least one sine per input");
+  }
+};
+
+// log S(omega_j) of every sine j into rho, and (when drho is given) its
+// derivatives in the packed kernel parameters [log var, log l_1 (, .., log l_d)]
+// (one lengthscale column when the kernel is isotropic).
+inline void hilbert_log_spectrum(const HilbertBasis& b, const Kernel& ker, VectorXd& rho, MatrixXd* drho) {
+  const Index d = b.dim(), M = b.size(), nls = ker.log_ls.size();
+  if (nls != 1 && nls != d) throw std::invalid_argument("a Hilbert term needs one lengthscale or one per input");
+  rho.resize(M);
+  if (drho) drho->setZero(M, 1 + nls);
+  const double dd = static_cast<double>(d);
+  double nu = 0, logC = 0;
+  const bool se = ker.type == KernelType::se;
+  if (se) {
+    logC = 0.5 * dd * std::log(2.0 * kHilbertPi);
+  } else {
+    nu = ker.type == KernelType::matern32 ? 1.5 : 2.5;
+    logC = dd * std::log(2.0) + 0.5 * dd * std::log(kHilbertPi) + std::lgamma(nu + 0.5 * dd) + nu * std::log(2.0 * nu) -
+           std::lgamma(nu);
+  }
+  double sum_log_ls = 0;
+  for (Index k = 0; k < d; ++k) sum_log_ls += std::log(ker.ls(k));
+  std::vector<double> u(static_cast<std::size_t>(d));
+  for (Index j = 0; j < M; ++j) {
+    double U = 0;
+    for (Index k = 0; k < d; ++k) {
+      const double w = ker.ls(k) * b.omega(j, k);
+      u[static_cast<std::size_t>(k)] = w * w;
+      U += w * w;
+    }
+    const double a = nu + 0.5 * dd;
+    rho(j) = ker.log_var + logC + sum_log_ls - (se ? 0.5 * U : a * std::log(2.0 * nu + U));
+    if (!drho) continue;
+    (*drho)(j, 0) = 1.0;
+    for (Index k = 0; k < d; ++k) {
+      const double uk = u[static_cast<std::size_t>(k)];
+      const double dk = se ? 1.0 - uk : 1.0 - 2.0 * a * uk / (2.0 * nu + U);
+      (*drho)(j, nls == 1 ? 1 : 1 + k) += dk;
+    }
+  }
+}
+
+// Features of rows Xc (one column per input): Phi(i, j) = sine_j(x_i) sd(j),
+// zero for a row outside the box.
+inline void hilbert_features(const HilbertBasis& b, const Eigen::Ref<const MatrixXd>& Xc, const VectorXd& sd,
+                             Eigen::Ref<MatrixXd> Phi) {
+  const Index d = b.dim(), M = b.size(), n = Xc.rows();
+  if (Xc.cols() != d) throw std::invalid_argument("a Hilbert term's rows have the wrong number of inputs");
+  std::vector<VectorXd> tab(static_cast<std::size_t>(d));
+  std::vector<Index> jk(static_cast<std::size_t>(d));
+  for (Index i = 0; i < n; ++i) {
+    bool inside = true;
+    for (Index k = 0; k < d; ++k) {
+      const double t = Xc(i, k) - b.centre(k), L = b.L(k);
+      if (!(std::abs(t) <= L)) inside = false;  // (NaN: outside)
+      const Index mk = b.m[static_cast<std::size_t>(k)];
+      VectorXd& s = tab[static_cast<std::size_t>(k)];
+      s.resize(mk);
+      const double scale = 1.0 / std::sqrt(L), a = kHilbertPi * (t + L) / (2.0 * L);
+      for (Index j = 0; j < mk; ++j) s(j) = scale * std::sin(static_cast<double>(j + 1) * a);
+    }
+    if (!inside) {
+      Phi.row(i).setZero();
+      continue;
+    }
+    std::fill(jk.begin(), jk.end(), 0);
+    for (Index j = 0; j < M; ++j) {
+      double v = sd(j);
+      for (Index k = 0; k < d; ++k) v *= tab[static_cast<std::size_t>(k)](jk[static_cast<std::size_t>(k)]);
+      Phi(i, j) = v;
+      for (Index k = 0; k < d; ++k) {  // next multi-index, input 1 fastest
+        if (++jk[static_cast<std::size_t>(k)] < b.m[static_cast<std::size_t>(k)]) break;
+        jk[static_cast<std::size_t>(k)] = 0;
+      }
+    }
+  }
+}
+
+}  // namespace scalegp

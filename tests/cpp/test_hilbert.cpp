@@ -1,0 +1,170 @@
+// Tests of hilbert.hpp and the hilbert component kind: the basis's
+// covariance against the kernel (a large basis on a wide box), the sines'
+// orthonormality, the spectral density's derivatives against finite
+// differences, and the component's feature gradient (components.hpp)
+// against finite differences of a linear functional of the features.
+#include <catch2/catch.hpp>
+#include "fixtures.hpp"
+
+#include <cmath>
+#include <vector>
+
+using namespace scalegp;
+using namespace fixtures;
+
+namespace {
+
+Component hilbert_component(KernelType t, const VectorXd& log_ls, double log_var, std::vector<Index> m, double L) {
+  Component c;
+  c.kind = Kind::hilbert;
+  const Index d = static_cast<Index>(m.size());
+  for (Index k = 0; k < d; ++k) c.cols.push_back(k);
+  c.kernel.type = t;
+  c.kernel.log_var = log_var;
+  c.kernel.log_ls = log_ls;
+  c.basis.centre = VectorXd::Zero(d);
+  c.basis.L = VectorXd::Constant(d, L);
+  c.basis.m = std::move(m);
+  c.basis.check();
+  return c;
+}
+
+MatrixXd features(const Component& c, const MatrixXd& X) {
+  const ComponentPrior p = component_prior(c, 0.0);
+  MatrixXd Phi(X.rows(), c.size());
+  VectorXd resid = VectorXd::Zero(X.rows());
+  ComponentRows r;
+  component_features(c, p, X, Phi, resid, r);
+  CHECK(resid.cwiseAbs().maxCoeff() == 0.0);  // no residual variance
+  return Phi;
+}
+
+}  // namespace
+
+TEST_CASE("Hilbert covariance matches the kernel for a large basis on a wide box", "[hilbert]") {
+  struct Case {
+    KernelType t;
+    std::vector<Index> m;
+    double tol;
+  };
+  // inputs in [-1, 1]^d, box [-4, 4]^d, lengthscales 0.4 (and 0.6)
+  const std::vector<Case> cases = {{KernelType::se, {120}, 1e-10},
+                                   {KernelType::matern52, {400}, 2e-4},
+                                   {KernelType::matern32, {400}, 2e-3},
+                                   {KernelType::se, {60, 50}, 1e-9},
+                                   {KernelType::matern52, {90, 80}, 5e-3}};
+  for (const Case& cs : cases) {
+    const Index d = static_cast<Index>(cs.m.size());
+    VectorXd log_ls(d);
+    for (Index k = 0; k < d; ++k) log_ls(k) = std::log(0.4 + 0.2 * static_cast<double>(k));
+    const Component c = hilbert_component(cs.t, log_ls, std::log(1.7), cs.m, 4.0);
+    const MatrixXd X = uniform_matrix(30, d, 7, -1.0, 1.0);
+    const MatrixXd Phi = features(c, X);
+    const MatrixXd K = c.kernel.cross(X, X);
+    CHECK((Phi * Phi.transpose() - K).cwiseAbs().maxCoeff() < cs.tol);
+  }
+}
+
+TEST_CASE("Hilbert sines are orthonormal on the box and vanish outside it", "[hilbert]") {
+  const Component c = hilbert_component(KernelType::se, VectorXd::Constant(1, 0.0), 0.0, {12}, 2.0);
+  HilbertBasis b = c.basis;
+  const VectorXd ones = VectorXd::Ones(b.size());
+  const Index n = 4000;  // midpoint rule on [-2, 2]
+  MatrixXd X(n, 1);
+  for (Index i = 0; i < n; ++i) X(i, 0) = -2.0 + 4.0 * (static_cast<double>(i) + 0.5) / static_cast<double>(n);
+  MatrixXd Phi(n, b.size());
+  hilbert_features(b, X, ones, Phi);
+  const MatrixXd G = Phi.transpose() * Phi * (4.0 / static_cast<double>(n));
+  CHECK((G - MatrixXd::Identity(b.size(), b.size())).cwiseAbs().maxCoeff() < 1e-6);
+  MatrixXd out(2, 1);
+  out << -2.5, 2.0001;
+  MatrixXd Po(2, b.size());
+  hilbert_features(b, out, ones, Po);
+  CHECK(Po.cwiseAbs().maxCoeff() == 0.0);
+}
+
+TEST_CASE("Hilbert spectral density derivatives match finite differences", "[hilbert]") {
+  for (KernelType t : {KernelType::se, KernelType::matern32, KernelType::matern52})
+    for (Index nls : {1, 2}) {
+      VectorXd log_ls(nls);
+      for (Index k = 0; k < nls; ++k) log_ls(k) = std::log(0.5 + 0.3 * static_cast<double>(k));
+      const Component c = hilbert_component(t, log_ls, 0.3, {5, 4}, 2.5);
+      VectorXd rho;
+      MatrixXd drho;
+      hilbert_log_spectrum(c.basis, c.kernel, rho, &drho);
+      VectorXd th(1 + nls);
+      th << c.kernel.log_var, log_ls;
+      for (Index j = 0; j < rho.size(); ++j) {
+        const VectorXd fd = fd_gradient(
+            [&](const VectorXd& x) {
+              Kernel k = c.kernel;
+              k.log_var = x(0);
+              k.log_ls = x.tail(nls);
+              VectorXd r;
+              hilbert_log_spectrum(c.basis, k, r, nullptr);
+              return r(j);
+            },
+            th, 1e-4);
+        CHECK((fd - drho.row(j).transpose()).cwiseAbs().maxCoeff() < 1e-8 * (1 + std::abs(rho(j))));
+      }
+    }
+}
+
+TEST_CASE("Hilbert feature gradient through the prior variances matches finite differences", "[hilbert]") {
+  for (KernelType t : {KernelType::se, KernelType::matern52}) {
+    VectorXd log_ls(2);
+    log_ls << std::log(0.6), std::log(0.9);
+    const Component c = hilbert_component(t, log_ls, 0.2, {6, 5}, 2.0);
+    const MatrixXd X = uniform_matrix(40, 2, 3, -1.5, 1.5);
+    const MatrixXd Pb = normal_matrix(40, c.size(), 11);
+    // f(theta) = sum(Phibar o Phi(theta))
+    auto f = [&](const VectorXd& th) {
+      Component k = c;
+      k.kernel.log_var = th(0);
+      k.kernel.log_ls = th.tail(2);
+      return (Pb.array() * features(k, X).array()).sum();
+    };
+    VectorXd th(3);
+    th << c.kernel.log_var, log_ls;
+    const ComponentPrior p = component_prior(c, 0.0);
+    const MatrixXd Phi = features(c, X);
+    VectorXd g = VectorXd::Zero(3);
+    MatrixXd gZ(0, 0);
+    component_prior_gradient(c, p, Pb.transpose() * Phi, g, gZ);
+    const VectorXd fd = fd_gradient(f, th, 1e-4);
+    CHECK((g - fd).cwiseAbs().maxCoeff() < 1e-7 * (1 + fd.cwiseAbs().maxCoeff()));
+  }
+}
+
+TEST_CASE("Hilbert gradient under the adjoint convention of the inducing kinds", "[hilbert]") {
+  // The engines' adjoint of the features is Phibar = Pb - 2 diag(gam) Phi
+  // (the variance k(x,x) - |phi|^2 of a row, adjoint gam); for a Hilbert term
+  // k(x,x) = |phi|^2, so the objective sum(Pb o Phi) has the gradient
+  // row part (Phibar, gam) + prior part (Y = Phibar' Phi).
+  VectorXd log_ls(1);
+  log_ls << std::log(0.7);
+  const Component c = hilbert_component(KernelType::matern32, log_ls, -0.3, {9}, 2.0);
+  const MatrixXd X = uniform_matrix(50, 1, 5, -1.5, 1.5);
+  const MatrixXd Pb = normal_matrix(50, c.size(), 13);
+  const VectorXd gam = normal_matrix(50, 1, 17).col(0);
+  auto f = [&](const VectorXd& th) {
+    Component k = c;
+    k.kernel.log_var = th(0);
+    k.kernel.log_ls = th.tail(1);
+    return (Pb.array() * features(k, X).array()).sum();
+  };
+  VectorXd th(2);
+  th << c.kernel.log_var, log_ls;
+  const ComponentPrior p = component_prior(c, 0.0);
+  MatrixXd Phi(50, c.size());
+  VectorXd resid = VectorXd::Zero(50);
+  ComponentRows r;
+  component_features(c, p, X, Phi, resid, r);
+  const MatrixXd Phibar = Pb - 2.0 * gam.asDiagonal() * Phi;
+  VectorXd g = VectorXd::Zero(2);
+  MatrixXd gZ(0, 0);
+  component_row_gradient(c, p, r, Phibar, gam, g, nullptr);
+  component_prior_gradient(c, p, Phibar.transpose() * Phi, g, gZ);
+  const VectorXd fd = fd_gradient(f, th, 1e-4);
+  CHECK((g - fd).cwiseAbs().maxCoeff() < 1e-7 * (1 + fd.cwiseAbs().maxCoeff()));
+}

@@ -1,0 +1,307 @@
+# gp(basis = "hilbert"): the reduced-rank Hilbert-space basis (Solin and
+# Sarkka 2020; Riutort-Mayol et al. 2023).  Its covariance against the kernel
+# (and against the exact limit of the basis, the kernel with Dirichlet images),
+# the fit at fixed hyperparameters against the Bayesian linear model on the
+# basis, the gradient of the objective against finite differences, bad input.
+
+# The basis of one Hilbert spec on the internal scale, written from the
+# formulas (not the package): sines on the box, log spectral density.
+hs_sines <- function(X, centre, L, m) {
+  X <- as.matrix(X)
+  d <- length(m)
+  idx <- as.matrix(expand.grid(lapply(m, seq_len)))  # input 1 fastest, as the package
+  out <- matrix(1, nrow(X), nrow(idx))
+  for (k in seq_len(d)) {
+    t <- X[, k] - centre[k]
+    out <- out * outer(t + L[k], idx[, k], function(a, j) sin(pi * j * a / (2 * L[k]))) / sqrt(L[k])
+    out[abs(t) > L[k], ] <- 0
+  }
+  out
+}
+
+hs_log_spectrum <- function(kernel, L, m, ls, v) {
+  d <- length(m)
+  idx <- as.matrix(expand.grid(lapply(m, seq_len)))
+  om <- sweep(idx, 2, pi / (2 * L), "*")
+  ls <- rep(ls, length.out = d)
+  u <- rowSums(sweep(om, 2, ls, "*")^2)
+  if (kernel == "se") return(log(v) + d / 2 * log(2 * pi) + sum(log(ls)) - u / 2)
+  nu <- if (kernel == "matern32") 1.5 else 2.5
+  logC <- d * log(2) + d / 2 * log(pi) + lgamma(nu + d / 2) + nu * log(2 * nu) - lgamma(nu)
+  log(v) + logC + sum(log(ls)) - (nu + d / 2) * log(2 * nu + u)
+}
+
+hs_kernel <- function(kernel) switch(kernel, se = k_se, matern32 = k_matern32, matern52 = k_matern52)
+
+# The limit of the basis as it grows on a fixed box: the kernel with the
+# Dirichlet images, sum over r in Z^d and the 2^d reflections.
+hs_image_kernel <- function(kernel, A, B, centre, L, ls, v, R = 3) {
+  A <- sweep(as.matrix(A), 2, centre)
+  B <- sweep(as.matrix(B), 2, centre)
+  d <- ncol(A)
+  kf <- hs_kernel(kernel)
+  K <- matrix(0, nrow(A), nrow(B))
+  shifts <- as.matrix(expand.grid(rep(list(-R:R), d)))
+  refl <- as.matrix(expand.grid(rep(list(0:1), d)))
+  for (a in seq_len(nrow(shifts))) for (b in seq_len(nrow(refl))) {
+    Bi <- B
+    for (k in seq_len(d)) {
+      Bi[, k] <- if (refl[b, k] == 0) B[, k] - 4 * shifts[a, k] * L[k] else -B[, k] - 2 * L[k] - 4 * shifts[a, k] * L[k]
+    }
+    K <- K + (-1)^sum(refl[b, ]) * kf(A, Bi, ls, v)
+  }
+  K
+}
+
+# A Hilbert spec (as gp_setup() makes it) over internal columns 0..d-1.
+hs_spec <- function(kernel, centre, L, m, ls, v = 1) {
+  list(kind = "hilbert", cols = seq_along(m) - 1L, kernel = kernel, log_var = log(v), log_ls = log(ls),
+       hs_centre = centre, hs_L = L, hs_m = as.integer(m), learn_kernel = TRUE)
+}
+
+hs_cov <- function(spec, X) {
+  Phi <- scalegp:::.gp_features(list(spec), as.matrix(X), 1e-6)$Phi
+  tcrossprod(Phi)
+}
+
+test_that("the package's Hilbert features are the sines times sqrt(S) (1-D, 2-D ARD, 3-D; SE, Matern)", {
+  set.seed(1)
+  for (kern in c("se", "matern32", "matern52")) for (d in 1:3) {
+    m <- c(9, 7, 5)[seq_len(d)]
+    L <- c(2.5, 3, 2)[seq_len(d)]
+    ctr <- c(0.1, -0.2, 0.3)[seq_len(d)]
+    ls <- c(0.5, 0.8, 1.1)[seq_len(d)]
+    X <- matrix(runif(40 * d, -2, 2), ncol = d)
+    X[1, 1] <- 10  # outside the box: no features
+    sp <- hs_spec(kern, ctr, L, m, ls, 1.7)
+    f <- scalegp:::.gp_features(list(sp), X, 1e-6)
+    ref <- sweep(hs_sines(X, ctr, L, m), 2, exp(hs_log_spectrum(kern, L, m, ls, 1.7) / 2), "*")
+    expect_close(f$Phi, ref, 1e-12)
+    expect_equal(sum(abs(f$Phi[1, ])), 0)
+    expect_equal(max(abs(f$resid)), 0)
+  }
+})
+
+test_that("the Hilbert covariance tends to the kernel as the basis grows (SE, Matern; 1-D and 2-D ARD)", {
+  for (kern in c("se", "matern32", "matern52")) for (d in 1:2) {
+    ls <- c(0.3, 0.5)[seq_len(d)]
+    g <- seq(-1, 1, length.out = if (d == 1) 101 else 15)
+    X <- as.matrix(expand.grid(rep(list(g), d)))  # the data's box, S = 1
+    K <- hs_kernel(kern)(X, X, ls, 1)
+    # (c, m) growing together: the maximal error over the data's box falls
+    grow <- list(c(1.2, 8), c(1.5, 16), c(2.5, 40), c(4, 120))
+    if (d == 2) grow <- list(c(1.2, 6), c(1.5, 12), c(2.5, 30), c(4, 60))
+    err <- vapply(grow, function(cm) {
+      sp <- hs_spec(kern, rep(0, d), rep(cm[1], d), rep(cm[2], d), ls)
+      max(abs(hs_cov(sp, X) - K))
+    }, 0)
+    expect_true(all(diff(err) < 0), label = paste(kern, d, "errors", paste(signif(err, 3), collapse = " ")))
+    tol <- c(se = 1e-9, matern52 = 2e-3, matern32 = 2e-2)[[kern]] * if (d == 2) 5 else 1
+    expect_lt(err[length(err)], tol)
+    # on a fixed box, per element: the basis of m sines differs from its
+    # limit (the kernel with Dirichlet images) by at most the spectral mass
+    # left out, sum_{j not kept} S(omega_j) / prod L
+    L <- rep(1.8, d)
+    for (m in c(10, 25, 60)) {
+      mm <- rep(if (d == 1) m else ceiling(m / 2), d)
+      sp <- hs_spec(kern, rep(0, d), L, mm, ls)
+      big <- rep(if (d == 1) 20000 else 700, d)
+      s_all <- exp(hs_log_spectrum(kern, L, big, ls, 1))
+      idx <- as.matrix(expand.grid(lapply(big, seq_len)))
+      kept <- apply(idx <= matrix(mm, nrow(idx), d, byrow = TRUE), 1, all)
+      tail_mass <- sum(s_all[!kept]) / prod(L)
+      lim <- hs_image_kernel(kern, X, X, rep(0, d), L, ls, 1)
+      dev <- max(abs(hs_cov(sp, X) - lim))
+      expect_lt(dev, 1.001 * tail_mass + 1e-12)
+    }
+  }
+})
+
+test_that("at the sizes the default picks, the Hilbert covariance is within 0.02 of the kernel over the data", {
+  set.seed(2)
+  for (kern in c("se", "matern32", "matern52")) for (d in 1:2) {
+    n <- 200
+    dat <- data.frame(x1 = runif(n, 0, 3), x2 = runif(n, -1, 5))
+    dat$y <- sin(dat$x1) + rnorm(n)
+    f <- if (d == 1) y ~ gp(x1, basis = "hilbert", kernel = kern) else y ~ gp(x1, x2, basis = "hilbert", kernel = kern)
+    fit <- gpgam(f, data = dat, control = qctl(fixed = c("kernel", "sigma"), sigma = 1, iterations = 1))
+    sp <- fit$state$specs[[1]]
+    h <- fit$terms$gp[[1]]$hilbert
+    expect_equal(sp$hs_m, rep(c(64L, 24L)[d], d))
+    expect_equal(h$c, rep(scalegp:::hilbert_c(kern, d), d))
+    # the data's box on the internal scale (centred at the midpoints)
+    X <- as.matrix(expand.grid(lapply(seq_len(d), function(k)
+      sp$hs_centre[k] + seq(-h$S[k], h$S[k], length.out = if (d == 1) 101 else 21))))
+    # lengthscales from 1.1 l_min to the longest the box is built for
+    for (r in c(1.1, 2, 4)) {
+      ls <- pmin(r * h$l_min, h$S * c(1, 0.5)[d])
+      sp$log_ls <- log(ls)
+      sp$log_var <- 0
+      err <- max(abs(hs_cov(sp, X) - hs_kernel(kern)(X, X, ls, 1)))
+      expect_lt(err, 0.02)
+    }
+  }
+})
+
+test_that("a Gaussian fit at fixed hyperparameters is the Bayesian linear model on the Hilbert basis", {
+  set.seed(3)
+  n <- 60
+  d <- data.frame(x1 = runif(n, -1, 2), x2 = runif(n, 0, 4))
+  d$y <- 1 + sin(2 * d$x1) + cos(d$x2) + rnorm(n, sd = 0.3)
+  nd <- data.frame(x1 = runif(30, -1, 2), x2 = runif(30, 0, 4))
+  cases <- list(list(f = y ~ gp(x1, basis = "hilbert", lengthscale = 0.6, variance = 1.3) - 1,
+                     vars = "x1", kernel = "se", ls = 0.6),
+                list(f = y ~ gp(x1, x2, basis = "hilbert", kernel = "matern52", lengthscale = c(0.7, 1.5),
+                                variance = 1.3, k = 10) - 1,
+                     vars = c("x1", "x2"), kernel = "matern52", ls = c(0.7, 1.5)))
+  # prior weights (noise variance 0.09 / w) and an offset
+  wts <- runif(n, 0.5, 2)
+  d$o <- rnorm(n, sd = 0.5)
+  nd$o <- rnorm(30, sd = 0.5)
+  cases[[3]] <- list(f = y ~ gp(x2, basis = "hilbert", kernel = "matern32", lengthscale = 0.9, variance = 0.8) +
+                       offset(o) - 1, vars = "x2", kernel = "matern32", ls = 0.9, variance = 0.8, weights = TRUE)
+  for (cs in cases) {
+    w <- if (isTRUE(cs$weights)) wts else rep(1, n)
+    d$wt <- w
+    off <- if (isTRUE(cs$weights)) d$o else 0
+    off_new <- if (isTRUE(cs$weights)) nd$o else 0
+    v <- cs[["variance"]] %||% 1.3
+    fit <- gpgam(cs$f, data = d, weights = wt,
+                 control = qctl(fixed = c("kernel", "sigma"), sigma = 0.3, iterations = 1))
+    # the box the fit chose, on the scale of the data
+    sp <- fit$state$specs[[1]]
+    sc <- fit$terms$gp[[1]]$scaling
+    centre <- sc$center + sp$hs_centre * sc$scale
+    L <- sp$hs_L * sc$scale
+    # y = Phi w + e, w ~ N(0, diag(S)), e ~ N(0, 0.3^2): whitened Phi diag(sqrt(S))
+    sq <- exp(hs_log_spectrum(cs$kernel, L, sp$hs_m, cs$ls, v) / 2)
+    P <- sweep(hs_sines(as.matrix(d[cs$vars]), centre, L, sp$hs_m), 2, sq, "*")
+    Ps <- sweep(hs_sines(as.matrix(nd[cs$vars]), centre, L, sp$hs_m), 2, sq, "*")
+    A <- diag(ncol(P)) + crossprod(P, w * P) / 0.09
+    V <- solve(A)
+    mv <- V %*% crossprod(P, w * (d$y - off)) / 0.09
+    mu <- off_new + drop(Ps %*% mv)
+    s2 <- rowSums((Ps %*% V) * Ps)
+    p <- predict(fit, nd, se.fit = TRUE)
+    expect_close(p$fit, mu, 1e-8)
+    expect_close(p$se.fit^2, s2, 1e-8)
+    expect_true(all(s2 > 1e-3))
+    expect_close(fitted(fit), off + P %*% mv, 1e-8)
+    # the ELBO at the exact posterior is the log marginal likelihood
+    expect_close(logLik(fit), ldmvnorm0(d$y - off, tcrossprod(P) + diag(0.09 / w)), 1e-6)
+    expect_equal(fit$params$gp[[1]]$basis, ncol(P))
+  }
+})
+
+test_that("Hilbert terms are centred over the data and the predictor is unchanged", {
+  set.seed(4)
+  n <- 150
+  d <- data.frame(x1 = runif(n), x2 = runif(n))
+  d$y <- 3 + sin(5 * d$x1) + d$x2^2 + rnorm(n, sd = 0.2)
+  fit <- gpgam(y ~ gp(x1, basis = "hilbert") + gp(x2, basis = "hilbert", kernel = "matern52"), data = d,
+               control = qctl())
+  tp <- predict(fit, d, type = "terms")
+  expect_lt(max(abs(colMeans(tp))), 1e-10)
+  expect_close(rowSums(tp) + attr(tp, "constant"), predict(fit, d), 1e-10)
+  expect_lt(sqrt(mean((fitted(fit) - (3 + sin(5 * d$x1) + d$x2^2))^2)), 0.1)
+  expect_output(print(fit), "se kernel (Hilbert basis), 64 basis functions", fixed = TRUE)
+  # predictions far beyond the data's range are flagged (the basis holds a box only)
+  expect_silent(predict(fit, data.frame(x1 = c(0.5, 1.1), x2 = 0.5)))
+  expect_warning(predict(fit, data.frame(x1 = c(0.5, 4), x2 = 0.5)), "gp\\(x1\\): 1 row.*beyond the range of 'x1'")
+})
+
+test_that("the objective's gradient with Hilbert terms matches finite differences", {
+  set.seed(5)
+  n <- 150
+  d <- data.frame(x1 = runif(n), x2 = runif(n), x3 = runif(n))
+  d$y <- sin(4 * d$x1) + cos(3 * d$x2) * d$x3 + rnorm(n, sd = 0.3)
+  d$cnt <- rpois(n, exp(0.5 + sin(4 * d$x1)))
+  slope <- function(f, p) sapply(seq_along(p), function(k) {
+    up <- p; dn <- p
+    up[k] <- p[k] + 1e-4; dn[k] <- p[k] - 1e-4
+    (f(up)$objective - f(dn)$objective) / 2e-4
+  })
+  cases <- list(
+    list(f = y ~ gp(x1, basis = "hilbert") + gp(x2, x3, basis = "hilbert", kernel = "matern32", k = 8),
+         family = gaussian(), ctl = qctl(priors = FALSE), tol = 1e-5),
+    list(f = y ~ gp(x1, basis = "hilbert", kernel = "matern52") + gp(x2, x3, basis = "hilbert", k = 8, ard = FALSE),
+         family = gaussian(), ctl = qctl(discrete = TRUE), tol = 1e-5),
+    list(f = cnt ~ gp(x1, basis = "hilbert"), family = poisson(), ctl = qctl(), tol = 1e-3))
+  for (cs in cases) {
+    # (the long lengthscale of x2 in gp(x2, x3) draws the box warning)
+    fit <- suppressWarnings(gpgam(cs$f, data = d, family = cs$family, control = cs$ctl))
+    f <- gp_objective(fit)
+    p0 <- attr(f, "start")
+    expect_equal(f(p0)$objective, fit$objective + fit$log_prior, tolerance = 1e-8)
+    away <- p0 + rep(c(0.3, -0.2, 0.25, 0.15), length.out = length(p0))
+    s_away <- slope(f, away)
+    expect_gt(max(abs(s_away)), 0.5)
+    g <- f(away)$gradient
+    expect_close(g, s_away, cs$tol * max(abs(s_away)),
+                 label = paste(deparse1(cs$f), "gradient", paste(signif(g - s_away, 3), collapse = " ")))
+  }
+})
+
+test_that("bad Hilbert input is refused naming the argument", {
+  d <- data.frame(a = runif(30), b = runif(30), c = runif(30), e = runif(30), f = gl(3, 10), y = rnorm(30))
+  expect_error(gp(a, b, c, e, basis = "hilbert"), "'basis' .*1 to 3 inputs")
+  expect_error(gp(a, basis = "fourier"), "'basis' must be one of")
+  expect_error(gp(a, b, basis = "hilbert", k = c(10, 1)), "'k' must be at least 2")
+  expect_error(gp(a, basis = "hilbert", k = c(10, 12)), "'k'")
+  expect_equal(gpgam(y ~ te(a, b, k = c(6, 5), basis = "hilbert"), data = d,
+                     control = qctl(iterations = 1, fixed = "kernel"))$state$specs[[1]]$hs_m, c(6L, 5L))
+  expect_error(gp(a, basis = "hilbert", inducing = 1:3), "'inducing' has no meaning")
+  expect_error(gpgam(y ~ gp(f, basis = "hilbert"), data = d, control = qctl()), "'basis' .*numeric inputs")
+  expect_error(gpgam(y ~ ti(a, b, basis = "hilbert"), data = d, control = qctl()), "'basis' .*ti\\(\\)")
+  expect_error(gpgam(y ~ gp(a, basis = "hilbert") + gp(a, b), data = d, control = qctl()), "'basis' .*shares inputs")
+  expect_error(gpgam(y ~ gp(a, basis = "hilbert"), data = d, inference = "ep", control = qctl()),
+               "'inference' .*does not support")
+})
+
+test_that("a Hilbert term with a numeric or factor `by` fits", {
+  set.seed(6)
+  n <- 200
+  d <- data.frame(x = runif(n), z = rnorm(n), g = gl(2, n / 2))
+  d$y <- sin(4 * d$x) * d$z + ifelse(d$g == "1", cos(3 * d$x), -cos(3 * d$x)) + rnorm(n, sd = 0.2)
+  fit <- gpgam(y ~ gp(x, by = z, basis = "hilbert") + g + gp(x, by = g, basis = "hilbert", kernel = "matern52"),
+               data = d, control = qctl())
+  truth <- sin(4 * d$x) * d$z + ifelse(d$g == "1", cos(3 * d$x), -cos(3 * d$x))
+  expect_lt(sqrt(mean((fitted(fit) - truth)^2)), 0.12)
+})
+
+test_that("a lengthscale too short for the basis grows it, one too long widens the box, and the fit recovers the truth", {
+  set.seed(7)
+  n <- 400
+  d <- data.frame(x = runif(n))
+  truth <- function(x) sin(30 * x)
+  d$y <- truth(d$x) + rnorm(n, sd = 0.1)
+  # 10 sines cannot hold a lengthscale of about 0.05 on [0, 1]
+  fit <- gpgam(y ~ gp(x, basis = "hilbert", k = 10), data = d, control = qctl())
+  h <- fit$terms$gp[[1]]$hilbert
+  expect_gte(fit$hilbert_refits, 1)
+  expect_gt(h$m, 10)
+  expect_equal(fit$state$specs[[1]]$hs_m, h$m)
+  ls <- exp(fit$state$specs[[1]]$log_ls)
+  expect_gte(ls, 1.1 * h$l_min)
+  nd <- data.frame(x = seq(0.02, 0.98, length.out = 200))
+  expect_lt(sqrt(mean((predict(fit, nd) - truth(nd$x))^2)), 0.05)
+  # a smooth trend: its lengthscale is long against the data's range
+  d$y2 <- 2 * d$x + 0.3 * d$x^2 + rnorm(n, sd = 0.1)
+  fit2 <- gpgam(y2 ~ gp(x, basis = "hilbert"), data = d, control = qctl())
+  h2 <- fit2$terms$gp[[1]]$hilbert
+  expect_equal(fit2$state$specs[[1]]$hs_L, h2$c * h2$S)
+  expect_lt(sqrt(mean((predict(fit2, nd) - (2 * nd$x + 0.3 * nd$x^2))^2)), 0.05)
+})
+
+test_that("Hilbert fits are identical for any number of threads (rows and discretised)", {
+  set.seed(8)
+  n <- 600
+  d <- data.frame(x1 = runif(n), x2 = runif(n))
+  d$y <- sin(5 * d$x1) + cos(4 * d$x2) + rnorm(n, sd = 0.3)
+  for (disc in c(FALSE, TRUE)) {
+    fits <- lapply(1:2, function(th) gpgam(y ~ gp(x1, basis = "hilbert") + gp(x2, basis = "hilbert"), data = d,
+                                           control = qctl(threads = th, discrete = disc)))
+    expect_identical(fitted(fits[[1]]), fitted(fits[[2]]))
+    expect_identical(fits[[1]]$objective, fits[[2]]$objective)
+  }
+})
