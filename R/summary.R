@@ -107,7 +107,7 @@ print.summary.gpgam <- function(x, digits = max(3L, getOption("digits") - 3L), .
     cat(sprintf("%d iterations (batch size %d, %d thread%s), %.2f s\n", x$iterations, x$batch_size,
                 x$threads, if (x$threads > 1) "s" else "", x$time))
   cat(x$convergence, "\n", sep = "")
-  if (!is.null(x$q_change)) cat("Last change of the posterior mean of the weights (whitened inducing variables or basis weights):",
+  if (!is.null(x$q_change)) cat("Last change of the posterior mean of the weights:",
                                 format(x$q_change, digits = 2), "\n")
   cat("\n")
   for (w in x$warnings) cat("Warning:", w, "\n")
