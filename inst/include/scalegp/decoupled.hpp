@@ -372,6 +372,8 @@ class Decoupled : public NaturalQ {
   // Memory O(T^2 + kSolveRows T), time O(n T^2) for T = M + M_a.  (Not
   // DataPass::weighted_gram_lower(): it needs the features of all rows at once
   // and keeps one T x T sum per group of rows, too much at T in the thousands.)
+  // by_value(): the same over the D distinct values of the gp component,
+  // kSolveRows values at a time, time O(D M_a^2) for the bases' blocks.
   MeanSystem mean_system() const {
     const ParallelFor& pfor = *pfor_;
     const Kernel& ker = kernel();
