@@ -13,7 +13,8 @@
 #' The convergence report gives the iterations, why the fit stopped, the
 #' largest entry of the gradient of its objective (and whose it is) against
 #' the tolerance `tol * n` of [gp_control()] (a stationary point when below),
-#' and the last change of the posterior mean of the inducing variables.
+#' and the last change of the posterior mean of the weights (the whitened
+#' inducing variables, or a Hilbert term's basis weights).
 #'
 #' The inducing-point check gives, per term, the number of inducing points
 #' M, the edf and edf / M (near 1 the posterior uses its whole basis: more
@@ -22,15 +23,27 @@
 #' inputs (standardised; at most 2000 rows), over twice their variance.  Well
 #' below 1 it signals residual structure along the inputs; its p-value is the
 #' share of `rep` random reorderings of the residuals with an index as low.
-#' Advice is printed where a term looks short of inducing points.
+#' Advice is printed where a term looks short of inducing points (for a
+#' Hilbert term, `M` is its number of basis functions).
+#'
+#' For terms with `basis = "hilbert"` (see [gp()]) a second table gives, per
+#' input, the sines, the box factor and the factor the fitted lengthscale
+#' needs, the lengthscale and the shortest the basis represents (data
+#' scale), and a status: `"short"` (a lengthscale near the shortest: use a
+#' larger `k`), `"long"` (the box is too narrow for it: the curve is pulled
+#' towards zero at the box's edges), `"widest box"` (the same on a box of
+#' 8 half-ranges of the data, the widest the fit gives, on which a flat or
+#' linear direction is still represented over the data: no warning),
+#' `"fixed"` (kernel not learned) or `"ok"`.
 #'
 #' @param fit a fit made by [gpgam()] (with its model frame).
 #' @param rep number of permutations for the k-index p-values.
 #' @param plot draw the four panels.
 #' @param ... passed to the plotting functions.
-#' @return Invisibly, a list: `convergence` (a one-row data frame) and
+#' @return Invisibly, a list: `convergence` (a one-row data frame),
 #'   `terms` (one row per `gp()` term: `M`, `edf`, `edf/M`, `k-index`,
-#'   `p-value`).
+#'   `p-value`) and `hilbert` (the Hilbert bases' table, one row per input;
+#'   `NULL` without Hilbert terms).
 #' @examples
 #' set.seed(2)
 #' d <- data.frame(x = runif(300))
@@ -66,7 +79,7 @@ gp_check <- function(fit, rep = 200, plot = TRUE, ...) {
                      failures = fit$failures %||% 0L, stringsAsFactors = FALSE)
   tab <- inducing_check(fit, r, rep)
   cat("\n", convergence_line(fit), "\n", sep = "")
-  cat(sprintf("%d iterations; last change of the posterior mean of the inducing variables %s; %d failed step(s)\n",
+  cat(sprintf("%d iterations; last change of the posterior mean of the weights %s; %d failed step(s)\n",
               fit$iterations, format(fit$q_change %||% NA, digits = 2), fit$failures %||% 0L))
   if (nrow(tab)) {
     cat("\nInducing points of the gp() terms (k-index well below 1 with a small p-value, or edf/M near 1,\n",
@@ -81,8 +94,15 @@ gp_check <- function(fit, rep = 200, plot = TRUE, ...) {
           else sprintf("Advice: %s may need more inducing points (it has %d): try k = %d.\n", a, tab[a, "M"],
                        2L * tab[a, "M"]))
   }
+  hs_tab <- hilbert_table(fit)
+  if (!is.null(hs_tab)) {
+    cat("\nHilbert bases, per input (status short: a lengthscale near the shortest the sines represent, use a\n",
+        "larger k; long: the box is narrower than the lengthscale needs, the curve is pulled to zero at its edges):\n",
+        sep = "")
+    print(format(hs_tab, digits = 3), row.names = FALSE)
+  }
   cat("\n")
-  invisible(list(convergence = conv, terms = tab))
+  invisible(list(convergence = conv, terms = tab, hilbert = hs_tab))
 }
 
 # Per gp() term: M, edf, edf / M, and the nearest-neighbour k-index of the

@@ -260,6 +260,7 @@ hilbert_one <- function(spec, Xg, Xs, st, sc, ysc, control, col, by, n_terms) {
 # engine's result `res`), or NULL when nothing changes; no term grows beyond
 # `max_basis` functions (the final hilbert_check() then warns).
 hilbert_adapt <- function(setup, res, max_basis = 2000L) {
+  wide <- hilbert_max_box
   hs <- which(vapply(setup$comps, function(k) identical(k$kind, "hilbert") && isTRUE(k$learn_kernel), TRUE))
   if (!length(hs) || is.null(res$specs)) return(NULL)
   changed <- FALSE
@@ -275,9 +276,9 @@ hilbert_adapt <- function(setup, res, max_basis = 2000L) {
     short <- ls < 1.1 * h$l_min
     m[short] <- 2L * m[short]
     c_req <- pmax(1.2, kc$a1 * ls / h$S, 1 + kc$r * ls / (2 * h$S))
-    long <- c_req > cc * (1 + 1e-8) & cc < 8
+    long <- c_req > cc * (1 + 1e-8) & cc < wide
     if (any(long)) {
-      c_new <- pmin(8, pmax(1.2, kc$a1 * 1.25 * ls / h$S, 1 + kc$r * 1.25 * ls / (2 * h$S)))
+      c_new <- pmin(wide, pmax(1.2, kc$a1 * 1.25 * ls / h$S, 1 + kc$r * 1.25 * ls / (2 * h$S)))
       # (enough sines for half the fitted lengthscale on the wider box)
       m_need <- as.integer(ceiling(2 * c_new * h$S * kc$q / (pi * 0.5 * ls)))
       m[long] <- pmax(m[long], m_need[long])
@@ -308,40 +309,64 @@ hilbert_adapt <- function(setup, res, max_basis = 2000L) {
   setup
 }
 
+# The widest box hilbert_adapt() gives an input, in half-ranges of its data.
+# On it even a flat or linear direction (an input a term of several inputs
+# does not use, a trend) is represented over the data (its first two sines
+# vary by 2 per cent or are linear to 1 per cent there), so a lengthscale
+# longer than the notes' rule asks of the box is not warned about.
+hilbert_max_box <- 8
+
 # The check of the notes (section 4.4) after a fit, per input of each Hilbert
-# term with learned hyperparameters: (a) the fitted lengthscale is at least
-# 1.1 l_min (else the basis is too small for it: a larger k is needed; the
-# fit does not enlarge the basis itself yet); (b) the box is wide enough for
-# it, c >= c_req(l) (else a long-lengthscale curve, such as a trend, is
-# pulled towards zero near the box's walls).  Warns, naming term and input.
-hilbert_check <- function(fit) {
+# term (data scale): its sines, box factor c and the factor c_req(l) the
+# fitted lengthscale needs, the lengthscale and the shortest the basis
+# represents, l_min, and a status: "short" when the lengthscale is below
+# 1.1 l_min (the basis is too small for it: a larger k is needed), "long"
+# when c < c_req and the term is not flat (edf > 0.5: a long-lengthscale
+# curve, such as a trend, is pulled towards zero near the box's walls),
+# "widest box" when c < c_req on the widest box (hilbert_max_box), "fixed"
+# when the kernel was not learned, else "ok".  NULL without Hilbert
+# terms.  gp_check() prints it; hilbert_check() warns from it.
+hilbert_table <- function(fit) {
   edf <- NULL
+  rows <- list()
   for (i in seq_along(fit$terms$gp)) {
     g <- fit$terms$gp[[i]]
     s <- fit$state$specs[[i]]
-    if (!identical(g$type, "hilbert") || !isTRUE(s$learn_kernel)) next
+    if (!identical(g$type, "hilbert")) next
     h <- g$hilbert
     d <- length(h$m)
     ls <- rep(exp(s$log_ls), length.out = d)
     k <- hilbert_constants(s$kernel)
-    short <- ls < 1.1 * h$l_min
-    if (any(short)) {
-      j <- which(short)[1]
-      warning(sprintf(paste0("%s: the fitted lengthscale of '%s' (%.3g) is near the shortest its Hilbert basis of %d ",
-                             "functions per input represents (%.3g); refit with a larger k, e.g. gp(..., k = %d)"),
-                      g$spec$label, g$spec$vars[j], ls[j] * g$scaling$scale[min(j, length(g$scaling$scale))], h$m[j],
-                      h$l_min[j] * g$scaling$scale[min(j, length(g$scaling$scale))], 2L * h$m[j]), call. = FALSE)
-    }
     c_req <- pmax(1.2, k$a1 * ls / h$S, 1 + k$r * ls / (2 * h$S))
     edf <- edf %||% component_edf(fit)
-    long <- c_req > h$c * (1 + 1e-8) & edf[i] > 0.5
-    if (any(long)) {
-      j <- which(long)[1]
+    sc <- rep(g$scaling$scale, length.out = d)
+    status <- if (!isTRUE(s$learn_kernel)) rep("fixed", d)
+              else ifelse(ls < 1.1 * h$l_min, "short",
+                          ifelse(c_req > h$c * (1 + 1e-8) & edf[i] > 0.5,
+                                 ifelse(h$c >= hilbert_max_box, "widest box", "long"), "ok"))
+    rows[[length(rows) + 1]] <- data.frame(term = g$spec$label, input = g$spec$vars[seq_len(d)], sines = h$m,
+                                           box = h$c, box_needed = c_req, lengthscale = ls * sc,
+                                           shortest = h$l_min * sc, status = status, stringsAsFactors = FALSE)
+  }
+  if (length(rows)) do.call(rbind, rows)
+}
+
+# Warns, naming term and input, for each input hilbert_table() marks "short"
+# or "long" (the fit enlarges the basis or the box itself at most three
+# times, hilbert_adapt(); what is left after that).
+hilbert_check <- function(fit) {
+  tab <- hilbert_table(fit)
+  for (r in seq_len(NROW(tab))) {
+    t <- tab[r, ]
+    if (t$status == "short")
+      warning(sprintf(paste0("%s: the fitted lengthscale of '%s' (%.3g) is near the shortest its Hilbert basis of %d ",
+                             "functions per input represents (%.3g); refit with a larger k, e.g. gp(..., k = %d)"),
+                      t$term, t$input, t$lengthscale, t$sines, t$shortest, 2L * t$sines), call. = FALSE)
+    if (t$status == "long")
       warning(sprintf(paste0("%s: the fitted lengthscale of '%s' is longer than its Hilbert basis's box represents ",
                              "(box factor %.2f, %.2f needed); the curve is pulled towards zero near the box's edges ",
                              "(for a linear trend, add '%s' as a parametric term)"),
-                      g$spec$label, g$spec$vars[j], h$c[j], c_req[j], g$spec$vars[j]), call. = FALSE)
-    }
+                      t$term, t$input, t$box, t$box_needed, t$input), call. = FALSE)
   }
   invisible(NULL)
 }

@@ -68,7 +68,9 @@
 #' with more sines only where half the fitted lengthscale needs them, and the model is refitted
 #' from the fitted hyperparameters (at most 3 times, up to 2000 basis
 #' functions per term; `fit$hilbert_refits` counts them); a warning names the
-#' term and input when that does not suffice.  The basis vanishes outside the box, so predictions far beyond
+#' term and input when that does not suffice (except for a lengthscale too
+#' long for the widest box, on which a flat or linear direction is still
+#' represented over the data; [gp_check()] lists every input).  The basis vanishes outside the box, so predictions far beyond
 #' the data's range revert to the mean.  Not supported yet: other engines,
 #' `ti()` and terms that share inputs with another `gp()` term; the term's
 #' prior is not centred (its reported curve is, as for `centre = NULL`).

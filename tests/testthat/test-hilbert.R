@@ -291,6 +291,33 @@ test_that("a lengthscale too short for the basis grows it, one too long widens t
   h2 <- fit2$terms$gp[[1]]$hilbert
   expect_equal(fit2$state$specs[[1]]$hs_L, h2$c * h2$S)
   expect_lt(sqrt(mean((predict(fit2, nd) - (2 * nd$x + 0.3 * nd$x^2))^2)), 0.05)
+  # gp_check() reports each input's basis: the grown basis, the fitted
+  # lengthscale and the shortest the sines represent (2 L q / (pi m), data scale)
+  chk <- NULL
+  out <- capture.output(chk <- gp_check(fit, plot = FALSE, rep = 20))
+  expect_true(any(grepl("Hilbert bases, per input", out)))
+  tab <- chk$hilbert
+  expect_equal(nrow(tab), 1)
+  expect_equal(tab$sines, h$m)
+  sc <- fit$terms$gp[[1]]$scaling$scale
+  expect_equal(tab$lengthscale, unname(fit$params$gp[[1]]$lengthscale), tolerance = 1e-12)
+  expect_equal(tab$shortest, 2 * h$L * stats::qnorm(0.995) / (pi * h$m) * sc, tolerance = 1e-12)
+  expect_gt(tab$lengthscale, 1.1 * tab$shortest)
+  expect_equal(tab$status, "ok")
+  # a kernel held fixed is reported as such; a fit without Hilbert terms has no table
+  fit3 <- gpgam(y ~ gp(x, basis = "hilbert", k = 40, lengthscale = 0.05, variance = 1), data = d,
+                control = qctl(fixed = "kernel"))
+  expect_equal(scalegp:::hilbert_table(fit3)$status, "fixed")
+  fit4 <- gpgam(y ~ gp(x), data = d, control = qctl())
+  expect_null(scalegp:::hilbert_table(fit4))
+  # an input a two-input term does not use: its lengthscale runs long, the
+  # box reaches its widest, and that is reported without a warning
+  d$z <- runif(n)
+  expect_warning(fit5 <- gpgam(y ~ gp(x, z, basis = "hilbert"), data = d, control = qctl()), NA)
+  t5 <- scalegp:::hilbert_table(fit5)
+  expect_equal(t5$status[t5$input == "x"], "ok")
+  expect_true(t5$status[t5$input == "z"] %in% c("ok", "widest box"))
+  expect_gt(t5$lengthscale[t5$input == "z"], 5 * t5$lengthscale[t5$input == "x"])
 })
 
 test_that("Hilbert fits are identical for any number of threads (rows and discretised)", {
