@@ -8,14 +8,10 @@
 # converged QSGP fit reaches) and the pilot itself.
 #   Rscript bench/qsgp_kin40k_why.R      -> bench/results/qsgp_kin40k_why.md
 suppressPackageStartupMessages(library(scalegp))
-root <- Sys.getenv("SCALEGP_DATA", "../shared/data")
-dir <- file.path(root, "uci-evans", "kin40k")
-dat <- utils::read.csv(file.path(dir, "data.csv.gz"), header = FALSE)
-mask <- utils::read.csv(file.path(dir, "test_mask.csv.gz"), header = FALSE)
-names(dat) <- c(paste0("x", 1:8), "y")
-test <- mask[[1]] == 1
-tr <- dat[!test, ]
-te <- dat[test, ]
+source(file.path("inst", "replication", "kin40k_data.R"))
+split <- read_kin40k(1)
+tr <- split$train
+te <- split$test
 fml <- y ~ gp(x1, x2, x3, x4, x5, x6, x7, x8)
 rows <- list()
 add <- function(fit, seconds, rmse, iterations = NA, feature_batch = NA) {

@@ -30,15 +30,10 @@ vi_iters <- if (length(args) >= 4) as.integer(args[4]) else 1000L
 methods <- if (length(args) >= 5) strsplit(args[5], ",")[[1]] else c("qsgp_default", "qsgp0", "svgp")
 out <- file.path("inst", "replication", "results", "seed003_table2.rds")
 
-root <- Sys.getenv("SCALEGP_DATA", "../shared/data")
-dir <- file.path(root, "uci-evans", "kin40k")
-if (!dir.exists(dir)) stop("kin40k not found in ", dir, "; set SCALEGP_DATA")
-dat <- utils::read.csv(file.path(dir, "data.csv.gz"), header = FALSE)
-mask <- utils::read.csv(file.path(dir, "test_mask.csv.gz"), header = FALSE)
-names(dat) <- c(paste0("x", 1:8), "y")
-test <- mask[[1]] == 1
-tr <- dat[!test, ]
-te <- dat[test, ]
+source(file.path("inst", "replication", "kin40k_data.R"))
+split <- read_kin40k(1)
+tr <- split$train
+te <- split$test
 fml <- y ~ gp(x1, x2, x3, x4, x5, x6, x7, x8)
 
 fit_one <- function(method) {
