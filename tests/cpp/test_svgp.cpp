@@ -850,3 +850,70 @@ TEST_CASE("Gaussian mean-field optimum: the coupled mean, diagonal precision blo
   }
   CHECK(full.elbo(serial_for) > e1);
 }
+
+TEST_CASE("fixed design: the profile from statistics formed once equals the passes", "[svgp][fixed]") {
+  // a 1-D Hilbert term (SE) + a 2-D ARD Hilbert term (Matern 5/2) with a
+  // numeric by, a factor random effect and an intercept; weights and offsets.
+  // The objective and gradient at the start (no iteration), and the fit's
+  // optimum, with the fixed-design statistics and with a pass per evaluation,
+  // over the rows and over discretised values.
+  Data d = make_data(240, Family::gaussian, 29);
+  d.X.conservativeResize(240, 5);
+  for (Index i = 0; i < 240; ++i) {
+    d.X(i, 3) = static_cast<double>((i * 7) % 4);  // 4 levels
+    d.X(i, 4) = 0.5 + 0.25 * std::cos(static_cast<double>(i));
+  }
+  auto hilbert = [](KernelType t, std::vector<Index> cols, std::vector<Index> m) {
+    Component c;
+    c.kind = Kind::hilbert;
+    c.cols = std::move(cols);
+    const Index dim = static_cast<Index>(m.size());
+    c.kernel.type = t;
+    c.kernel.log_var = std::log(0.7);
+    c.kernel.log_ls = VectorXd::LinSpaced(dim, std::log(0.8), std::log(1.3));
+    c.basis.centre = VectorXd::Zero(dim);
+    c.basis.L = VectorXd::Constant(dim, 3.5);
+    c.basis.m = std::move(m);
+    c.basis.check();
+    return c;
+  };
+  Component fac;
+  fac.kind = Kind::factor;
+  fac.cols = {3};
+  fac.levels = 4;
+  fac.kernel.log_var = std::log(0.5);
+  Component h2 = hilbert(KernelType::matern52, {0, 1}, {7, 6});
+  h2.by_col = 4;
+  const std::vector<Component> comps = {hilbert(KernelType::se, {0}, {20}), h2, fac,
+                                        linear_component({2}, VectorXd::Constant(1, 3.0))};
+  const auto run = [&](bool fixed, bool discrete, int iterations) {
+    Settings set;
+    set.max_iter = iterations;
+    SvgpSettings opt;
+    opt.fixed_design = fixed;
+    opt.discrete = discrete;
+    opt.bins = 0;  // exact values: the same sums as the rows
+    Svgp s = make_svgp(d, comps, Family::gaussian, set, opt);
+    CHECK(s.fixed_design() == fixed);
+    Rng rng(3);
+    const FitInfo info = s.fit(serial_for, rng, [](int, double) { return true; });
+    return std::make_pair(info, s.pack());
+  };
+  for (bool discrete : {false, true}) {
+    CAPTURE(discrete);
+    const auto a = run(true, discrete, 0), b = run(false, discrete, 0);
+    CHECK(std::abs(a.first.objective - b.first.objective) < 1e-10 * std::abs(b.first.objective));
+    REQUIRE(a.first.gradient.size() == b.first.gradient.size());
+    const double gs = b.first.gradient.cwiseAbs().maxCoeff();
+    REQUIRE(gs > 1.0);
+    for (Index j = 0; j < b.first.gradient.size(); ++j) {
+      CAPTURE(j);
+      CHECK(std::abs(a.first.gradient(j) - b.first.gradient(j)) < 1e-9 * gs);
+    }
+    const auto fa = run(true, discrete, 200), fb = run(false, discrete, 200);
+    CHECK(fa.first.converged);
+    CHECK(fb.first.converged);
+    CHECK(std::abs(fa.first.objective - fb.first.objective) < 1e-7 * std::abs(fb.first.objective));
+    CHECK((fa.second - fb.second).cwiseAbs().maxCoeff() < 1e-3);
+  }
+}

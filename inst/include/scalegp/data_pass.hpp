@@ -719,6 +719,31 @@ class DataPass {
     return acc;
   }
 
+  // The sums of a Gaussian likelihood that no feature enters: the rows with
+  // w > 0, the sum of log w over them and of w (y - o)^2 (from the
+  // discretisation, or the rows in order).  Svgp's fixed-design path.
+  struct GaussianTotals {
+    double n_pos = 0, sum_log_w = 0, wyy = 0;
+  };
+  GaussianTotals gaussian_totals() const {
+    GaussianTotals t;
+    if (disc_) {
+      t.n_pos = disc_->n_pos;
+      t.sum_log_w = disc_->sum_log_w;
+      t.wyy = disc_->wyy;
+      return t;
+    }
+    const auto &y = q_->y_rows(), &w = q_->w_rows(), &o = q_->o_rows();
+    for (Index i = 0; i < y.size(); ++i) {
+      if (!(w(i) > 0)) continue;
+      const double r = y(i) - o(i);
+      t.n_pos += 1;
+      t.sum_log_w += std::log(w(i));
+      t.wyy += w(i) * r * r;
+    }
+    return t;
+  }
+
   // Discretises the data for the fit when the options ask for it (all rows
   // per iteration); the number of distinct values.
   // (Data given by use_discrete_data() are used as they are.)

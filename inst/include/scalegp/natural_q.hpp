@@ -34,6 +34,9 @@ struct SvgpSettings {
   // (discrete.hpp); the R default decides (vi_discrete()).
   bool discrete = false;
   double bins = 1000;  // values per gp() input (<= 0: exact values)
+  // Gaussian, all rows, no inducing points: the profile objective from the
+  // fixed design's statistics, formed once (svgp.hpp); false: by passes.
+  bool fixed_design = true;
 };
 
 class NaturalQ : public WhitenedGaussianModel {

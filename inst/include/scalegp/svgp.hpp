@@ -12,6 +12,15 @@
 // updates are NaturalQ's (natural_q.hpp), the pass over the data DataPass's
 // (data_pass.hpp: rows, discretised values, or the workers of a cluster).
 //
+// A fixed design (every component hilbert, factor or linear; Gaussian, all
+// rows, coupled full-rank q): a row's features are phi = d(theta) .* psi
+// with psi fixed (the sines, a level's indicator, the parametric columns,
+// times a by value), so the data enter only through G = sum w psi psi',
+// b = sum w (y - o) psi and the totals of DataPass::gaussian_totals(),
+// formed once per fit by one pass at unit scales (fixed_statistics()).  Each
+// evaluation of the profile objective then passes over no data and costs
+// O(M^3) in the number of weights M (fixed_profile()).
+//
 // In whitened coordinates, with Q = Phi' diag(gamma) Phi, r = Phi' g and the
 // per-row derivatives g = dE/dmu, gamma = dE/ds2 of the expected
 // log-likelihood, the natural-gradient target is
@@ -43,6 +52,8 @@ class Svgp : public NaturalQ {
   FitInfo fit(const ParallelFor& pfor, Rng& rng, Monitor monitor) {
     Sampler sampler = begin_fit(pfor, rng);
     data_.use_discrete(full_);
+    fixed_.reset();
+    if (full_ && opt.lbfgs && fixed_design()) fixed_ = std::make_shared<const FixedStatistics>(fixed_statistics());
     if (full_ && opt.lbfgs) return fit_profile(*this, set, static_cast<double>(n()), monitor);
     return fit_loop(*this, sampler, set, monitor);
   }
@@ -65,6 +76,7 @@ class Svgp : public NaturalQ {
   // 1; mean field: gaussian_meanfield_optimum()).  Otherwise: damped
   // natural steps to convergence (optimise_q()).
   Step profile() {
+    if (fixed_) return fixed_profile();
     std::vector<MatrixXd> old_L;
     for (const ComponentPrior& p : prior_) old_L.push_back(p.L);
     refresh_prior();
@@ -143,9 +155,110 @@ class Svgp : public NaturalQ {
     }
   }
 
+  // ---- a fixed design (the file's head) ----------------------------------------------
+  // True when the fixed-design path applies: Gaussian, coupled full-rank q
+  // (SvgpSettings::fixed_design not switched off), and no component with
+  // inducing points.
+  bool fixed_design() const {
+    if (lik.family != Family::gaussian || opt.rank != 0 || opt.meanfield || !opt.fixed_design) return false;
+    for (const Component& k : comps)
+      if (k.has_inducing()) return false;
+    return true;
+  }
+
+  // The fixed design's statistics: G = sum w psi psi' (M x M), b = sum w (y - o) psi
+  // and the totals.  One natural pass of a copy of the model at unit scales
+  // (hilbert sd 1, factor variance 1, linear prior sd 1), q's mean zero and
+  // its noise variance s2: that pass's Q = -G / (2 s2), r = b / s2.
+  struct FixedStatistics {
+    MatrixXd G;
+    VectorXd b;
+    DataPass::GaussianTotals totals;
+  };
+  FixedStatistics fixed_statistics() const {
+    Svgp u(*this);
+    for (Component& k : u.comps) {
+      if (k.kind == Kind::factor) k.kernel.log_var = 0;
+      if (k.kind == Kind::linear) k.prior_sd.setOnes();
+    }
+    u.refresh_prior();
+    for (std::size_t c = 0; c < u.comps.size(); ++c)
+      if (u.comps[c].kind == Kind::hilbert) u.prior_[c].sd.setOnes();
+    u.m.setZero();
+    const PassSums acc = u.evaluate(nullptr, Pass::natural, *pfor_);
+    const double s2 = u.lik.noise_var();
+    FixedStatistics st;
+    st.G = -2.0 * s2 * MatrixXd(acc.Q.selfadjointView<Eigen::Lower>());
+    st.b = s2 * acc.r;
+    st.totals = data_.gaussian_totals();
+    return st;
+  }
+
+  // The scale of each weight at the current hyperparameters, d (phi = d .* psi).
+  VectorXd fixed_scales() const {
+    VectorXd d(total_size());
+    for (std::size_t c = 0; c < comps.size(); ++c) {
+      const Component& k = comps[c];
+      auto dc = d.segment(offsets_[c], k.size());
+      switch (k.kind) {
+        case Kind::hilbert: dc = prior_[c].sd; break;
+        case Kind::factor: dc.setConstant(std::sqrt(k.kernel.variance())); break;
+        case Kind::linear: dc = k.prior_sd; break;
+        default: throw std::logic_error("fixed_scales(): a component with inducing points");
+      }
+    }
+    return d;
+  }
+
+  // The profile objective of a fixed design from its statistics, q optimal:
+  //   P = I + D G D / s2,  h = D b / s2  (m = S h, S = P^{-1}),
+  //   e = wyy - 2 m'D b + m'D G D m + s2 (M - tr S)   (sum w ((y - o - mu)^2 + s2_i)),
+  //   ELBO = -n+/2 log(2 pi s2) + sum log w / 2 - e / (2 s2) - KL(q || N(0, I)),
+  // the exact log marginal likelihood (no residual variance).  Gradient: with
+  // rho_j = log d_j^2, d ELBO / d rho_j = (S_jj + m_j^2 - 1) / 2 (mapped to
+  // the kernel parameters: d rho / d theta of hilbert.hpp, a factor's
+  // log variance is every rho_j of its levels), and
+  // d ELBO / d s2 = -n+ / (2 s2) + e / (2 s2^2).
+  Step fixed_profile() {
+    const FixedStatistics& st = *fixed_;
+    refresh_prior();
+    const VectorXd d = fixed_scales(), m0 = m;
+    const double s2 = lik.noise_var();
+    const Index Mt = total_size();
+    const MatrixXd Gs = d.asDiagonal() * st.G * d.asDiagonal();
+    const VectorXd bs = d.cwiseProduct(st.b);
+    P = Gs / s2;
+    P.diagonal().array() += 1.0;
+    h = bs / s2;
+    refresh_q();
+    q_change_ = (m - m0).lpNorm<Eigen::Infinity>();
+    const double e = st.totals.wyy - 2.0 * m.dot(bs) + m.dot(Gs * m) + s2 * (static_cast<double>(Mt) - S.trace());
+    Step out;
+    out.objective = -0.5 * st.totals.n_pos * (kLog2Pi + std::log(s2)) + 0.5 * st.totals.sum_log_w - 0.5 * e / s2 - kl();
+    const VectorXd grho = 0.5 * (S.diagonal() + m.cwiseAbs2() - VectorXd::Ones(Mt));
+    out.gradient = VectorXd::Zero(n_theta());
+    Index i = 0;
+    for (std::size_t c = 0; c < comps.size(); ++c) {
+      const Component& k = comps[c];
+      if (!k.learn_kernel || !k.has_kernel()) continue;
+      const auto gc = grho.segment(offsets_[c], k.size());
+      if (k.kind == Kind::factor) {
+        out.gradient(i++) = gc.sum();
+      } else {
+        out.gradient.segment(i, k.n_kernel_params()) = prior_[c].drho.transpose() * gc;
+        i += k.n_kernel_params();
+      }
+    }
+    if (lik.has_noise() && set.learn_noise)
+      out.gradient(i) = (s2 - Likelihood::kNoiseFloor) * (-0.5 * st.totals.n_pos / s2 + 0.5 * e / (s2 * s2));
+    out.objective += log_prior(&out.gradient);
+    return out;
+  }
+
  private:
   double scale_ = 1;
   PassSums acc_;
+  std::shared_ptr<const FixedStatistics> fixed_;  // the fixed design's statistics (fit(); none: the passes)
 };
 
 }  // namespace scalegp
