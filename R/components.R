@@ -190,8 +190,8 @@ inverse_gamma_from_tails <- function(lo, hi, p = 0.01) {
 # ---- the Hilbert-space basis (gp(basis = "hilbert"); inst/include/scalegp/hilbert.hpp) ----
 # Per input k of the term (standardised scale): the box is centred at the
 # midpoint of the input's range, with half-width L_k = c S_k (S_k the
-# half-range); the basis has m_k sines per input (k of gp(), else 64 / 24 / 12
-# for a term of 1 / 2 / 3 inputs), the full grid of their products.  The rule
+# half-range); the basis has m_k sines per input (k of gp(), else
+# hilbert_default_m()# for a term of 1 / 2 / 3 inputs), the full grid of their products.  The rule
 # of the notes on the basis (after Riutort-Mayol et al. 2023, section 4.3,
 # which protects only the middle of the data range): with eps = 0.01,
 #   c = max(1.2, a1 l_hi / S, 1 + r_eps l_hi / (2 S)),  l_hi = S (1 input) or S / 2,
@@ -217,6 +217,18 @@ hilbert_c <- function(kernel, d, l_hi = if (d == 1) 1 else 0.5) {
   max(1.2, k$a1 * l_hi, 1 + k$r * l_hi / 2)
 }
 
+# The default number of sines per input of a term of d inputs: 64 for one
+# input; for two or three, enough for the lengthscales down to 0.25 / 0.4
+# of the half-range (SE: 12 / 8; Matern 5/2: 22 / 12; Matern 3/2: 24 / 12),
+# at most 24 / 12 (576 / 1728 functions).  hilbert_adapt() adds sines where a
+# fitted lengthscale needs them.
+hilbert_default_m <- function(kernel, d) {
+  if (d == 1) return(64L)
+  l_lo <- c(0.25, 0.4)[d - 1]
+  m <- ceiling(2 * hilbert_c(kernel, d) * hilbert_constants(kernel)$q / (pi * l_lo))
+  as.integer(min(m, c(24L, 12L)[d - 1]))
+}
+
 # The smallest lengthscale (standardised scale) m sines represent on a box of
 # half-width L = c S: 2 L q / (pi m).
 hilbert_l_min <- function(kernel, L, m) 2 * L * hilbert_constants(kernel)$q / (pi * m)
@@ -229,7 +241,7 @@ hilbert_one <- function(spec, Xg, Xs, st, sc, ysc, control, col, by, n_terms) {
   S[!(S > 0)] <- 1  # (a constant input: any box holds it)
   cc <- hilbert_c(spec$kernel, d)
   L <- cc * S
-  m <- rep(as.integer(spec$k %||% c(64L, 24L, 12L)[d]), length.out = d)
+  m <- rep(as.integer(spec$k %||% hilbert_default_m(spec$kernel, d)), length.out = d)
   l_min <- hilbert_l_min(spec$kernel, L, m)
   log_min <- log(l_min / 2)
   if (!spec$ard) log_min <- max(log_min)

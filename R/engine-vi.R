@@ -261,6 +261,7 @@ engine_collect.engine_vi <- function(engine, fit, res) {
   fit$kl <- res$kl
   fit$rank_loss <- res$rank_loss
   fit$discrete <- isTRUE(res$discrete)
+  fit$passes <- res$passes  # passes over the data (rows or values) in the fit
   fit$control$distributed <- res$distributed
   fit
 }

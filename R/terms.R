@@ -55,8 +55,11 @@
 #' falls to 0.01, so that the approximation holds up to the edges of the data
 #' and not only in their middle: \eqn{c} = 3.2 / 1.76 (SE), 4.5 / 2.25
 #' (Matern 3/2), 4.1 / 2.05 (Matern 5/2) for one / more inputs.  `k` sets the
-#' number of sines per input (default 64, 24, 12 for one, two, three inputs:
-#' 64, 576, 1728 basis functions); the shortest lengthscale they represent is
+#' number of sines per input (default 64 for one input; for two or three,
+#' enough for lengthscales down to 0.25 or 0.4 of the half-range, at most 24
+#' or 12: 12 or 8 for SE, 22 or 12 for Matern 5/2, 24 or 12 for Matern 3/2;
+#' the refits below add sines where a fitted lengthscale needs them); the
+#' shortest lengthscale they represent is
 #' \eqn{l_{min} = 2 c S q / (\pi m)}, \eqn{q} the 0.995 quantile of the
 #' spectral density's margin (normal for SE, \eqn{t_{2\nu}} for Matern), so that
 #' at most 1\% of the spectral mass is lost.  Lengthscales are bounded below
@@ -82,7 +85,7 @@
 #'   the source repository compares their coverage on simulated designs.
 #' @param k number of inducing points (default `gp_control()$inducing`); with
 #'   `basis = "hilbert"`, the number of basis functions per input (default
-#'   64, 24, 12 for a term of one, two, three inputs), or one number per input.
+#'   64 for one input, see Details for more), or one number per input.
 #' @param ard one lengthscale per input (`TRUE`) or one shared lengthscale.
 #' @param inducing optional matrix (or vector, for one input) of inducing
 #'   locations on the scale of the data; overrides `k`.

@@ -342,6 +342,7 @@ Rcpp::List svgp_fit(Eigen::Map<Eigen::MatrixXd> X, Eigen::Map<Eigen::VectorXd> y
     out["kl"] = model.kl();
     out["rank_loss"] = model.rank_loss();
     out["discrete"] = model.data().discrete();
+    out["passes"] = static_cast<double>(model.data().passes());
     if (model.data().discrete()) out["feature_means"] = model.data().discrete_feature_means(pfor);
     if (model.data().discrete() && shards.isNull()) {
       // the fitted latent predictor: the rows' own values (nothing rounded),

@@ -731,11 +731,27 @@ TEST_CASE("full-batch fits end at a stationary point of the ELBO", "[svgp][fit]"
   }
 }
 
-TEST_CASE("keep_inducing_values: q(u) at the inducing points is unchanged by a change of hyperparameters", "[svgp]") {
-  const Data d = make_data(100, Family::logit, 111);
+TEST_CASE("keep_weights: q of every component's weights is unchanged by a change of hyperparameters", "[svgp]") {
+  // inducing (stationary, centred), hilbert and factor components, and a linear one
+  Data d = make_data(100, Family::logit, 111);
+  d.X.conservativeResize(100, 4);
+  for (Index i = 0; i < 100; ++i) d.X(i, 3) = static_cast<double>((i * 3) % 4);
+  Component hs;
+  hs.kind = Kind::hilbert;
+  hs.cols = {0};
+  hs.kernel.log_var = std::log(0.6);
+  hs.kernel.log_ls = VectorXd::Constant(1, std::log(0.9));
+  hs.basis.centre = VectorXd::Zero(1);
+  hs.basis.L = VectorXd::Constant(1, 3.0);
+  hs.basis.m = {9};
+  Component fac;
+  fac.kind = Kind::factor;
+  fac.cols = {3};
+  fac.levels = 4;
+  fac.kernel.log_var = std::log(0.5);
   Settings set;
   Svgp s = make_svgp(d, {gp_component(KernelType::se, true, uniform_matrix(6, 2, 112, -2, 2)),
-                         centred_component(KernelType::matern52, false, uniform_matrix(5, 2, 113, -2, 2)),
+                         centred_component(KernelType::matern52, false, uniform_matrix(5, 2, 113, -2, 2)), hs, fac,
                          linear_component({2}, VectorXd::Constant(1, 2.0))},
                      Family::logit, set);
   const Index Mt = s.total_size();
@@ -743,29 +759,35 @@ TEST_CASE("keep_inducing_values: q(u) at the inducing points is unchanged by a c
   s.P = MatrixXd::Identity(Mt, Mt) + 2.0 * B * B.transpose() / static_cast<double>(Mt);
   s.h = uniform_matrix(Mt, 1, 115, -1.0, 1.0);
   s.refresh();
-  // block-diagonal L (identity for the linear component)
-  const auto chol = [&](std::vector<MatrixXd>* Ls) {
-    MatrixXd L = MatrixXd::Identity(Mt, Mt);
+  // block-diagonal W (identity for the linear component)
+  const auto whitening = [&](std::vector<MatrixXd>* Ws) {
+    MatrixXd W = MatrixXd::Identity(Mt, Mt);
     for (std::size_t c = 0; c < s.comps.size(); ++c) {
-      const MatrixXd Lc = component_prior(s.comps[c], set.rel_jitter).L;
-      if (Ls) Ls->push_back(Lc);
-      if (Lc.size() > 0) L.block(s.offset_of(c), s.offset_of(c), Lc.rows(), Lc.cols()) = Lc;
+      const MatrixXd Wc = s.whitening(c);
+      if (Ws) Ws->push_back(Wc);
+      if (Wc.size() > 0) W.block(s.offset_of(c), s.offset_of(c), Wc.rows(), Wc.cols()) = Wc;
     }
-    return L;
+    return W;
   };
-  std::vector<MatrixXd> old_L;
-  const MatrixXd L0 = chol(&old_L);
-  const VectorXd mu0 = L0 * s.m;
-  const MatrixXd Su0 = L0 * s.S * L0.transpose();
+  std::vector<MatrixXd> old_W;
+  const MatrixXd W0 = whitening(&old_W);
+  CHECK(old_W[0] == component_prior(s.comps[0], set.rel_jitter).L);
+  CHECK(old_W[4].size() == 0);
+  const VectorXd mu0 = W0 * s.m;
+  const MatrixXd Su0 = W0 * s.S * W0.transpose();
   VectorXd th = s.pack();
   th.array() += 0.3;  // every log variance and log lengthscale
   s.unpack(th);
   s.refresh_prior();
-  s.keep_inducing_values(old_L);
-  const MatrixXd L1 = chol(nullptr);
-  REQUIRE((L1 - L0).cwiseAbs().maxCoeff() > 0.05);
-  check_all_close(L1 * s.m, mu0, 1e-9, 1e-10);
-  check_all_close(L1 * s.S * L1.transpose(), Su0, 1e-9, 1e-10);
+  s.keep_weights(old_W);
+  const MatrixXd W1 = whitening(nullptr);
+  for (std::size_t c = 0; c < 4; ++c) {
+    const Index o = s.offset_of(c), M = s.comps[c].size();
+    CAPTURE(c);
+    CHECK((W1 - W0).block(o, o, M, M).cwiseAbs().maxCoeff() > 0.02);
+  }
+  check_all_close(W1 * s.m, mu0, 1e-9, 1e-10);
+  check_all_close(W1 * s.S * W1.transpose(), Su0, 1e-9, 1e-10);
   // the linear component's coefficients are untouched
   CHECK(s.m.tail(1)(0) == Approx(mu0.tail(1)(0)).epsilon(1e-12));
 }

@@ -127,7 +127,7 @@ test_that("at the sizes the default picks, the Hilbert covariance is within 0.02
     fit <- gpgam(f, data = dat, control = qctl(fixed = c("kernel", "sigma"), sigma = 1, iterations = 1))
     sp <- fit$state$specs[[1]]
     h <- fit$terms$gp[[1]]$hilbert
-    expect_equal(sp$hs_m, rep(c(64L, 24L)[d], d))
+    expect_equal(sp$hs_m, rep(c(64L, c(se = 12L, matern52 = 22L, matern32 = 24L)[[kern]])[d], d))
     expect_equal(h$c, rep(scalegp:::hilbert_c(kern, d), d))
     # the data's box on the internal scale (centred at the midpoints)
     X <- as.matrix(expand.grid(lapply(seq_len(d), function(k)

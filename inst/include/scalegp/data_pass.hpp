@@ -93,6 +93,7 @@ class DataPass {
   // (optional) receives the per-row dE/dmu.
   PassSums evaluate(const std::vector<std::size_t>* idx, Pass pass, const ParallelFor& pfor,
                  const VectorXd* shift = nullptr, VectorXd* g_rows = nullptr) const {
+    ++passes_;
     if (!idx && disc_ && !shift && !g_rows)
       return lik_->family == Family::gaussian ? evaluate_discrete(pass, pfor) : evaluate_discrete_rows(pass, pfor);
     const std::size_t nrows = idx ? idx->size() : q_->n();
@@ -111,6 +112,7 @@ class DataPass {
   PassSums evaluate_values(Pass pass, const ParallelFor& pfor, const ValueShift& vs, VectorXd* g_values = nullptr) const {
     if (!disc_ || lik_->family != Family::gaussian)
       throw std::logic_error("a shift by value needs a discretised fit with a Gaussian likelihood");
+    ++passes_;
     return evaluate_discrete(pass, pfor, &vs, g_values);
   }
 
@@ -755,6 +757,8 @@ class DataPass {
     return disc_->n_distinct();
   }
   bool discrete() const { return static_cast<bool>(disc_); }
+  // Passes so far (calls of evaluate() and evaluate_values(), any rows).
+  std::size_t passes() const { return passes_; }
   // The distinct values of component c (a discretised fit).
   const DiscreteComponent& discrete_component(std::size_t c) const { return disc_->comp[c]; }
   // Back to the rows (a discretisation that does not pay: too many values).
@@ -804,6 +808,7 @@ class DataPass {
   std::shared_ptr<const DiscreteData> disc_;
   bool given_ = false;  // disc_ from use_discrete_data()
   mutable DiscreteCache cache_;
+  mutable std::size_t passes_ = 0;  // (passes())
   // the row pass of evaluate_discrete_rows(): its index (built once per
   // discretisation) and, on a cluster, where it runs
   mutable std::shared_ptr<const RowGroupIndex> row_index_;

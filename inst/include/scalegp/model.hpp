@@ -75,6 +75,18 @@ class AdditiveModel {
     for (const Component& k : comps) prior_.push_back(component_prior(k, set.rel_jitter));
     ++prior_version_;
   }
+  // The map from component c's whitened v_c to its weights, u_c = W v_c:
+  // the Cholesky factor of K_uu (inducing kinds), the diagonal of the
+  // weights' prior sds (hilbert: the sines' weights; factor: the levels'
+  // effects), empty for a linear component (its scale is fixed).
+  MatrixXd whitening(std::size_t c) const {
+    const Component& k = comps[c];
+    if (k.has_inducing()) return prior_[c].L;
+    if (k.kind == Kind::hilbert) return prior_[c].sd.asDiagonal();
+    if (k.kind == Kind::factor) return MatrixXd(VectorXd::Constant(k.levels, std::sqrt(k.kernel.variance())).asDiagonal());
+    return MatrixXd();
+  }
+
   // Changes whenever the features of a row may have changed.
   long prior_version() const { return prior_version_; }
 

@@ -8,7 +8,7 @@
 //                        P* = I - 2 s Q, h* = s (r - 2 Q m), mean field
 //                        (block-diagonal) or truncated to a low rank;
 //   gaussian_meanfield_optimum()  the optimal mean-field q (Gaussian);
-//   keep_inducing_values()  q moved with the hyperparameters;
+//   keep_weights()       q moved with the hyperparameters;
 //   optimise_q()         damped natural steps to q's optimum (the inner loop
 //                        of a profile fit), settle_q() the few that end a
 //                        fit on minibatches;
@@ -194,23 +194,32 @@ class NaturalQ : public WhitenedGaussianModel {
   }
 
   // The start of q after the hyperparameters changed: q(v) moved so that
-  // q(u) at the inducing points, u_c = L_c v_c, stays as it was (with the
-  // Cholesky factors old_L before the change and L after it: v_c ->
-  // L_c^-1 old_L_c v_c; when the inducing inputs moved too, q(u) at the old
-  // inputs becomes q(u) at the new ones).  The optimum of q is a function of the data, which
+  // q of each component's weights stays as it was.  Per component, the
+  // weights are u_c = W_c v_c with W_c = whitening(c): the Cholesky factor
+  // L_c of K_uu (the values at the inducing points; when the inducing inputs
+  // moved too, q(u) at the old inputs becomes q(u) at the new ones), or the
+  // diagonal of the weights' prior sds (hilbert: the sines' weights; factor:
+  // the levels' effects).  The optimum of q is a function of the data, which
   // q(u) describes directly; the whitened v drifts with the kernel variance
-  // and lengthscales.  In natural parameters, with T = diag(old_L_c^-1 L_c):
-  // P -> T' P T, h -> T' h.  Components without inducing points keep theirs.
-  void keep_inducing_values(const std::vector<MatrixXd>& old_L) {
-    if (old_L.size() != comps.size()) return;
+  // and lengthscales.  With old_W before the change: v_c -> W_c^-1 old_W_c v_c,
+  // in natural parameters, with T = diag(old_W_c^-1 W_c): P -> T' P T,
+  // h -> T' h.  Linear components, and a diagonal with a zero sd, keep theirs.
+  void keep_weights(const std::vector<MatrixXd>& old_W) {
+    if (old_W.size() != comps.size()) return;
     const Index Mt = total_size();
     MatrixXd T = MatrixXd::Identity(Mt, Mt);
     bool moved = false;
     for (std::size_t c = 0; c < comps.size(); ++c) {
-      const MatrixXd& L = prior_[c].L;
+      const MatrixXd W = whitening(c);
       const Index o = offsets_[c], M = comps[c].size();
-      if (L.size() == 0 || old_L[c].rows() != M || L.rows() != M || old_L[c] == L) continue;
-      T.block(o, o, M, M) = old_L[c].triangularView<Eigen::Lower>().solve(L);
+      if (W.size() == 0 || old_W[c].rows() != M || W.rows() != M || old_W[c] == W) continue;
+      if (comps[c].has_inducing()) {
+        T.block(o, o, M, M) = old_W[c].triangularView<Eigen::Lower>().solve(W);
+      } else {
+        const VectorXd a = old_W[c].diagonal(), b = W.diagonal();
+        if (!(a.minCoeff() > 0) || !(b.minCoeff() > 0)) continue;
+        T.block(o, o, M, M) = b.cwiseQuotient(a).asDiagonal();
+      }
       moved = true;
     }
     if (!moved) return;

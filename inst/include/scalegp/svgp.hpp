@@ -77,8 +77,8 @@ class Svgp : public NaturalQ {
   // natural steps to convergence (optimise_q()).
   Step profile() {
     if (fixed_) return fixed_profile();
-    std::vector<MatrixXd> old_L;
-    for (const ComponentPrior& p : prior_) old_L.push_back(p.L);
+    std::vector<MatrixXd> old_W;
+    for (std::size_t c = 0; c < comps.size(); ++c) old_W.push_back(whitening(c));
     refresh_prior();
     PassSums acc;
     if (lik.family == Family::gaussian && opt.rank == 0) {
@@ -90,7 +90,7 @@ class Svgp : public NaturalQ {
       refresh_q();
       q_change_ = (m - m0).lpNorm<Eigen::Infinity>();
     } else {
-      if (opt.rank == 0) keep_inducing_values(old_L);
+      if (opt.rank == 0) keep_weights(old_W);
       bool has_gradient = false;
       const VectorXd m0 = optimise_q<PassSums>(
           [this](PassSums& a, bool grad) {
