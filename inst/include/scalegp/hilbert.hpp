@@ -90,6 +90,33 @@ inline void hilbert_log_spectrum(const HilbertBasis& b, const Kernel& ker, Vecto
   }
 }
 
+// sum_j g_j d^2 log S(omega_j) / d theta d theta' in the packed kernel
+// parameters [log var, log l_1 (, .., log l_d)] (the log variance enters
+// linearly): with u_k = l_k^2 omega_jk^2 and U = sum_k u_k,
+//   SE:      d^2 / d log l_k d log l_k' = -2 u_k delta_kk'
+//   Matern:  d^2 / d log l_k d log l_k' = -4 a u_k (delta_kk' (2 nu + U) - u_k') / (2 nu + U)^2,  a = nu + d/2
+// (one lengthscale: the sums over k and k').
+inline MatrixXd hilbert_log_spectrum_hessian(const HilbertBasis& b, const Kernel& ker, const VectorXd& g) {
+  const Index d = b.dim(), M = b.size(), nls = ker.log_ls.size();
+  MatrixXd H = MatrixXd::Zero(1 + nls, 1 + nls);
+  const bool se = ker.type == KernelType::se;
+  const double nu = se ? 0 : (ker.type == KernelType::matern32 ? 1.5 : 2.5), a = nu + 0.5 * static_cast<double>(d);
+  VectorXd u(d);
+  for (Index j = 0; j < M; ++j) {
+    for (Index k = 0; k < d; ++k) {
+      const double w = ker.ls(k) * b.omega(j, k);
+      u(k) = w * w;
+    }
+    const double U = u.sum(), t = 2.0 * nu + U;
+    for (Index k = 0; k < d; ++k)
+      for (Index l = 0; l < d; ++l) {
+        const double v = se ? (k == l ? -2.0 * u(k) : 0.0) : -4.0 * a * u(k) * ((k == l ? t : 0.0) - u(l)) / (t * t);
+        H(nls == 1 ? 1 : 1 + k, nls == 1 ? 1 : 1 + l) += g(j) * v;
+      }
+  }
+  return H;
+}
+
 // Features of rows Xc (one column per input): Phi(i, j) = sine_j(x_i) sd(j),
 // zero for a row outside the box.
 inline void hilbert_features(const HilbertBasis& b, const Eigen::Ref<const MatrixXd>& Xc, const VectorXd& sd,

@@ -255,9 +255,85 @@ class Svgp : public NaturalQ {
     return out;
   }
 
+  // The exact Hessian of the fixed design's profile objective in the packed
+  // parameters at the current state (left by fixed_profile()), as the
+  // inverse of -H made positive definite (absolute eigenvalues, at least
+  // 1e-8 of the largest): the Newton steps of fit_profile().  False without
+  // a fixed design.  With rho_j = log d_j^2, tau = log s2, g_j = d L / d rho_j,
+  // rss = e - s2 (M - tr S) and edf = M - tr S:
+  //   d2L / d rho d rho' = [S o S + 2 (m m') o S] / 2 - diag(S_jj + m_j^2) / 2,
+  //   d2L / d rho_j d tau = [S_jj - (S^2)_jj - 2 m_j (S m)_j] / 2,
+  //   d2L / d tau^2      = [tr (I - S)^2 - edf + 2 m'S m - rss / s2] / 2,
+  // mapped to the packed parameters by J = d rho / d theta plus
+  // sum_j g_j d2 rho_j / d theta^2 (hilbert_log_spectrum_hessian()), the
+  // noise's tau(lambda) = log(e^lambda + floor), and the hyperpriors.
+  bool exact_hessian(MatrixXd& Hinv) const {
+    if (!fixed_) return false;
+    const FixedStatistics& st = *fixed_;
+    const Index Mt = total_size(), K = n_theta(), nh = n_hyper();
+    const double s2 = lik.noise_var();
+    const VectorXd d = fixed_scales(), bs = d.cwiseProduct(st.b);
+    const MatrixXd Gs = d.asDiagonal() * st.G * d.asDiagonal();
+    const double trS = S.trace(), edf = static_cast<double>(Mt) - trS;
+    const double rss = st.totals.wyy - 2.0 * m.dot(bs) + m.dot(Gs * m);
+    const VectorXd Sm = S * m, s2d = S.diagonal();
+    const VectorXd grho = 0.5 * (s2d + m.cwiseAbs2() - VectorXd::Ones(Mt));
+    MatrixXd Hrr = 0.5 * (S.cwiseProduct(S) + 2.0 * (m * m.transpose()).cwiseProduct(S));
+    Hrr.diagonal() -= 0.5 * (s2d + m.cwiseAbs2());
+    // J (Mt x nh) and the second derivatives of rho
+    MatrixXd J = MatrixXd::Zero(Mt, nh), H = MatrixXd::Zero(K, K);
+    Index i = 0;
+    for (std::size_t c = 0; c < comps.size(); ++c) {
+      const Component& k = comps[c];
+      if (!k.learn_kernel || !k.has_kernel()) continue;
+      const Index o = offsets_[c], M = k.size(), np = k.n_kernel_params();
+      if (k.kind == Kind::factor) {
+        J.block(o, i, M, 1).setOnes();
+      } else {
+        J.block(o, i, M, np) = prior_[c].drho;
+        H.block(i, i, np, np) = hilbert_log_spectrum_hessian(k.basis, k.kernel, grho.segment(o, M));
+      }
+      i += np;
+    }
+    H.topLeftCorner(nh, nh) += J.transpose() * Hrr * J;
+    if (lik.has_noise() && set.learn_noise) {
+      const double kap = (s2 - Likelihood::kNoiseFloor) / s2;
+      const VectorXd Hrt = 0.5 * (s2d - (S * S).diagonal() - 2.0 * m.cwiseProduct(Sm));
+      const double Lt = 0.5 * (edf - st.totals.n_pos + rss / s2);
+      const MatrixXd ImS = MatrixXd::Identity(Mt, Mt) - S;
+      const double Htt = 0.5 * (ImS.cwiseProduct(ImS).sum() - edf + 2.0 * m.dot(Sm) - rss / s2);
+      H.block(0, nh, nh, 1) = kap * J.transpose() * Hrt;
+      H.block(nh, 0, 1, nh) = H.block(0, nh, nh, 1).transpose();
+      H(nh, nh) = Htt * kap * kap + Lt * kap * (1.0 - kap);
+    }
+    // the hyperpriors (log_prior()): -e^v / (2 s^2) and -b e^{-t}
+    i = 0;
+    for (const Component& k : comps) {
+      if (!k.learn_kernel || !k.has_kernel()) continue;
+      if (k.sd_prior > 0) H(i, i) += -std::exp(k.hyper().log_var) / (2.0 * k.sd_prior * k.sd_prior);
+      ++i;
+      if (k.kind != Kind::factor)
+        for (Index j = 0; j < k.hyper().log_ls.size(); ++j, ++i)
+          if (k.ls_b.size()) H(i, i) += -k.ls_b(j) * std::exp(-k.hyper().log_ls(j));
+    }
+    if (!H.allFinite()) return false;
+    Eigen::SelfAdjointEigenSolver<MatrixXd> es(-0.5 * (H + H.transpose()));
+    if (es.info() != Eigen::Success) return false;
+    VectorXd ev = es.eigenvalues().cwiseAbs();
+    const double top = ev.maxCoeff();
+    if (!(top > 0) || !std::isfinite(top)) return false;
+    ev = ev.cwiseMax(1e-8 * top);
+    Hinv = es.eigenvectors() * ev.cwiseInverse().asDiagonal() * es.eigenvectors().transpose();
+    last_hessian_ = H;
+    return true;
+  }
+  // The Hessian of the last exact_hessian() (tests).
+  const MatrixXd& last_hessian() const { return last_hessian_; }
+
  private:
   double scale_ = 1;
   PassSums acc_;
+  mutable MatrixXd last_hessian_;
   std::shared_ptr<const FixedStatistics> fixed_;  // the fixed design's statistics (fit(); none: the passes)
 };
 
