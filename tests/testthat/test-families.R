@@ -91,6 +91,17 @@ test_that("negative binomial: theta and the term are recovered as well as by mgc
   expect_output(print(fit3), "theta: 3 (given)", fixed = TRUE)
 })
 
+test_that("Gamma weights multiply the shape (as glm's weights divide the dispersion)", {
+  d <- family_data(500, 7, "gamma", shape = 3)
+  a <- gpgam(y ~ gp(x), data = d, family = Gamma(link = "log"), control = qctl(inducing = 10))
+  d$w2 <- 2
+  b <- gpgam(y ~ gp(x), data = d, family = Gamma(link = "log"), weights = w2, control = qctl(inducing = 10))
+  # the same likelihood with shape k / 2 at weight 2: the same fit, half the shape
+  expect_equal(b$params$shape, a$params$shape / 2, tolerance = 1e-3)
+  expect_equal(b$objective, a$objective, tolerance = 1e-6)
+  expect_equal(unname(fitted(b)), unname(fitted(a)), tolerance = 1e-4)
+})
+
 test_that("print, summary, simulate, residuals and family of Gamma and negative binomial fits", {
   d <- family_data(300, 3, "gamma", shape = 4)
   fit <- gpgam(y ~ gp(x) + z, data = d, family = Gamma(link = "log"), control = qctl(inducing = 12))
