@@ -33,7 +33,8 @@ likelihood_name <- function(family) {
                  "binomial logit" = "logit", "poisson log" = "poisson", "Gamma log" = "gamma",
                  "negbin log" = "negbin", NULL)
   if (is.null(name) && family$family == "Gamma")
-    stop_arg("family", "Gamma with link '", family$link, "' is not supported; use Gamma(link = \"log\")")
+    stop_arg("family", "Gamma with link '", family$link, "' is not supported (use Gamma(link = \"log\")); ",
+             "supported: ", supported_families())
   if (is.null(name))
     stop_arg("family", "'", family$family, "' with link '", family$link, "' is not supported; ",
              "supported: ", supported_families())

@@ -148,7 +148,7 @@ test_that("bad responses and unsupported families and engines are refused with a
   d0$y[7] <- -2
   expect_error(gpgam(y ~ gp(x), data = d0, family = Gamma(link = "log"), control = qctl()), "'y' must be positive")
   expect_error(gpgam(y ~ gp(x), data = d, family = Gamma(), control = qctl()),
-               "'family' Gamma with link 'inverse' is not supported; use Gamma\\(link = \"log\"\\)")
+               "'family' Gamma with link 'inverse' is not supported \\(use Gamma\\(link = \"log\"\\)\\); supported: ")
   dn <- family_data(60, 6, "negbin")
   dn$y[3] <- 2.5
   expect_error(gpgam(y ~ gp(x), data = dn, family = mgcv::nb(), control = qctl()),
