@@ -121,6 +121,21 @@
 #'              control = gp_control(inducing = 20, iterations = 100))
 #' logLik(fep)
 #' predict(fep, data.frame(x = c(-1, 0, 1), z = 0), type = "response", se.fit = TRUE)
+#'
+#' # a positive skewed response: Gamma with log link, shape estimated
+#' d$pos <- rgamma(300, shape = 4, rate = 4 / exp(1 + sin(2 * d$x)))
+#' fg <- gpgam(pos ~ gp(x), data = d, family = Gamma(link = "log"), control = gp_control(inducing = 15))
+#' fg                           # reports the shape and mgcv's scale 1 / shape
+#' c(shape = fg$params$shape, scale = fg$scale)
+#' predict(fg, data.frame(x = c(-1, 0, 1)), type = "response")   # exp(eta + se^2 / 2)
+#'
+#' # overdispersed counts: negative binomial, theta estimated (mgcv::nb()) or
+#' # given (MASS::negative.binomial(theta))
+#' d$cnt <- rnbinom(300, size = 2, mu = exp(1 + sin(2 * d$x)))
+#' if (requireNamespace("mgcv", quietly = TRUE)) {
+#'   fnb <- gpgam(cnt ~ gp(x), data = d, family = mgcv::nb(), control = gp_control(inducing = 15))
+#'   fnb$params$theta
+#' }
 #' @export
 gpgam <- function(formula, data, family = gaussian(), inference = "vi", control = gp_control(),
                   weights, subset, na.action, offset, model = TRUE) {

@@ -91,6 +91,20 @@ test_that("negative binomial: theta and the term are recovered as well as by mgc
   expect_output(print(fit3), "theta: 3 (given)", fixed = TRUE)
 })
 
+test_that("discretised covariates and minibatches (Adam) estimate the shape and theta too", {
+  d <- family_data(6000, 8, "gamma", shape = 5)
+  fd <- gpgam(y ~ gp(x) + z, data = d, family = Gamma(link = "log"), control = qctl())
+  expect_true(fd$discrete)
+  expect_lt(abs(fd$params$shape / 5 - 1), 0.1)
+  fa <- gpgam(y ~ gp(x) + z, data = d, family = Gamma(link = "log"),
+              control = qctl(discrete = FALSE, batch_size = 500, iterations = 300, seed = 1))
+  expect_lt(abs(fa$params$shape / 5 - 1), 0.1)
+  dn <- family_data(6000, 9, "negbin", theta = 3)
+  fn <- gpgam(y ~ gp(x) + z, data = dn, family = mgcv::nb(), control = qctl())
+  expect_true(fn$discrete)
+  expect_lt(abs(fn$params$theta / 3 - 1), 0.15)
+})
+
 test_that("Gamma weights multiply the shape (as glm's weights divide the dispersion)", {
   d <- family_data(500, 7, "gamma", shape = 3)
   a <- gpgam(y ~ gp(x), data = d, family = Gamma(link = "log"), control = qctl(inducing = 10))
