@@ -19,10 +19,10 @@ likelihood_name <- function(family) {
   if (is.function(family)) family <- tryCatch(family(), error = function(e) NULL)
   if (!inherits(family, "family"))
     stop_arg("family", "must be a family object such as binomial(); supported: ", supported_families())
-  if (is.character(family$family) && length(family$family) > 1 && all(startsWith(family$family, "Negative Binomial(")))
+  if (is.character(family$family) && length(family$family) > 1 &&
+      all(startsWith(family$family, "Negative Binomial(")))  # mgcv's negbin(c(lo, hi))
     stop_arg("family", "gives the negative binomial theta as a range (", paste(family$family, collapse = " to "),
-             "); use mgcv::nb() (theta estimated) or ",
-             "MASS::negative.binomial(theta) (theta given)")
+             "); use mgcv::nb() (theta estimated) or MASS::negative.binomial(theta) (theta given)")
   if (!is.character(family$family) || length(family$family) != 1 || !is.character(family$link) ||
       length(family$link) != 1)
     stop_arg("family", "'", paste(family$family, collapse = ", "), "' is not supported; supported: ",
@@ -52,13 +52,14 @@ negbin_theta <- function(family) {
   if (is.function(family$getTheta)) {
     th <- family$getTheta(TRUE)
     if (identical(as.numeric(family$n.theta), 0)) return(list(theta = check_theta(th), theta_start = NULL))
-    return(list(theta = NULL, theta_start = if (is.numeric(th) && length(th) == 1 && is.finite(th) && th > 0 && th != 1) th))
+    # (nb()'s own start without a theta is 1: the moments of y start it instead)
+    ok <- is.numeric(th) && length(th) == 1 && is.finite(th) && th > 0 && th != 1
+    return(list(theta = NULL, theta_start = if (ok) th))
   }
   th <- get0(".Theta", envir = environment(family$variance), inherits = FALSE)
   if (length(th) != 1)
     stop_arg("family", "gives the negative binomial theta as a range (", family$family,
-             "); use mgcv::nb() (theta estimated) or ",
-             "MASS::negative.binomial(theta) (theta given)")
+             "); use mgcv::nb() (theta estimated) or MASS::negative.binomial(theta) (theta given)")
   list(theta = check_theta(th), theta_start = NULL)
 }
 
