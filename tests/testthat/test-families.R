@@ -26,6 +26,7 @@ slope <- function(f, p, h = 1e-4) sapply(seq_along(p), function(k) {
 })
 
 test_that("the objective's gradient in the kernel and the log shape / log theta matches finite differences", {
+  skip_if_not_installed("mgcv")
   cases <- list(
     list(d = family_data(200, 11, "gamma"), family = Gamma(link = "log"), name = "log shape"),
     list(d = family_data(200, 12, "negbin"), family = mgcv::nb(), name = "log theta"))
@@ -46,6 +47,7 @@ test_that("the objective's gradient in the kernel and the log shape / log theta 
 })
 
 test_that("Gamma: the shape and the term are recovered as well as by mgcv::gam (REML)", {
+  skip_if_not_installed("mgcv")
   d <- family_data(2000, 1, "gamma", shape = 5)
   fit <- gpgam(y ~ gp(x) + z, data = d, family = Gamma(link = "log"), control = qctl())
   expect_true(fit$converged)
@@ -67,6 +69,8 @@ test_that("Gamma: the shape and the term are recovered as well as by mgcv::gam (
 })
 
 test_that("negative binomial: theta and the term are recovered as well as by mgcv::gam (REML)", {
+  skip_if_not_installed("mgcv")
+  skip_if_not_installed("MASS")
   d <- family_data(2000, 2, "negbin", theta = 3)
   fit <- gpgam(y ~ gp(x) + z, data = d, family = mgcv::nb(), control = qctl())
   expect_true(fit$converged)
@@ -92,6 +96,7 @@ test_that("negative binomial: theta and the term are recovered as well as by mgc
 })
 
 test_that("discretised covariates and minibatches (Adam) estimate the shape and theta too", {
+  skip_if_not_installed("mgcv")
   d <- family_data(6000, 8, "gamma", shape = 5)
   fd <- gpgam(y ~ gp(x) + z, data = d, family = Gamma(link = "log"), control = qctl())
   expect_true(fd$discrete)
@@ -117,6 +122,7 @@ test_that("Gamma weights multiply the shape (as glm's weights divide the dispers
 })
 
 test_that("print, summary, simulate, residuals and family of Gamma and negative binomial fits", {
+  skip_if_not_installed("mgcv")
   d <- family_data(300, 3, "gamma", shape = 4)
   fit <- gpgam(y ~ gp(x) + z, data = d, family = Gamma(link = "log"), control = qctl(inducing = 12))
   expect_output(print(fit), "Family: Gamma \\(log\\).*shape: [0-9.]+ \\(scale = 1/shape = [0-9.]+\\)")
@@ -154,6 +160,8 @@ test_that("print, summary, simulate, residuals and family of Gamma and negative 
 })
 
 test_that("bad responses and unsupported families and engines are refused with a clear message", {
+  skip_if_not_installed("mgcv")
+  skip_if_not_installed("MASS")
   d <- family_data(60, 5, "gamma")
   d0 <- d
   d0$y[7] <- 0
