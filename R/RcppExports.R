@@ -45,6 +45,14 @@
     .Call(`_scalegp_lik_expect`, family, y, w, m, s2, noise_var, gh_points)
 }
 
+.lik_expect_param <- function(family, y, w, m, s2, log_param, gh_points) {
+    .Call(`_scalegp_lik_expect_param`, family, y, w, m, s2, log_param, gh_points)
+}
+
+.digamma <- function(x) {
+    .Call(`_scalegp_digamma_cpp`, x)
+}
+
 .lik_predictive <- function(family, y, m, s2, noise_var, gh_points) {
     .Call(`_scalegp_lik_predictive`, family, y, m, s2, noise_var, gh_points)
 }

@@ -154,6 +154,8 @@ residuals_at <- function(object, type) {
          response = y - mu,
          pearson = {
            v <- switch(object$likelihood, gaussian = sigma(object)^2 / w, poisson = mu / pmax(w, 1e-300),
+                       gamma = mu^2 / (object$params$shape * pmax(w, 1e-300)),
+                       negbin = (mu + mu^2 / object$params$theta) / pmax(w, 1e-300),
                        mu * (1 - mu) / pmax(w, 1e-300))
            (y - mu) / sqrt(v)
          },
@@ -184,7 +186,9 @@ residuals.scalegp <- function(object, type = c("deviance", "pearson", "working",
 #' inducing variables, plus the independent prior variance the inducing
 #' points leave at each row), then the response from the family (Gaussian
 #' noise of sd `sigma / sqrt(weight)`; binomial trials from the weights;
-#' Poisson counts).
+#' Poisson counts; Gamma responses of mean `exp(eta)` and shape `shape *
+#' weight`; negative binomial counts of mean `exp(eta)` and the fitted
+#' theta, weights not used).
 #'
 #' @param object a fit made by [gpgam()] (with its model frame).
 #' @param nsim number of draws.
@@ -214,6 +218,11 @@ simulate.scalegp <- function(object, nsim = 1, seed = NULL, ...) {
   sims <- switch(object$likelihood,
     gaussian = eta + sigma(object) / sqrt(pmax(w, 1e-300)) * matrix(stats::rnorm(n * nsim), n),
     poisson = matrix(stats::rpois(n * nsim, exp(pmin(eta, 700))), n),
+    gamma = {  # shape k w (precision weights), mean exp(eta)
+      a <- object$params$shape * w
+      matrix(stats::rgamma(n * nsim, shape = a, rate = a / exp(pmin(eta, 700))), n)
+    },
+    negbin = matrix(stats::rnbinom(n * nsim, size = object$params$theta, mu = exp(pmin(eta, 700))), n),
     {
       p <- family(object)$linkinv(eta)
       size <- if (all(abs(w - round(w)) < 1e-8) && all(w >= 1)) round(w) else rep(1, n)

@@ -3,10 +3,15 @@
 # by the standardised parametric design, shared by fitting and prediction.
 
 supported_families <- function() {
-  "gaussian(identity), binomial(probit), binomial(logit), poisson(log)"
+  paste("gaussian(identity), binomial(probit), binomial(logit), poisson(log), Gamma(link = \"log\"),",
+        "negative binomial (log): mgcv::nb() (theta estimated) or MASS::negative.binomial(theta) (theta given)")
 }
 
-# Maps a stats family object to the C++ likelihood name.
+# Maps a stats family object (or mgcv's nb(), MASS's negative.binomial()) to
+# the C++ likelihood name: list(family, lik, theta, theta_start).  `theta`:
+# the negative binomial theta when the family gives it (fixed in the fit),
+# else NULL; `theta_start`: a start value for an estimated theta (mgcv's
+# nb(theta = -t)), else NULL.
 likelihood_name <- function(family) {
   if (is.character(family) && length(family) == 1)
     family <- get0(family, mode = "function", envir = asNamespace("stats")) %||%
@@ -14,17 +19,85 @@ likelihood_name <- function(family) {
   if (is.function(family)) family <- tryCatch(family(), error = function(e) NULL)
   if (!inherits(family, "family"))
     stop_arg("family", "must be a family object such as binomial(); supported: ", supported_families())
+  if (is.character(family$family) && length(family$family) > 1 &&
+      all(startsWith(family$family, "Negative Binomial(")))  # mgcv's negbin(c(lo, hi))
+    stop_arg("family", "gives the negative binomial theta as a range (", paste(family$family, collapse = " to "),
+             "); use mgcv::nb() (theta estimated) or MASS::negative.binomial(theta) (theta given)")
   if (!is.character(family$family) || length(family$family) != 1 || !is.character(family$link) ||
       length(family$link) != 1)
     stop_arg("family", "'", paste(family$family, collapse = ", "), "' is not supported; supported: ",
              supported_families())
-  key <- paste(family$family, family$link)
+  nb <- identical(family$family, "negative binomial") || startsWith(family$family, "Negative Binomial(")
+  key <- paste(if (nb) "negbin" else family$family, family$link)
   name <- switch(key, "gaussian identity" = "gaussian", "binomial probit" = "probit",
-                 "binomial logit" = "logit", "poisson log" = "poisson", NULL)
+                 "binomial logit" = "logit", "poisson log" = "poisson", "Gamma log" = "gamma",
+                 "negbin log" = "negbin", NULL)
+  if (is.null(name) && family$family == "Gamma")
+    stop_arg("family", "Gamma with link '", family$link, "' is not supported (use Gamma(link = \"log\")); ",
+             "supported: ", supported_families())
   if (is.null(name))
     stop_arg("family", "'", family$family, "' with link '", family$link, "' is not supported; ",
              "supported: ", supported_families())
-  list(family = family, lik = name)
+  out <- list(family = family, lik = name, theta = NULL, theta_start = NULL)
+  if (nb) out[c("theta", "theta_start")] <- negbin_theta(family)
+  out
+}
+
+# The theta of a negative binomial family object: list(theta = the given
+# theta or NULL, theta_start = a start value or NULL).  mgcv's nb():
+# n.theta = 0 when theta is given (getTheta(TRUE) is it); nb(theta = -t)
+# starts an estimated theta at t.  MASS's negative.binomial(theta) and
+# mgcv's negbin(theta): theta in the environment of its functions (`.Theta`).
+negbin_theta <- function(family) {
+  if (is.function(family$getTheta)) {
+    th <- family$getTheta(TRUE)
+    if (identical(as.numeric(family$n.theta), 0)) return(list(theta = check_theta(th), theta_start = NULL))
+    # (nb()'s own start without a theta is 1: the moments of y start it instead)
+    ok <- is.numeric(th) && length(th) == 1 && is.finite(th) && th > 0 && th != 1
+    return(list(theta = NULL, theta_start = if (ok) th))
+  }
+  th <- get0(".Theta", envir = environment(family$variance), inherits = FALSE)
+  if (length(th) != 1)
+    stop_arg("family", "gives the negative binomial theta as a range (", family$family,
+             "); use mgcv::nb() (theta estimated) or MASS::negative.binomial(theta) (theta given)")
+  list(theta = check_theta(th), theta_start = NULL)
+}
+
+check_theta <- function(th) {
+  if (!is.numeric(th) || length(th) != 1 || !is.finite(th) || th <= 0)
+    stop_arg("family", "has theta ", format(th), "; the negative binomial theta must be a positive number")
+  as.numeric(th)
+}
+
+# The family object of a fit for glm-style computations (deviance residuals,
+# the null deviance, link functions): stats' families, and for the negative
+# binomial a glm family at theta (as MASS::negative.binomial(theta)).
+glm_family <- function(lik, theta = NULL) {
+  switch(lik, gaussian = stats::gaussian(), probit = stats::binomial("probit"),
+         logit = stats::binomial("logit"), poisson = stats::poisson(), gamma = stats::Gamma("log"),
+         negbin = negbin_family(theta))
+}
+
+negbin_family <- function(theta) {
+  force(theta)
+  lk <- stats::make.link("log")
+  dev.resids <- function(y, mu, wt)
+    2 * wt * (y * log(pmax(1, y) / mu) - (y + theta) * log((y + theta) / (mu + theta)))
+  aic <- function(y, n, mu, wt, dev) {
+    term <- (y + theta) * log(mu + theta) - y * log(mu) + lgamma(y + 1) - theta * log(theta) + lgamma(theta) -
+      lgamma(theta + y)
+    2 * sum(term * wt)
+  }
+  structure(list(family = paste0("Negative Binomial(", format(round(theta, 4)), ")"), link = "log",
+                 linkfun = lk$linkfun, linkinv = lk$linkinv, variance = function(mu) mu + mu^2 / theta,
+                 dev.resids = dev.resids, aic = aic, mu.eta = lk$mu.eta,
+                 initialize = expression({
+                   if (any(y < 0)) stop("negative values not allowed for the negative binomial family")
+                   n <- rep(1, nobs)
+                   mustart <- y + (y == 0) / 6
+                 }),
+                 validmu = function(mu) all(mu > 0), valideta = lk$valideta, theta = theta),
+            class = "family")
 }
 
 # Checks and codes the response for the likelihood; returns numeric y (with
@@ -47,6 +120,18 @@ prepare_response <- function(y, lik) {
   } else if (lik == "poisson") {
     if (!is.numeric(y) || any(y < 0)) stop_arg("y", "must be non-negative counts for poisson()")
     if (any(abs(y - round(y)) > 1e-8)) warning("'y' has non-integer values for poisson()", call. = FALSE)
+  } else if (lik == "gamma") {
+    if (!is.numeric(y)) stop_arg("y", "must be numeric and positive for Gamma()")
+    bad <- which(!is.na(y) & y <= 0)
+    if (length(bad))
+      stop_arg("y", "must be positive for Gamma(): ", length(bad), " value(s) <= 0 (the first, in row ", bad[1],
+               ", is ", format(y[bad[1]]), ")")
+  } else if (lik == "negbin") {
+    if (!is.numeric(y)) stop_arg("y", "must be non-negative integer counts for the negative binomial")
+    bad <- which(!is.na(y) & is.finite(y) & (y < 0 | abs(y - round(y)) > 1e-8))
+    if (length(bad))
+      stop_arg("y", "must be non-negative integer counts for the negative binomial: ", length(bad),
+               " value(s) are not (the first, in row ", bad[1], ", is ", format(y[bad[1]]), ")")
   } else {
     if (!is.numeric(y)) stop_arg("y", "must be numeric for gaussian()")
   }

@@ -71,10 +71,14 @@ collect_fit <- function(setup, res, control, engine) {
   if (is.null(names(fit$gradient))) names(fit$gradient) <- parameter_names(fit, length(fit$gradient))
   fit <- centre_terms(fit, setup, res)
   fit$title <- "Gaussian-process additive model"
-  fit$params <- natural_params(fit)
-  # estimated quantities: kernel variances and lengthscales, coefficients, noise sd
+  fit$params <- natural_params(fit, fixed = isTRUE(setup$lik_fixed))
+  # mgcv's scale: the Gaussian noise variance, the Gamma 1 / shape, else 1
+  fit$scale <- if (!is.na(fit$params$sigma)) fit$params$sigma^2 else if (!is.null(fit$params$shape))
+    1 / fit$params$shape else 1
+  # estimated quantities: kernel variances and lengthscales, coefficients, the
+  # likelihood's own parameter (noise sd, shape, theta unless given)
   fit$df <- sum(vapply(fit$params$gp, function(g) 1 + length(g$lengthscale), 1)) + length(coef(fit)) +
-    !is.na(fit$params$sigma)
+    (!is.na(fit$params$sigma) || !is.null(fit$params$shape) || (!is.null(fit$params$theta) && !fixed_theta(fit)))
   lp <- fitted_latent(fit, setup, res)
   fit$linear.predictors <- lp$fit
   # (the mean response: the linear predictor itself under the identity link)
@@ -96,8 +100,11 @@ to_data_scale <- function(setup, eta, offset = 0) {
 
 # Hyperparameters on the scale of the data: per gp() term its label, type,
 # kernel, variance, lengthscales (named by input), edf, the size of its basis
-# and, for an inducing-point posterior, its inducing inputs; the noise sd.
-natural_params <- function(fit) {
+# and, for an inducing-point posterior, its inducing inputs; the noise sd
+# (`sigma`, NA but for Gaussian models); the Gamma `shape`, the negative
+# binomial `theta` (with `theta_fixed`: whether the family gave it), from
+# the likelihood's own parameter fit$state$log_noise.
+natural_params <- function(fit, fixed = FALSE) {
   ysc <- fit$scaling$y$scale
   edf <- component_edf(fit)
   basis <- term_basis(fit)
@@ -113,7 +120,18 @@ natural_params <- function(fit) {
   })
   names(gp) <- vapply(gp, `[[`, "", "label")
   sigma <- if (fit$likelihood == "gaussian") sqrt(exp(fit$state$log_noise) + 1e-6) * ysc else NA_real_
-  list(gp = gp, sigma = sigma)
+  c(list(gp = gp, sigma = sigma),
+    switch(fit$likelihood, gamma = list(shape = exp(fit$state$log_noise)),
+           negbin = list(theta = exp(fit$state$log_noise), theta_fixed = fixed)))
+}
+
+fixed_theta <- function(fit) isTRUE(fit$params$theta_fixed)
+
+# The likelihood's own parameter on its natural scale, as the C++ helpers
+# (.lik_predictive()) take it: Gaussian noise variance (data scale), Gamma
+# shape, negative binomial theta; 1 for the other families.
+lik_param_value <- function(fit) {
+  switch(fit$likelihood, gaussian = fit$params$sigma^2, gamma = fit$params$shape, negbin = fit$params$theta, 1)
 }
 
 # Which gp() terms are reported centred over the data (as mgcv constrains
@@ -166,8 +184,8 @@ level_carriers <- function(fit) {
 
 # Posterior mean and sd of the mean response for latent N(eta, se^2).
 response_moments <- function(fit, eta, se, y = NULL) {
-  r <- .lik_predictive(fit$likelihood, if (is.null(y)) numeric() else y, eta, se^2,
-                       if (fit$likelihood == "gaussian") fit$params$sigma^2 else 1, fit$control$gh_points)
+  r <- .lik_predictive(fit$likelihood, if (is.null(y)) numeric() else y, eta, se^2, lik_param_value(fit),
+                       fit$control$gh_points)
   list(mean = r[, 2], sd = r[, 3], logpred = r[, 1])
 }
 

@@ -47,7 +47,9 @@
 #' paper's stored O(NM) vectors.
 #'
 #' Inputs and (for the Gaussian family) the response are standardised
-#' internally; every reported number is on the scale of the data.
+#' internally; with a log link (poisson, Gamma, negative binomial) the
+#' response is used as it is and the predictor is centred at the log of its
+#' mean.  Every reported number is on the scale of the data.
 #'
 #' @param formula a formula such as `y ~ gp(x1, x2) + z + f`: `gp()` terms
 #'   (and mgcv's `s()`, `te()`, `ti()` with `by =`, see [gp()]), parametric
@@ -55,21 +57,40 @@
 #'   parametric term.
 #' @param data a data frame.
 #' @param family a family object: `gaussian()`, `binomial(link = "probit")`,
-#'   `binomial()` (logit) or `poisson()`.  For binomial, `y` may be 0/1,
+#'   `binomial()` (logit), `poisson()`, `Gamma(link = "log")` or a negative
+#'   binomial with log link, `mgcv::nb()` (theta estimated; `nb(theta = t)`
+#'   gives it, `nb(theta = -t)` starts it at t) or
+#'   `MASS::negative.binomial(theta)` (theta given).  For binomial, `y` may be 0/1,
 #'   logical, a two-level factor (the first level is failure, as in [glm()]), a
 #'   proportion with `weights` giving the number of trials, or
-#'   `cbind(successes, failures)`.
+#'   `cbind(successes, failures)`.  For Gamma, `y` must be positive: the
+#'   density of mean \eqn{\mu = e^\eta}{mu = exp(eta)} and shape k (variance
+#'   \eqn{\mu^2 / k}{mu^2 / k}), k estimated with the kernel hyperparameters
+#'   and reported by `print()` and `summary()` as `shape`; the fit holds it
+#'   in `fit$params$shape`, mgcv's scale `1 / shape` in `fit$scale`, and
+#'   `sigma(fit)` is `sqrt(fit$scale)`, the coefficient of variation.  For
+#'   the negative binomial, `y` must be non-negative integer counts: mean
+#'   \eqn{\mu = e^\eta}{mu = exp(eta)}, variance
+#'   \eqn{\mu + \mu^2 / \theta}{mu + mu^2 / theta}; the fitted or given theta is
+#'   `fit$params$theta` (`fit$scale` is 1).  Gamma and the negative binomial
+#'   run with `inference = "vi"` only (their expected log-likelihoods are in
+#'   closed form for Gamma and by Gauss-Hermite quadrature for the negative
+#'   binomial; their parameter is estimated as the Gaussian noise is).  Any
+#'   other family (mgcv's `gaulss()`, `scat()`, `ocat()`, `tw()`, ...) is
+#'   refused with the list of those supported.
 #' @param inference inference engine: `"vi"` (sparse variational GP, any
 #'   family), `"ep"` (expectation propagation, binary probit
 #'   classification) or `"decoupled"` (decoupled variational GP of Cheng and
 #'   Boots 2017: many basis functions for the posterior mean, the inducing
 #'   points for its covariance; one `gp()` term plus parametric terms; see
-#'   [decoupled_options()]) or `"qsgp"` (quadruply stochastic GP of Evans and
-#'   Nair 2018 on random Fourier features, Gaussian family; see
-#'   [qsgp_options()]).
+#'   [decoupled_options()]; gaussian, binomial and poisson) or `"qsgp"`
+#'   (quadruply stochastic GP of Evans and Nair 2018 on random Fourier
+#'   features; gaussian, binomial and poisson; see [qsgp_options()]).
 #' @param control a [gp_control()] object (or a list of its arguments).
 #' @param weights optional prior weights (Gaussian: precision weights;
-#'   binomial: number of trials; poisson: multiplies the log-likelihood).
+#'   binomial: number of trials; poisson and negative binomial: multiplies
+#'   the log-likelihood; Gamma: multiplies the shape, as [glm()]'s weights
+#'   divide the dispersion).
 #' @param subset optional subset of rows, as in [lm()].
 #' @param offset an optional offset (link scale), as in [glm()]: a variable of
 #'   `data` or an expression of them; `predict()` evaluates it in `newdata`.
@@ -100,6 +121,21 @@
 #'              control = gp_control(inducing = 20, iterations = 100))
 #' logLik(fep)
 #' predict(fep, data.frame(x = c(-1, 0, 1), z = 0), type = "response", se.fit = TRUE)
+#'
+#' # a positive skewed response: Gamma with log link, shape estimated
+#' d$pos <- rgamma(300, shape = 4, rate = 4 / exp(1 + sin(2 * d$x)))
+#' fg <- gpgam(pos ~ gp(x), data = d, family = Gamma(link = "log"), control = gp_control(inducing = 15))
+#' fg                           # reports the shape and mgcv's scale 1 / shape
+#' c(shape = fg$params$shape, scale = fg$scale)
+#' predict(fg, data.frame(x = c(-1, 0, 1)), type = "response")   # exp(eta + se^2 / 2)
+#'
+#' # overdispersed counts: negative binomial, theta estimated (mgcv::nb()) or
+#' # given (MASS::negative.binomial(theta))
+#' d$cnt <- rnbinom(300, size = 2, mu = exp(1 + sin(2 * d$x)))
+#' if (requireNamespace("mgcv", quietly = TRUE)) {
+#'   fnb <- gpgam(cnt ~ gp(x), data = d, family = mgcv::nb(), control = gp_control(inducing = 15))
+#'   fnb$params$theta
+#' }
 #' @export
 gpgam <- function(formula, data, family = gaussian(), inference = "vi", control = gp_control(),
                   weights, subset, na.action, offset, model = TRUE) {
@@ -107,6 +143,7 @@ gpgam <- function(formula, data, family = gaussian(), inference = "vi", control 
   tune_allocator()
   engine <- get_engine(inference)
   fam <- likelihood_name(family)
+  check_engine_family(engine, fam)
   parsed <- parse_gpgam_formula(formula, if (!missing(data) && is.data.frame(data)) data)
   if (engine$name != "vi" && any(vapply(parsed$specs, function(sp) identical(sp$basis, "hilbert"), TRUE)))
     stop_arg("inference", "= \"", engine$name, "\" does not support gp(basis = \"hilbert\") yet; use inference = \"vi\"")
@@ -132,4 +169,17 @@ gpgam <- function(formula, data, family = gaussian(), inference = "vi", control 
   if (refits) fit$hilbert_refits <- refits
   hilbert_check(fit)
   fit
+}
+
+# Gamma and the negative binomial (a likelihood with its own parameter other
+# than the Gaussian noise) run with inference = "vi" only: the other engines
+# refuse them, naming the families they fit.
+check_engine_family <- function(engine, fam) {
+  if (!fam$lik %in% c("gamma", "negbin") || engine$name == "vi") return(invisible())
+  supports <- switch(engine$name, ep = "binomial(link = \"probit\")",
+                     decoupled = , qsgp = "gaussian(), binomial(link = \"logit\" or \"probit\") and poisson()", NULL)
+  stop_arg("family", if (fam$lik == "gamma") "Gamma(link = \"log\")" else "the negative binomial",
+           " is not supported by inference = \"", engine$name, "\"",
+           if (!is.null(supports)) paste0(", which fits ", supports),
+           "; use inference = \"vi\" (the default)")
 }

@@ -28,6 +28,7 @@ print.gpgam <- function(x, digits = max(3L, getOption("digits") - 3L), ...) {
     print(cf, digits = digits)
   }
   if (!is.na(x$params$sigma)) cat("sigma: ", format(x$params$sigma, digits = digits), "\n", sep = "")
+  cat(lik_param_line(x, digits))
   print_objective(x, digits)
   invisible(x)
 }
@@ -44,7 +45,19 @@ print_objective <- function(x, digits) {
 }
 
 link_name <- function(x) switch(x$likelihood, gaussian = "identity", probit = "probit",
-                                logit = "logit", poisson = "log")
+                                logit = "logit", poisson = "log", gamma = "log", negbin = "log")
+
+# The line of print() and summary() on the Gamma shape or the negative
+# binomial theta ("" for the other families).
+lik_param_line <- function(x, digits) {
+  p <- x$params
+  if (!is.null(p$shape))
+    return(paste0("shape: ", format(p$shape, digits = digits), " (scale = 1/shape = ",
+                  format(1 / p$shape, digits = digits), ")\n"))
+  if (!is.null(p$theta))
+    return(paste0("theta: ", format(p$theta, digits = digits), if (isTRUE(p$theta_fixed)) " (given)", "\n"))
+  ""
+}
 
 #' Methods for scalegp fits
 #'
@@ -54,14 +67,18 @@ link_name <- function(x) switch(x$likelihood, gaussian = "identity", probit = "p
 #' term the weights of its basis (named `"gp(x).1"`, `"gp(x).2"`, ... as
 #' mgcv names the coefficients of a smooth), the weights that
 #' `predict(type = "lpmatrix")` maps to the linear predictor (see
-#' [predict.gpgam()]); `sigma()` the residual sd of a Gaussian model (1
-#' otherwise); `logLik()` the objective the engine maximised (its name is in
+#' [predict.gpgam()]); `sigma()` the residual sd of a Gaussian model, the
+#' square root of the scale `1 / shape` (the coefficient of variation) of a
+#' Gamma model, 1 otherwise (as `sigma()` of a [glm()]: the square root of
+#' the dispersion); `logLik()` the objective the engine maximised (its name is in
 #' `fit$engine$objective`): for `inference = "vi"` the ELBO, a lower bound on
 #' the log marginal likelihood, for `inference = "ep"` the EP estimate of the
 #' log marginal likelihood, with `df` the number of estimated
 #' hyperparameters plus parametric coefficients; `fitted()` the posterior
 #' mean response at the data; `residuals()` the residuals of the types glm
-#' users expect (see Details).
+#' users expect (see Details); `family()` the glm family of the fit (for the
+#' negative binomial, a glm family at the fitted or given theta, as
+#' `MASS::negative.binomial(theta)`).
 #'
 #' @param object a fit made by [gpgam()].
 #' @param type residual type.
@@ -104,7 +121,10 @@ check_flag <- function(x, name) {
 
 #' @rdname gpgam-methods
 #' @export
-sigma.scalegp <- function(object, ...) if (is.na(object$params$sigma)) 1 else object$params$sigma
+sigma.scalegp <- function(object, ...) {
+  if (!is.na(object$params$sigma)) object$params$sigma else if (!is.null(object$params$shape))
+    1 / sqrt(object$params$shape) else 1
+}
 
 #' @rdname gpgam-methods
 #' @export
@@ -129,10 +149,7 @@ formula.scalegp <- function(x, ...) x$formula
 
 #' @rdname gpgam-methods
 #' @export
-family.scalegp <- function(object, ...) {
-  switch(object$likelihood, gaussian = stats::gaussian(), probit = stats::binomial("probit"),
-         logit = stats::binomial("logit"), poisson = stats::poisson())
-}
+family.scalegp <- function(object, ...) glm_family(object$likelihood, object$params$theta)
 
 #' Information criteria are not defined for scalegp fits
 #'

@@ -17,9 +17,11 @@
 #'
 #' The parameters are on the scale the fit moves them: per `gp()` term with
 #' an estimated kernel its log variance and log lengthscales (of the
-#' standardised response and inputs), then the log noise variance of a
-#' Gaussian model (of the standardised response); `attr(f, "start")` holds
-#' the fitted values with their names.
+#' standardised response and inputs), then the likelihood's own parameter
+#' when the fit estimates it: the log noise variance of a Gaussian model (of
+#' the standardised response), the log shape of a Gamma model, the log theta
+#' of a negative binomial model; `attr(f, "start")` holds the fitted values
+#' with their names.
 #'
 #' @param fit a full-batch fit made by [gpgam()] with `inference = "vi"` or
 #'   `"ep"`, with its model frame.
@@ -52,11 +54,11 @@ gp_objective <- function(fit) {
   setup$comps <- fit$state$specs
   setup$log_noise <- fit$state$log_noise
   learned <- which(vapply(setup$comps, function(s) isTRUE(s$learn_kernel), TRUE))
-  noise <- setup$lik == "gaussian" && !("sigma" %in% control$fixed)
+  noise <- learns_lik_param(setup, control)  # the likelihood's own parameter, when estimated
   start <- c(unlist(lapply(learned, function(i) c(setup$comps[[i]]$log_var, setup$comps[[i]]$log_ls))),
              if (noise) setup$log_noise)
   names(start) <- c(unlist(lapply(learned, function(i) kernel_parameter_names(fit, i))),
-                    if (noise) "log noise variance")
+                    if (noise) lik_param_label(setup$lik))
   jac <- jacobian(setup)
   f <- function(theta) {
     if (!is.numeric(theta) || length(theta) != length(start) || any(!is.finite(theta)))

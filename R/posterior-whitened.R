@@ -229,7 +229,7 @@ latent_draws.gpgam <- function(fit, X, nsim) {
 }
 
 # Names of the packed parameters the engines move (the layout of
-# AdditiveModel::pack_hyper() and the Gaussian noise last): per component its
+# AdditiveModel::pack_hyper() and the likelihood's own parameter last): per component its
 # log variance and log lengthscales (when learned), then its inducing
 # coordinates (when learned).
 parameter_names.gpgam <- function(fit, n, learn_z = !("inducing" %in% fit$control$fixed)) {
@@ -243,7 +243,7 @@ parameter_names.gpgam <- function(fit, n, learn_z = !("inducing" %in% fit$contro
       out <- c(out, paste0(lab, ": inducing input ", rep(seq_len(nrow(s$Z)), ncol(s$Z)), ",",
                            rep(seq_len(ncol(s$Z)), each = nrow(s$Z))))
   }
-  if (length(out) < n) out <- c(out, "log noise variance")
+  if (length(out) < n) out <- c(out, lik_param_label(fit$likelihood) %||% "log noise variance")
   # (a fit that stopped moving the inducing inputs reports the gradient without them)
   if (length(out) != n) out <- if (learn_z) parameter_names(fit, n, FALSE) else paste0("parameter ", seq_len(n))
   out

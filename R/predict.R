@@ -10,7 +10,8 @@
 #'   missing, predictions at the data used for fitting.
 #' @param type `"link"` (the latent predictor), `"response"` (the posterior
 #'   mean of the mean response: for binomial the probability integrated over
-#'   the posterior of the predictor, for poisson `exp(eta + se^2/2)`) or
+#'   the posterior of the predictor, for the log links (poisson, Gamma,
+#'   negative binomial) `exp(eta + se^2/2)`) or
 #'   `"terms"` (a matrix with one column per term; parametric terms are their
 #'   contributions `x beta`, and `attr(, "constant")` is the intercept, so that
 #'   `rowSums(terms) + constant + offset` equals the `"link"` prediction) or
@@ -18,7 +19,8 @@
 #'   model to the linear predictor at `newdata`; see Details).
 #' @param se.fit also return standard errors: the posterior sd of the latent
 #'   predictor (`"link"`, `"terms"`) or of the mean response (`"response"`).
-#'   Observation noise is excluded; [sigma()] gives its sd for Gaussian models.
+#'   Observation noise is excluded; [sigma()] gives its sd for Gaussian models
+#'   (`residual.scale`, as mgcv's, is `sigma()`: for Gamma `sqrt(1 / shape)`).
 #'   Not with `type = "lpmatrix"` (see Details for the standard errors).
 #' @param na.action what to do with rows of `newdata` with missing values:
 #'   [na.pass()] (default) returns `NA` for them.

@@ -57,13 +57,14 @@ gp_setup <- function(parsed, mf, fam, control) {
   gaussian <- fam$lik == "gaussian"
   # The link-scale centre and scale of the internal model (no centring
   # without an intercept): Gaussian, the response is centred and scaled;
-  # Poisson, the predictor is centred at log(mean(y)) through the internal
-  # offset, so that counts of any size start near their rate.
+  # the log links (Poisson, Gamma, negative binomial), the response is kept
+  # as it is and the predictor is centred at log(mean(y)) through the
+  # internal offset, so that responses of any size start near their mean.
   sdy <- if (gaussian) stats::sd(y)
   ysc <- if (gaussian) {
     list(center = if (parsed$intercept) sum(w * y) / sum(w) else 0,
          scale = if (sdy > 0) sdy else 1)
-  } else if (fam$lik == "poisson" && parsed$intercept && sum(w * y) > 0) {
+  } else if (fam$lik %in% c("poisson", "gamma", "negbin") && parsed$intercept && sum(w * y) > 0) {
     list(center = log(sum(w * y) / sum(w)), scale = 1)
   } else list(center = 0, scale = 1)
   ysc$gaussian <- gaussian
@@ -103,8 +104,38 @@ gp_setup <- function(parsed, mf, fam, control) {
   noise0 <- if (gaussian) (control$sigma %||% (sdy / 3)) / ysc$scale else 1
   list(X = X, y = if (gaussian) (y - ysc$center) / ysc$scale else y, w = w,
        offset = if (gaussian) off / ysc$scale else off + ysc$center, comps = comps, terms = terms,
-       yscaling = ysc, family = fam$family, lik = fam$lik, log_noise = log(max(noise0^2 - 1e-6, 1e-12)),
+       yscaling = ysc, family = fam$family, lik = fam$lik,
+       log_noise = if (fam$lik %in% c("gamma", "negbin")) log(lik_param_start(fam, y, w))
+                   else log(max(noise0^2 - 1e-6, 1e-12)),
+       lik_fixed = !is.null(fam$theta),
        intercept = parsed$intercept, n = n, y_raw = y, w_raw = w, offset_raw = off, ylevels = ylevels)
+}
+
+# The start of the likelihood's own parameter of a Gamma or negative
+# binomial model (setup$log_noise is its log): the given theta; else
+# the family's start value; else moments of the response about its overall
+# mean (Gamma: shape mean^2 / var; negative binomial: theta mean^2 / (var -
+# mean)), which count the variation of the mean as noise (a low start), in
+# [0.05, 100].
+lik_param_start <- function(fam, y, w) {
+  if (!is.null(fam$theta)) return(fam$theta)
+  if (!is.null(fam$theta_start)) return(fam$theta_start)
+  mu <- sum(w * y) / sum(w)
+  v <- sum(w * (y - mu)^2) / sum(w)
+  start <- if (fam$lik == "gamma") mu^2 / v else mu^2 / (v - mu)
+  if (!is.finite(start) || start <= 0) start <- 100
+  min(100, max(0.05, start))
+}
+
+# The likelihood's own parameter: its name as the fit moves it (on the log
+# scale, after the kernel hyperparameters), or NULL for a family without
+# one; and whether a fit estimates it.
+lik_param_label <- function(lik) {
+  switch(lik, gaussian = "log noise variance", gamma = "log shape", negbin = "log theta", NULL)
+}
+learns_lik_param <- function(setup, control) {
+  !is.null(lik_param_label(setup$lik)) && !isTRUE(setup$lik_fixed) &&
+    !(setup$lik == "gaussian" && "sigma" %in% control$fixed)
 }
 
 # The setup of the rows `rows` of `setup` (a nested fit, such as the pilot of

@@ -16,7 +16,8 @@
 #'   \eqn{\chi^2_r}{chi-squared(r)} distribution (at most 5000 evenly spaced rows are used);
 #' * the hyperparameters of each term on the scale of the data and its share
 #'   of the variance of the posterior mean (see [anova.gpgam()]);
-#' * the noise sd, the deviance explained (against the intercept-only glm)
+#' * the noise sd (Gaussian), the shape (Gamma) or theta (negative binomial),
+#'   the deviance explained (against the intercept-only glm)
 #'   and, for a Gaussian model, the adjusted \eqn{R^2}{R^2} with residual df
 #'   n minus the total edf;
 #' * the objective (the ELBO or the EP log evidence), the log prior of the
@@ -59,7 +60,9 @@ summary.gpgam <- function(object, ...) {
   fit_stats <- deviance_explained(object)
   structure(list(call = object$call, family = object$family$family, link = link_name(object), n = object$n,
                  engine = engine_label(object), terms = terms, s.table = term_tests(object),
-                 coefficients = coefs, sigma = object$params$sigma, objective = object$objective,
+                 coefficients = coefs, sigma = object$params$sigma,
+                 lik_params = object$params[intersect(c("shape", "theta", "theta_fixed"), names(object$params))],
+                 objective = object$objective,
                  log_prior = object$log_prior, objective_label = object$engine$objective,
                  objective_note = object$engine$objective_note, dev.expl = fit_stats$dev.expl,
                  r.sq = fit_stats$r.sq, ylevels = object$ylevels, iterations = object$iterations,
@@ -94,6 +97,7 @@ print.summary.gpgam <- function(x, digits = max(3L, getOption("digits") - 3L), .
     print(h, row.names = FALSE, right = FALSE)
   }
   if (!is.na(x$sigma)) cat("\nResidual sd (sigma):", format(x$sigma, digits = digits), "\n")
+  if (length(x$lik_params)) cat("\n", lik_param_line(list(params = x$lik_params), digits), sep = "")
   cat("\n", if (!is.null(x$r.sq)) paste0("R-sq.(adj) = ", format(x$r.sq, digits = 3), "   "),
       "Deviance explained = ", format(100 * x$dev.expl, digits = 3), "%\n", sep = "")
   cat(sprintf("%s = %s (%s), n = %d\n", x$objective_label, format(x$objective, digits = digits + 3),

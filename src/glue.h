@@ -130,7 +130,9 @@ inline Settings settings_from(const Rcpp::List& c) {
 }
 
 // The likelihood of a fit: `family` with control$gh_points Gauss-Hermite
-// nodes (R: common_settings()) and log noise variance `log_noise`.
+// nodes (R: common_settings()) and its own parameter `log_noise`
+// (Likelihood::log_noise: the Gaussian log noise variance, the Gamma log
+// shape, the negative binomial log theta).
 inline Likelihood likelihood_from(const std::string& family, const Rcpp::List& control, double log_noise) {
   Likelihood lik(family_from_string(family), Rcpp::as<int>(control["gh_points"]));
   lik.log_noise = log_noise;

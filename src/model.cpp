@@ -96,13 +96,27 @@ Rcpp::List gp_features(Rcpp::List specs, Eigen::Map<Eigen::MatrixXd> X, double j
   }
 }
 
+namespace {
+
+// The likelihood `family` with its own parameter given on its natural
+// scale: the Gaussian noise variance, the Gamma shape, the negative binomial
+// theta (ignored by the other families).
+Likelihood likelihood_at(const std::string& family, double param, int gh_points) {
+  Likelihood lik(family_from_string(family), gh_points);
+  lik.log_noise = lik.family == Family::gaussian ? std::log(std::max(param - Likelihood::kNoiseFloor, 1e-300))
+                                                 : std::log(param);
+  return lik;
+}
+
+}  // namespace
+
 // Expected log-likelihood E[log p(y | f)], f ~ N(m, s2), and its derivatives
-// (columns v, dm, ds2), for tests against numerical integration.
+// (columns v, dm, ds2), for tests against numerical integration; `noise_var`
+// is the likelihood's own parameter (likelihood_at()).
 // [[Rcpp::export(.lik_expect)]]
 Rcpp::NumericMatrix lik_expect(std::string family, Rcpp::NumericVector y, Rcpp::NumericVector w,
                                Rcpp::NumericVector m, Rcpp::NumericVector s2, double noise_var, int gh_points) {
-  Likelihood lik(family_from_string(family), gh_points);
-  lik.log_noise = std::log(noise_var - Likelihood::kNoiseFloor);
+  const Likelihood lik = likelihood_at(family, noise_var, gh_points);
   Rcpp::NumericMatrix out(y.size(), 3);
   for (R_xlen_t i = 0; i < y.size(); ++i) {
     const Expectation e = lik.expect(y[i], w[i], m[i], s2[i]);
@@ -113,12 +127,40 @@ Rcpp::NumericMatrix lik_expect(std::string family, Rcpp::NumericVector y, Rcpp::
   return out;
 }
 
-// Predictive log density and response moments for latent N(m, s2).
+// As .lik_expect() with the likelihood's own parameter on the log scale as
+// the fit moves it (Likelihood::log_noise: the Gaussian log(noise variance -
+// 1e-6), the Gamma log shape, the negative binomial log theta), and a fourth
+// column, the derivative in it.
+// [[Rcpp::export(.lik_expect_param)]]
+Rcpp::NumericMatrix lik_expect_param(std::string family, Rcpp::NumericVector y, Rcpp::NumericVector w,
+                                     Rcpp::NumericVector m, Rcpp::NumericVector s2, double log_param, int gh_points) {
+  Likelihood lik(family_from_string(family), gh_points);
+  lik.log_noise = log_param;
+  Rcpp::NumericMatrix out(y.size(), 4);
+  for (R_xlen_t i = 0; i < y.size(); ++i) {
+    const Expectation e = lik.expect(y[i], w[i], m[i], s2[i]);
+    out(i, 0) = e.v;
+    out(i, 1) = e.dm;
+    out(i, 2) = e.dv;
+    out(i, 3) = e.dlognoise;
+  }
+  return out;
+}
+
+// The digamma function of the C++ core (likelihoods.hpp), for tests.
+// [[Rcpp::export(.digamma)]]
+Rcpp::NumericVector digamma_cpp(Rcpp::NumericVector x) {
+  Rcpp::NumericVector out(x.size());
+  for (R_xlen_t i = 0; i < x.size(); ++i) out[i] = scalegp::digamma(x[i]);
+  return out;
+}
+
+// Predictive log density and response moments for latent N(m, s2);
+// `noise_var` is the likelihood's own parameter (likelihood_at()).
 // [[Rcpp::export(.lik_predictive)]]
 Rcpp::NumericMatrix lik_predictive(std::string family, Rcpp::NumericVector y, Rcpp::NumericVector m,
                                    Rcpp::NumericVector s2, double noise_var, int gh_points) {
-  Likelihood lik(family_from_string(family), gh_points);
-  lik.log_noise = std::log(std::max(noise_var - Likelihood::kNoiseFloor, 1e-300));
+  const Likelihood lik = likelihood_at(family, noise_var, gh_points);
   Rcpp::NumericMatrix out(m.size(), 3);
   for (R_xlen_t i = 0; i < m.size(); ++i) {
     double mean, sd;

@@ -111,6 +111,17 @@ inline Data make_data(std::size_t n, Family fam, unsigned seed, bool unit_weight
         d.y(i) = (f + nd(rng) > 0) ? 1.0 : 0.0;
         if (i % 7 == 3) d.y(i) = 0.4;  // a proportion (binomial with w trials)
         break;
+      case Family::gamma: {  // shape 4, mean exp(0.3 + 0.6 f)
+        std::gamma_distribution<double> gd(4.0, std::exp(0.3 + 0.6 * f) / 4.0);
+        d.y(i) = gd(rng);
+        break;
+      }
+      case Family::negbin: {  // theta 2: Poisson with a Gamma(2, mu / 2) rate
+        std::gamma_distribution<double> gd(2.0, std::exp(0.3 + 0.6 * f) / 2.0);
+        std::poisson_distribution<int> pd(gd(rng));
+        d.y(i) = pd(rng);
+        break;
+      }
     }
   }
   return d;

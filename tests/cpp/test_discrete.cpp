@@ -141,6 +141,23 @@ TEST_CASE("discretised sums for binary and count responses equal the sums over r
   }
 }
 
+TEST_CASE("discretised sums for Gamma and negative binomial responses equal the sums over rows", "[discrete]") {
+  // (incl. the derivative in the likelihood's own parameter, the log shape / log theta)
+  const Data g = coarse_data(400, 88, 12);
+  for (Family f : {Family::gamma, Family::negbin}) {
+    INFO("family " << static_cast<int>(f));
+    Data d = with_family(g, Family::poisson);  // counts around exp(y / 2)
+    if (f == Family::gamma)
+      for (Index i = 0; i < d.y.size(); ++i) d.y(i) = 0.25 + 0.5 * d.y(i);  // positive
+    Svgp s = make(d, model_components(), 1, 0, Settings(), f);
+    Svgp t = make(d, model_components(), 0, 0, Settings(), f);
+    REQUIRE(s.data().use_discrete(true) > 0);
+    REQUIRE(s.n_theta() == s.n_hyper() + 1);
+    check_same_pass(s, t, 1e-10);
+    check_same_pass(s, t, 1e-10, thread_for(3));
+  }
+}
+
 TEST_CASE("the row pass of a discretised fit split over shards of whole groups equals the pass in one process",
           "[discrete]") {
   // (what the workers of a cluster do, R: engine-vi.R vi_cluster_rows())

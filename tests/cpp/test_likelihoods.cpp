@@ -70,9 +70,21 @@ double ref_mills(double z) {
 
 // Independent log-likelihoods (the documented conventions of the R front end:
 // Gaussian weights are precision weights, binomial weights are trials with y a
-// proportion, Poisson weights multiply the log-likelihood).
+// proportion, Poisson and negative binomial weights multiply the
+// log-likelihood, Gamma weights multiply the shape).  `noise_var` is the
+// likelihood's own parameter: Gaussian noise variance, Gamma shape, negative
+// binomial theta.
 double ref_loglik(Family fam, double y, double w, double f, double noise_var) {
   switch (fam) {
+    case Family::gamma: {  // y ~ Gamma(shape a = k w, mean e^f)
+      const double a = noise_var * w, mu = std::exp(f);
+      return a * std::log(a / mu) - std::lgamma(a) + (a - 1) * std::log(y) - a * y / mu;
+    }
+    case Family::negbin: {  // P(y) = G(y + th) / (G(th) y!) (th / (th + mu))^th (mu / (th + mu))^y
+      const double th = noise_var, mu = std::exp(f);
+      return w * (std::lgamma(y + th) - std::lgamma(th) - std::lgamma(y + 1.0) + th * std::log(th / (th + mu)) +
+                  y * std::log(mu / (th + mu)));
+    }
     case Family::gaussian: return -0.5 * std::log(2.0 * kPi * noise_var / w) - 0.5 * w * (y - f) * (y - f) / noise_var;
     case Family::poisson: return w * (y * f - std::exp(f) - std::lgamma(y + 1.0));
     case Family::probit: {
@@ -126,7 +138,9 @@ TEST_CASE("family_from_string", "[likelihoods]") {
   CHECK(family_from_string("probit") == Family::probit);
   CHECK(family_from_string("logit") == Family::logit);
   CHECK(family_from_string("poisson") == Family::poisson);
-  CHECK_THROWS_AS(family_from_string("gamma"), std::invalid_argument);
+  CHECK(family_from_string("gamma") == Family::gamma);
+  CHECK(family_from_string("negbin") == Family::negbin);
+  CHECK_THROWS_AS(family_from_string("tweedie"), std::invalid_argument);
 }
 
 TEST_CASE("Gauss-Hermite nodes and weights", "[likelihoods][gh]") {
@@ -606,4 +620,148 @@ TEST_CASE("Poisson at large rates stays finite", "[likelihoods][poisson]") {
   double mean, sd;
   lik.response_moments(900.0, 1.0, mean, sd);
   CHECK(std::isfinite(mean));
+}
+
+// ---- Gamma and negative binomial: the likelihood's own parameter ----------------
+
+TEST_CASE("digamma against tabulated values and its recurrence", "[likelihoods][digamma]") {
+  const double euler = 0.57721566490153286061;
+  CHECK(std::abs(digamma(1.0) + euler) < 1e-14);
+  CHECK(std::abs(digamma(0.5) + euler + 2.0 * std::log(2.0)) < 1e-14);
+  CHECK(std::abs(digamma(2.0) - (1.0 - euler)) < 1e-14);
+  // psi(n + 1/2) = -gamma - 2 log 2 + sum_{k=1}^n 2 / (2k - 1)
+  double h = 0;
+  for (int k = 1; k <= 30; ++k) h += 2.0 / (2.0 * k - 1.0);
+  CHECK(std::abs(digamma(30.5) - (-euler - 2.0 * std::log(2.0) + h)) < 1e-13);
+  // psi(x + 1) = psi(x) + 1 / x across the switch at 10 and far beyond it
+  for (double x : {1e-8, 0.003, 0.7, 3.3, 9.25, 9.999, 10.0, 17.5, 250.0, 1e6}) {
+    CAPTURE(x);
+    CHECK(std::abs(digamma(x + 1.0) - digamma(x) - 1.0 / x) < 1e-13 * std::max(1.0, 1.0 / x));
+  }
+  // psi(x) ~ log x - 1 / (2x) for large x
+  CHECK(std::abs(digamma(1e8) - (std::log(1e8) - 0.5e-8)) < 1e-15 * std::log(1e8) + 1e-17);
+  CHECK(std::isnan(digamma(0.0)));
+  CHECK(std::isnan(digamma(-1.5)));
+}
+
+TEST_CASE("Gamma and negative binomial loglik derivatives, in f and in the log parameter", "[likelihoods]") {
+  for (Family fam : {Family::gamma, Family::negbin}) {
+    for (double lp : {-1.2, 0.4, 3.0}) {
+      Likelihood lik(fam);
+      lik.log_noise = lp;
+      for (double f : {-2.0, 0.0, 1.3, 4.0}) {
+        const double y = fam == Family::gamma ? 2.7 : 5.0, w = 1.5, h = 1e-3;
+        CAPTURE(static_cast<int>(fam), lp, f);
+        double l, d1, d2, dp;
+        lik.loglik(y, w, f, l, d1, d2, &dp);
+        auto at = [&](int k) {
+          return [&, k](double t) {
+            double a, b, c;
+            lik.loglik(y, w, f + t, a, b, c);
+            return k == 0 ? a : b;
+          };
+        };
+        CHECK(l == Approx(ref_loglik(fam, y, w, f, std::exp(lp))).epsilon(1e-12));
+        CHECK(d1 == Approx(central_difference(at(0), h)).epsilon(1e-9).margin(1e-11));
+        CHECK(d2 == Approx(central_difference(at(1), h)).epsilon(1e-9).margin(1e-11));
+        const double dref =
+            central_difference([&](double t) { return ref_loglik(fam, y, w, f, std::exp(lp + t)); }, h);
+        CHECK(dp == Approx(dref).epsilon(1e-8).margin(1e-10));
+      }
+    }
+  }
+}
+
+TEST_CASE("Gamma expectation: closed form vs quadrature and finite differences", "[likelihoods][expect]") {
+  const std::vector<Pt> pts = {{2.0, 1.0, 0.8, 0.4}, {0.3, 2.0, -1.0, 1.0}, {7.5, 0.5, 2.0, 0.2}, {1.0, 1.0, 0.1, 3.0},
+                               {0.05, 1.0, 1.5, 1e-6}};
+  for (double lk : {-0.5, 1.6, 6.0}) {
+    Likelihood lik(Family::gamma);
+    lik.log_noise = lk;
+    for (const Pt& p : pts) {
+      CAPTURE(lk, p.y, p.w, p.m, p.s2);
+      const Expectation e = lik.expect(p.y, p.w, p.m, p.s2);
+      const Ref r = reference(Family::gamma, p.y, p.w, p.m, p.s2, std::exp(lk));
+      CHECK(e.v == Approx(r.v).epsilon(1e-9));
+      CHECK(e.dm == Approx(r.dm).epsilon(1e-8).margin(1e-9));
+      if (p.s2 > 1e-3) CHECK(e.dv == Approx(r.dv).epsilon(1e-8));
+      const double h = 1e-4;
+      CHECK(e.dm == Approx(central_difference([&](double t) { return lik.expect(p.y, p.w, p.m + t, p.s2).v; }, h)).epsilon(1e-9));
+      CHECK(e.dv == Approx(central_difference([&](double t) { return lik.expect(p.y, p.w, p.m, p.s2 + t).v; }, h)).epsilon(1e-9));
+      Likelihood at = lik;
+      const double dk = central_difference(
+          [&](double t) {
+            at.log_noise = lk + t;
+            return at.expect(p.y, p.w, p.m, p.s2).v;
+          },
+          h);
+      CHECK(e.dlognoise == Approx(dk).epsilon(1e-8).margin(1e-9));
+    }
+  }
+  // a zero weight removes the row
+  Likelihood lik(Family::gamma);
+  const Expectation z = lik.expect(1.0, 0.0, 0.3, 0.2);
+  CHECK(z.v == 0.0);
+  CHECK(z.dm == 0.0);
+  CHECK(z.dlognoise == 0.0);
+}
+
+TEST_CASE("negative binomial expectation vs quadrature and finite differences", "[likelihoods][expect]") {
+  // small variances (Gauss-Hermite ladder), s2 <= 1 (20 nodes) and larger
+  // (composite rule, over g = f - log theta)
+  const std::vector<Pt> pts = {{0.0, 1.0, -1.0, 0.005}, {3.0, 1.0, 0.8, 0.03}, {1.0, 2.0, 0.1, 0.2},
+                               {12.0, 0.5, 2.0, 0.6},   {40.0, 1.0, 3.0, 1.0},  {2.0, 1.0, 0.5, 2.5},
+                               {0.0, 1.0, -3.0, 6.0},   {150.0, 1.0, 4.5, 0.1}};
+  for (double lt : {-1.0, 1.1, 5.0}) {
+    Likelihood lik(Family::negbin);
+    lik.log_noise = lt;
+    for (const Pt& p : pts) {
+      CAPTURE(lt, p.y, p.w, p.m, p.s2);
+      const Expectation e = lik.expect(p.y, p.w, p.m, p.s2);
+      const Ref r = reference(Family::negbin, p.y, p.w, p.m, p.s2, std::exp(lt));
+      const double scale = std::max(1.0, std::abs(r.v));
+      CHECK(std::abs(e.v - r.v) < 1e-9 * scale);
+      CHECK(e.dm == Approx(r.dm).epsilon(1e-7).margin(1e-8 * scale));
+      CHECK(e.dv == Approx(r.dv).epsilon(1e-7).margin(1e-8 * scale));
+      // the derivative in log theta is that of the rule computed
+      Likelihood at = lik;
+      const double h = 1e-4;
+      const double dt = central_difference(
+          [&](double t) {
+            at.log_noise = lt + t;
+            return at.expect(p.y, p.w, p.m, p.s2).v;
+          },
+          h);
+      CHECK(e.dlognoise == Approx(dt).epsilon(1e-7).margin(1e-8 * scale));
+      // and that of the exact expectation
+      const double dref = central_difference(
+          [&](double t) { return reference(Family::negbin, p.y, p.w, p.m, p.s2, std::exp(lt + t)).v; }, h);
+      CHECK(e.dlognoise == Approx(dref).epsilon(1e-6).margin(1e-8 * scale));
+    }
+  }
+  // a large theta is Poisson
+  Likelihood nb(Family::negbin), po(Family::poisson);
+  nb.log_noise = 9.5;
+  const Expectation a = nb.expect(4.0, 1.0, 1.2, 0.3), b = po.expect(4.0, 1.0, 1.2, 0.3);
+  CHECK(a.v == Approx(b.v).epsilon(1e-3));
+  CHECK(std::abs(a.dm - b.dm) < 1e-3);
+}
+
+TEST_CASE("Gamma and negative binomial predictive densities and moments", "[likelihoods][predictive]") {
+  for (Family fam : {Family::gamma, Family::negbin}) {
+    Likelihood lik(fam);
+    lik.log_noise = 0.9;
+    const double k = std::exp(0.9);
+    for (const Pt& p : std::vector<Pt>{{1.5, 1.0, 0.2, 0.3}, {8.0, 1.0, 1.0, 1.2}, {0.2, 1.0, 2.0, 0.05}}) {
+      const double y = fam == Family::negbin ? std::round(p.y) : p.y;
+      CAPTURE(static_cast<int>(fam), y, p.m, p.s2);
+      const double ref = std::log(normal_expect(p.m, p.s2, [&](double f) { return std::exp(ref_loglik(fam, y, 1.0, f, k)); }));
+      CHECK(lik.log_predictive(y, p.m, p.s2) == Approx(ref).epsilon(1e-8));
+      double mean, sd;
+      lik.response_moments(p.m, p.s2, mean, sd);
+      CHECK(mean == Approx(std::exp(p.m + 0.5 * p.s2)).epsilon(1e-14));
+      CHECK(sd == Approx(mean * std::sqrt(std::expm1(p.s2))).epsilon(1e-14));
+      CHECK(lik.inv_link(p.m) == Approx(std::exp(p.m)).epsilon(1e-15));
+    }
+  }
 }

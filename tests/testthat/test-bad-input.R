@@ -278,9 +278,9 @@ test_that("the decoupled engine names 'by' as what it does not support", {
 test_that("families of mgcv that are not supported get the list of those that are", {
   skip_if_not_installed("mgcv")
   d <- bad_data()
-  for (fam in list(mgcv::gaulss(), mgcv::nb(), mgcv::scat(), Gamma(link = "log")))
+  for (fam in list(mgcv::gaulss(), mgcv::scat(), mgcv::ocat(R = 3), mgcv::tw(), mgcv::betar()))
     expect_error(gpgam(y ~ gp(x), data = d, family = fam, control = bad_ctl()),
-                 "'family'.*supported: gaussian\\(identity\\)")
+                 "'family'.*supported: gaussian\\(identity\\).*Gamma\\(link = \"log\"\\).*mgcv::nb\\(\\)")
 })
 
 test_that("mgcv's t2() is named with what to write instead", {

@@ -1,11 +1,14 @@
 // Likelihoods of a latent f with prior weights w: Gaussian (identity link),
-// Bernoulli (probit, logit; y may be a proportion in [0, 1]) and Poisson (log).
+// Bernoulli (probit, logit; y may be a proportion in [0, 1]), Poisson (log),
+// Gamma (log) and negative binomial (log).
 // For q(f) = N(m, s2) they give the expected log-likelihood
 //   v = E[log p(y | f)],  dv/dm,  dv/ds2 (= E[l''] / 2, Price's theorem)
-// in closed form where one exists and by quadrature otherwise, plus
-// predictive densities and response moments.
+// and its derivative in the likelihood's own parameter (Likelihood::log_noise:
+// the Gaussian log noise variance, the Gamma log shape, the negative
+// binomial log theta), in closed form where one exists and by quadrature
+// otherwise, plus predictive densities and response moments.
 //
-// Quadrature (binomial): for s2 <= 1 Gauss-Hermite with nodes
+// Quadrature (binomial, negative binomial): for s2 <= 1 Gauss-Hermite with nodes
 // m + sqrt(2 s2) t_i, whose derivatives in m and s2 are those of the rule
 // itself, so a gradient of the ELBO is the derivative of the ELBO computed
 // (with fewer nodes for small variances: 6 up to s2 = 0.01, 8 up to 0.04,
@@ -15,7 +18,10 @@
 // narrow compared with sd and no Gauss-Hermite rule of modest size resolves
 // it, a composite Gauss-Legendre rule over t = (f - m) / sd in [-10, 10]
 // with panels of width 1 in t and at most 2 in f where |f| < 12.  Both are
-// accurate to about 1e-10 (tests/cpp/test_likelihoods.cpp).
+// accurate to about 1e-10 (tests/cpp/test_likelihoods.cpp).  The negative
+// binomial's log(theta + e^f) is log(theta) + log(1 + e^g) with
+// g = f - log(theta), the logit's transition moved to f = log(theta): its
+// rules run over g.
 #pragma once
 #include "linalg.hpp"
 #include <algorithm>
@@ -105,25 +111,51 @@ inline double mills(double z) {
 inline double log1pexp(double x) { return x > 35 ? x : (x < -35 ? std::exp(x) : std::log1p(std::exp(x))); }
 inline double logistic(double x) { return x >= 0 ? 1.0 / (1.0 + std::exp(-x)) : std::exp(x) / (1.0 + std::exp(x)); }
 
-enum class Family { gaussian, probit, logit, poisson };
+// digamma(x) = d log Gamma(x) / dx for x > 0: the recurrence
+// psi(x) = psi(x + 1) - 1 / x up to x >= 10, then the asymptotic series
+// log x - 1 / (2x) - sum_k B_2k / (2k x^2k) to k = 6 (absolute error below
+// 1e-15 there).
+inline double digamma(double x) {
+  if (!(x > 0)) return std::numeric_limits<double>::quiet_NaN();
+  double r = 0;
+  while (x < 10.0) {
+    r -= 1.0 / x;
+    x += 1.0;
+  }
+  const double z = 1.0 / (x * x);
+  const double series =
+      z * (1.0 / 12 - z * (1.0 / 120 - z * (1.0 / 252 - z * (1.0 / 240 - z * (1.0 / 132 - z * (691.0 / 32760))))));
+  return r + std::log(x) - 0.5 / x - series;
+}
+
+enum class Family { gaussian, probit, logit, poisson, gamma, negbin };
 
 inline Family family_from_string(const std::string& s) {
   if (s == "gaussian") return Family::gaussian;
   if (s == "probit") return Family::probit;
   if (s == "logit") return Family::logit;
   if (s == "poisson") return Family::poisson;
+  if (s == "gamma") return Family::gamma;
+  if (s == "negbin") return Family::negbin;
   throw std::invalid_argument("unknown likelihood '" + s + "'");
 }
 
 struct Expectation {
   double v = 0, dm = 0, dv = 0;  // E log p, d/dm, d/ds2
-  double dlognoise = 0;          // d/d log(noise variance), Gaussian only
+  // d/d Likelihood::log_noise, the likelihood's own parameter: the Gaussian
+  // log noise variance, the Gamma log shape, the negative binomial log theta
+  // (0 for the families without one)
+  double dlognoise = 0;
 };
 
 class Likelihood {
  public:
   Family family;
-  double log_noise = 0.0;                  // Gaussian: log(noise variance - floor)
+  // The likelihood's own parameter, on the log scale (has_noise()):
+  // Gaussian: log(noise variance - kNoiseFloor); Gamma: log shape k
+  // (variance mu^2 / k); negative binomial: log theta (variance
+  // mu + mu^2 / theta).  Unused by the other families.
+  double log_noise = 0.0;
   static constexpr double kNoiseFloor = 1e-6;
   // Bounds of log_noise in every fit (the search's box, and the closed-form
   // noise rounds of the decoupled engine).
@@ -140,10 +172,21 @@ class Likelihood {
   }
 
   double noise_var() const { return kNoiseFloor + std::exp(log_noise); }
-  bool has_noise() const { return family == Family::gaussian; }
+  // Whether the family has its own parameter in log_noise (estimated unless
+  // Settings::learn_noise is false).
+  bool has_noise() const {
+    return family == Family::gaussian || family == Family::gamma || family == Family::negbin;
+  }
+  // The Gamma shape k, the negative binomial theta: exp(log_noise).
+  double param() const { return std::exp(log_noise); }
+  // The shift of the quadrature variable, g = f - shift(): log theta for the
+  // negative binomial (its transition sits at f = log theta), else 0.
+  double shift() const { return family == Family::negbin ? log_noise : 0.0; }
 
-  // log p(y | f) and its first two derivatives in f, weight w.
-  void loglik(double y, double w, double f, double& l, double& d1, double& d2) const {
+  // log p(y | f) and its first two derivatives in f, weight w; with dp, also
+  // the derivative in log_noise at fixed f (the families with their own
+  // parameter other than Gaussian: Gamma, negative binomial).
+  void loglik(double y, double w, double f, double& l, double& d1, double& d2, double* dp = nullptr) const {
     switch (family) {
       case Family::gaussian: {  // precision weight: noise variance s2 / w
         const double s2 = noise_var();
@@ -174,6 +217,31 @@ class Likelihood {
         d2 = -w * mu;
         return;
       }
+      case Family::gamma: {  // shape a = k w (precision weight, as glm's Gamma), mean e^f
+        const double a = param() * w;
+        if (!(a > 0)) {
+          l = d1 = d2 = 0;
+          if (dp) *dp = 0;
+          return;
+        }
+        const double ye = y * std::exp(std::min(-f, kMaxLogRate));
+        l = a * std::log(a) - std::lgamma(a) + (a - 1.0) * std::log(y) - a * f - a * ye;
+        d1 = a * (ye - 1.0);
+        d2 = -a * ye;
+        if (dp) *dp = a * (std::log(a) + 1.0 - digamma(a) + std::log(y) - f - ye);
+        return;
+      }
+      case Family::negbin: {  // w multiplies the log-likelihood (as Poisson's)
+        // log p = lgamma(y + th) - lgamma(th) - lgamma(y + 1) + y g - (y + th) log(1 + e^g),
+        // g = f - log th
+        const double th = param(), g = f - log_noise;
+        const double sp = log1pexp(g), p = logistic(g);
+        l = w * (std::lgamma(y + th) - std::lgamma(th) - std::lgamma(y + 1.0) + y * g - (y + th) * sp);
+        d1 = w * (y - (y + th) * p);
+        d2 = -w * (y + th) * p * (1.0 - p);
+        if (dp) *dp = w * (th * (digamma(y + th) - digamma(th) + 1.0 - sp) - (y + th) * (1.0 - p));
+        return;
+      }
     }
   }
 
@@ -196,6 +264,16 @@ class Likelihood {
         e.dv = -0.5 * w * mu;
         return e;
       }
+      case Family::gamma: {  // E e^{-f} = e^{-m + s2 / 2}
+        const double a = param() * w;
+        if (!(a > 0)) return e;
+        const double ye = y * std::exp(std::min(-m + 0.5 * s2, kMaxLogRate));
+        e.v = a * std::log(a) - std::lgamma(a) + (a - 1.0) * std::log(y) - a * m - a * ye;
+        e.dm = a * (ye - 1.0);
+        e.dv = -0.5 * a * ye;
+        e.dlognoise = a * (std::log(a) + 1.0 - digamma(a) + std::log(y) - m - ye);
+        return e;
+      }
       default:
         return s2 <= kMaxGhVar ? expect_gh(y, w, m, s2) : expect_composite(y, w, m, s2);
     }
@@ -204,25 +282,29 @@ class Likelihood {
   // Gauss-Hermite: v = c sum_i w_i l(x_i), x_i = m + sd t_i, sd = sqrt(2 s2),
   // c = 1 / sqrt(pi); its derivatives dv/dm = c sum w_i l'(x_i) and
   // dv/ds2 = c sum w_i l'(x_i) t_i / sd (below s2 = 1e-10, where that ratio
-  // loses digits, Price's c sum w_i l''(x_i) / 2, equal to it there).
+  // loses digits, Price's c sum w_i l''(x_i) / 2, equal to it there); the
+  // derivative in log_noise (negative binomial) c sum w_i dl/dlog_noise(x_i).
   Expectation expect_gh(double y, double w, double m, double s2) const {
     Expectation e;
     s2 = std::max(s2, 0.0);
     const GaussHermite& rule = rule_for(s2);
     const double sd = std::sqrt(2.0 * s2);
+    const bool par = family == Family::negbin;
     double dt = 0, d2sum = 0;
     for (Index i = 0; i < rule.t.size(); ++i) {
-      double l, d1, d2;
-      loglik(y, w, m + sd * rule.t(i), l, d1, d2);
+      double l, d1, d2, dp = 0;
+      loglik(y, w, m + sd * rule.t(i), l, d1, d2, par ? &dp : nullptr);
       e.v += rule.w(i) * l;
       e.dm += rule.w(i) * d1;
       dt += rule.w(i) * d1 * rule.t(i);
       d2sum += rule.w(i) * d2;
+      e.dlognoise += rule.w(i) * dp;
     }
     const double c = 1.0 / std::sqrt(kPi);
     e.v *= c;
     e.dm *= c;
     e.dv = s2 > 1e-10 ? c * dt / sd : 0.5 * c * d2sum;
+    e.dlognoise *= c;
     return e;
   }
 
@@ -234,15 +316,19 @@ class Likelihood {
     return gh;
   }
 
-  // The composite rule of composite_normal_rule() for v, E[l'] and E[l''] / 2.
+  // The composite rule of composite_normal_rule() for v, E[l'] and E[l''] / 2
+  // (and E[dl/dlog_noise], negative binomial), over g = f - shift().
   Expectation expect_composite(double y, double w, double m, double s2) const {
     Expectation e;
-    composite_normal_rule(gl, m, s2, [&](double f, double a) {
-      double l, d1, d2;
-      loglik(y, w, f, l, d1, d2);
+    const double sh = shift();
+    const bool par = family == Family::negbin;
+    composite_normal_rule(gl, m - sh, s2, [&](double g, double a) {
+      double l, d1, d2, dp = 0;
+      loglik(y, w, g + sh, l, d1, d2, par ? &dp : nullptr);
       e.v += a * l;
       e.dm += a * d1;
       e.dv += 0.5 * a * d2;
+      e.dlognoise += a * dp;
     });
     return e;
   }
@@ -322,7 +408,9 @@ class Likelihood {
       case Family::gaussian: return f;
       case Family::probit: return 0.5 * std::erfc(-f / std::sqrt(2.0));
       case Family::logit: return logistic(f);
-      case Family::poisson: return std::exp(std::min(f, kMaxLogRate));
+      case Family::poisson:
+      case Family::gamma:
+      case Family::negbin: return std::exp(std::min(f, kMaxLogRate));
     }
     return f;
   }
@@ -351,6 +439,8 @@ class Likelihood {
         sd = std::sqrt(s2);
         return;
       case Family::poisson:
+      case Family::gamma:
+      case Family::negbin:  // log link: a log-normal mean
         mean = std::exp(std::min(m + 0.5 * s2, kMaxLogRate));
         sd = mean * std::sqrt(std::max(std::expm1(std::min(s2, kMaxLogRate)), 0.0));
         return;

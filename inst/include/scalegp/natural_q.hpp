@@ -2,8 +2,10 @@
 // updated.  NaturalQ extends the whitened Gaussian q of gaussian_q.hpp with
 // what both engines share: the likelihood, the pass over the data
 // (data_pass.hpp, a member), the parameters besides q (the
-// hyperparameters, then the noise: n_theta(), pack(), unpack(), gradient(),
-// bounds()), and the updates of q:
+// hyperparameters, then the likelihood's own parameter Likelihood::log_noise
+// -- Gaussian log noise variance, Gamma log shape, negative binomial log
+// theta -- when it has one and it is learned: n_theta(), pack(), unpack(),
+// gradient(), bounds()), and the updates of q:
 //   natural_step()       a natural-gradient step towards a pass's target,
 //                        P* = I - 2 s Q, h* = s (r - 2 Q m), mean field
 //                        (block-diagonal) or truncated to a low rank;
@@ -74,7 +76,7 @@ class NaturalQ : public WhitenedGaussianModel {
     return data_.evaluate(idx, grad, pfor);
   }
 
-  // ---- parameters moved by Adam: the hyperparameters, then the noise ----------------
+  // ---- parameters moved by the optimiser: the hyperparameters, then the likelihood's own ----
   Index n_theta() const { return n_hyper() + (lik.has_noise() && set.learn_noise ? 1 : 0); }
 
   VectorXd pack() const {
