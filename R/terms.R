@@ -78,6 +78,16 @@
 #' `ti()` and terms that share inputs with another `gp()` term; the term's
 #' prior is not centred (its reported curve is, as for `centre = NULL`).
 #'
+#' With the basis fixed, a Gaussian model whose `gp()` terms all use
+#' `basis = "hilbert"` (beside random effects and parametric terms) is a
+#' Bayesian linear model: the fit forms the crossproducts of its design with
+#' the weights once, and maximises the exact log marginal likelihood (no
+#' variational gap) by Newton steps with its exact gradient and Hessian in
+#' the hyperparameters and the noise, each costing \eqn{O(M^3)} in the total
+#' number of basis functions \eqn{M} and no pass over the data.  Other
+#' families pass over the data at each inner step, as with inducing points,
+#' and cost more than the default basis per pass (more basis functions).
+#'
 #' @param ... the input variables (names or expressions such as `log(x)`).
 #' @param kernel `"se"` (squared exponential), `"matern32"` or `"matern52"`.
 #'   The Matern kernels assume less smoothness and give wider bands, which can
