@@ -924,6 +924,7 @@ TEST_CASE("fixed design: the profile from statistics formed once equals the pass
     CHECK(s.fixed_design() == fixed);
     Rng rng(3);
     const FitInfo info = s.fit(serial_for, rng, [](int, double) { return true; });
+    if (fixed) CHECK(s.data().passes() == 1);  // the statistics, once per fit
     return std::make_pair(info, s.pack());
   };
   for (bool discrete : {false, true}) {

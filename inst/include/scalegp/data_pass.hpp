@@ -759,6 +759,8 @@ class DataPass {
   bool discrete() const { return static_cast<bool>(disc_); }
   // Passes so far (calls of evaluate() and evaluate_values(), any rows).
   std::size_t passes() const { return passes_; }
+  // Counts k passes made elsewhere over these data (a copy of the model at other scales).
+  void count_passes(std::size_t k) const { passes_ += k; }
   // The distinct values of component c (a discretised fit).
   const DiscreteComponent& discrete_component(std::size_t c) const { return disc_->comp[c]; }
   // Back to the rows (a discretisation that does not pay: too many values).

@@ -66,7 +66,9 @@ class Svgp : public NaturalQ {
   }
   void initialise(const Sampler& sampler) { initial_q(sampler); }
 
+  // (a fixed design: q follows in closed form in fixed_profile(), no pass)
   void start() {
+    if (fixed_) return;
     Sampler all(Sampler::Mode::full, n(), 0, dummy_rng_);
     initialise(all);
   }
@@ -186,6 +188,7 @@ class Svgp : public NaturalQ {
       if (u.comps[c].kind == Kind::hilbert) u.prior_[c].sd.setOnes();
     u.m.setZero();
     const PassSums acc = u.evaluate(nullptr, Pass::natural, *pfor_);
+    data_.count_passes(1);
     const double s2 = u.lik.noise_var();
     FixedStatistics st;
     st.G = -2.0 * s2 * MatrixXd(acc.Q.selfadjointView<Eigen::Lower>());
