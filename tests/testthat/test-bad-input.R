@@ -298,3 +298,15 @@ test_that("a term with very few distinct inputs warns; the unique count is exact
   expect_lt(scalegp:::n_unique_rows(X), 60)
   expect_equal(scalegp:::n_unique_rows(X, exact = TRUE), 61)
 })
+
+test_that("gp_control(sigma =, fixed = \"sigma\") with a family without a residual sd warns, naming the argument", {
+  set.seed(3)
+  d <- data.frame(x = runif(60))
+  d$yb <- rbinom(60, 1, plogis(sin(4 * d$x)))
+  d$yg <- rgamma(60, shape = 3, rate = 3 / exp(d$x))
+  expect_warning(gpgam(yb ~ gp(x), data = d, family = binomial(), control = gp_control(sigma = 1, verbose = FALSE)),
+                 "'control'.*binomial has none")
+  expect_warning(gpgam(yg ~ gp(x), data = d, family = Gamma(link = "log"),
+                       control = gp_control(fixed = "sigma", verbose = FALSE)), "Gamma has none.*shape is estimated")
+  expect_no_warning(gpgam(yg ~ gp(x), data = d, family = Gamma(link = "log"), control = gp_control(verbose = FALSE)))
+})
