@@ -82,12 +82,14 @@ gp_check <- function(fit, rep = 200, plot = TRUE, ...) {
   cat(sprintf("%d iterations; last change of the posterior mean of the weights %s; %d failed step(s)\n",
               fit$iterations, format(fit$q_change %||% NA, digits = 2), fit$failures %||% 0L))
   if (nrow(tab)) {
-    cat("\nInducing points of the gp() terms (k-index well below 1 with a small p-value, or edf/M near 1,\n",
-        "suggest more inducing points):\n", sep = "")
-    print(format(tab, digits = 3))
-    advice <- rownames(tab)[(tab$`edf/M` > 0.8) | (tab$`k-index` < 0.9 & tab$`p-value` < 0.05)]
     hs <- vapply(fit$terms$gp, function(g) identical(g$type, "hilbert"), TRUE)
     names(hs) <- rownames(tab)
+    what <- if (all(hs)) c("Basis functions", "a larger basis") else if (any(hs)) c("Bases (inducing points or Hilbert sines)", "a larger basis")
+            else c("Inducing points", "more inducing points")
+    cat("\n", what[1], " of the gp() terms (k-index well below 1 with a small p-value, or edf/M near 1,\n",
+        "suggest ", what[2], "):\n", sep = "")
+    print(format(tab, digits = 3))
+    advice <- rownames(tab)[(tab$`edf/M` > 0.8) | (tab$`k-index` < 0.9 & tab$`p-value` < 0.05)]
     for (a in advice)
       cat(if (hs[[a]]) sprintf("Advice: %s may need a larger Hilbert basis (%d functions): try k = %d per input.\n", a,
                                tab[a, "M"], 2L * fit$terms$gp[[which(rownames(tab) == a)[1]]]$hilbert$m[1])
