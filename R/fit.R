@@ -76,6 +76,14 @@ progress_monitor <- function(control, label, shift = 0, envir = parent.frame()) 
   }
 }
 
+# A message of a verbose fit (as the progress bar, plain text: see
+# progress_monitor()), wrapped to the console's width.
+inform <- function(...) {
+  parts <- lapply(list(...), function(a) if (is.numeric(a)) format(a, scientific = FALSE, trim = TRUE) else a)
+  text <- paste0("i ", paste0(unlist(parts), collapse = ""))
+  message(paste(strwrap(text, width = getOption("width", 80L) - 2L, exdent = 2L), collapse = "\n"))
+}
+
 # Seconds as the progress bar shows them: "0.4s", "12.3s", "2m 05s".
 format_seconds <- function(s) {
   if (s < 60) sprintf("%.1fs", s) else sprintf("%dm %02ds", as.integer(s %/% 60), as.integer(round(s %% 60)))
