@@ -50,7 +50,9 @@ gp_one <- function(spec, mf, others, n_terms, ysc, control, col, by) {
   # the centred (ANOVA) kernel: asked for, a pure interaction, or several terms without 'by'
   centre <- isTRUE(spec$pure) || (spec$centre %||% (n_terms > 1 && is.null(by)))
   Xs <- standardise(Xg, sc)
-  nu <- n_unique_rows(Xg)
+  # (a term for one level of a factor `by`: the distinct inputs of that level's rows)
+  nu <- if (!is.null(by) && by$type == "level")
+    n_unique_rows(Xg[as.character(mf[[by$var]]) == by$level, , drop = FALSE]) else n_unique_rows(Xg)
   if (nu < 10)
     warning(sprintf("%s has only %d distinct input %s; its curve cannot be estimated well", spec$label, nu,
                     if (d == 1) "values" else "rows"), call. = FALSE)
@@ -91,6 +93,11 @@ by_column <- function(mf, by) {
 factor_component <- function(spec, x, ysc, control, col) {
   f <- as.factor(x)
   if (nlevels(f) < 2) stop_arg(spec$label, "is a factor with a single level")
+  # one row per level: the effects and the noise (or each row's own deviation) are one and the same
+  counts <- tabulate(f, nlevels(f))
+  if (length(f) > 0 && max(counts) <= 1L)
+    warning(sprintf("%s has %d levels for %d rows, one row per level; its variance cannot be estimated well",
+                    spec$label, sum(counts > 0), length(f)), call. = FALSE)
   var0 <- if (!is.null(spec$variance)) spec$variance / ysc$scale^2 else 1
   comp <- list(kind = "factor", cols = col, log_var = log(var0), levels = nlevels(f),
                learn_kernel = !("kernel" %in% control$fixed))

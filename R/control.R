@@ -12,7 +12,8 @@
 #' whose help pages document them.  Setting an option
 #' of another engine than the one a fit uses is an error.
 #'
-#' With all rows in every iteration (the default up to 20000 rows) a fit
+#' With all rows in every iteration (the default; see `batch_size` for when
+#' the engines use minibatches instead) a fit
 #' maximises its objective over the kernel hyperparameters, the inducing
 #' inputs and the noise variance by L-BFGS (with at most 20 such parameters:
 #' after two iterations, BFGS started from a finite-difference Hessian, one
@@ -31,10 +32,13 @@
 #'   not set its own `k`; `NULL` uses 20 for a term over one input, 64 for two
 #'   and 100 for more.  Reduced (with a warning when it was asked for) to the
 #'   number of unique input rows when that is smaller.
-#' @param batch_size rows per minibatch; `NULL` uses all rows when there are at
-#'   most 20000 and minibatches of 2000 otherwise, except for variational
-#'   fits with discretised covariates (see [vi_options()]), which use all rows
-#'   at any size.
+#' @param batch_size rows per minibatch; `NULL` uses all rows, except
+#'   beyond an engine's size: `inference = "vi"` uses all rows at any size
+#'   (with discretised covariates from 5000 rows, see [vi_options()]), or,
+#'   with `vi_options(discrete = FALSE)`, minibatches of 2000 beyond 20000
+#'   rows; `"ep"` minibatches of 2000 beyond 20000 rows; `"decoupled"`
+#'   minibatches of 1024 beyond 4096 rows; `"qsgp"` minibatches of 500
+#'   beyond 500 rows.
 #' @param iterations maximum number of iterations (L-BFGS steps, or Adam steps
 #'   with minibatches).
 #' @param epochs alternative to `iterations`: the maximum number of passes

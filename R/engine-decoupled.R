@@ -246,12 +246,11 @@ engine_fit.engine_decoupled <- function(engine, setup, control) {
   options <- decoupled_core_options(control, setup, M, Malpha, pilot = !is.null(pilot))
   if (isTRUE(control$verbose)) {
     if (!is.null(pilot))
-      cli::cli_inform(c(i = paste("Now the exact posterior at the pilot's kernel and noise: the mean over {Malpha}",
-                                  "bases and the covariance on its {M} inducing points (one pass over the",
-                                  "{setup$n} rows).")))
+      inform("Now the exact posterior at the pilot's kernel and noise: the mean over ", Malpha,
+             " bases and the covariance on its ", M, " inducing points (one pass over the ", setup$n, " rows).")
     else if (options$mean_solve)
-      cli::cli_inform(c(i = paste("After the minibatch steps, the exact posterior mean over the {Malpha} bases",
-                                  "(one more pass over the {setup$n} rows).")))
+      inform("After the minibatch steps, the exact posterior mean over the ", Malpha,
+             " bases (one more pass over the ", setup$n, " rows).")
   }
   settings <- common_settings(control)
   # (a fit over all rows: the bases and inducing inputs move in the first 200 iterations, as in vi_options())
@@ -312,9 +311,8 @@ decoupled_pilot <- function(setup, control, gp, rows) {
   }
   sub$comps[[gp]] <- comp
   if (isTRUE(control$verbose))
-    cli::cli_inform(c(i = paste("Kernel and noise from a full-batch pilot fit of {rows} random rows with",
-                                "{nrow(comp$Z)} inducing points (decoupled_options(pilot); pilot = 0 for the",
-                                "minibatch algorithm).")))
+    inform("Kernel and noise from a full-batch pilot fit of ", rows, " random rows with ", nrow(comp$Z),
+           " inducing points (decoupled_options(pilot); pilot = 0 for the minibatch algorithm).")
   vc <- control
   vc$options <- structure(vi_options(learn_inducing = if ("inducing" %in% control$fixed) FALSE else 50,
                                      discrete = FALSE), class = c("vi_options", "scalegp_options"))

@@ -197,8 +197,8 @@ engine_fit.engine_qsgp <- function(engine, setup, control) {
   comps <- qsgp_components(setup)
   o <- control$options
   if (isTRUE(control$verbose))
-    cli::cli_inform(c(i = paste("QSGP: {o$features} random features per gp() term, {o$feature_batch} sampled twice",
-                                "and {control$batch_size} rows per iteration; {control$iterations} iterations.")))
+    inform("QSGP: ", o$features, " random features per gp() term, ", o$feature_batch, " sampled twice and ",
+           control$batch_size, " rows per iteration; ", control$iterations, " iterations.")
   bar <- control
   bar$priors <- FALSE  # (no priors here: the bar shows the ELBO alone)
   res <- .qsgp_fit(setup$X, setup$y, setup$w, setup$offset, comps, setup$lik, setup$log_noise, common_settings(control),

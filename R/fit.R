@@ -11,31 +11,82 @@ common_settings <- function(control) {
        gh_points = control$gh_points)
 }
 
-# Progress bar (with verbose = TRUE) showing the iteration, the objective
-# the fit maximises (named `label`, plus " + log prior" when the
-# hyperparameters have priors, shifted by `shift`) and the time.  Returns the monitor the
-# C++ fit loop calls on the main thread after every iteration; the bar is
-# closed when the frame `envir` (the caller's, by default) exits, so a fit
-# that ends early, fails or is interrupted leaves no bar behind.
+# Progress bar (with verbose = TRUE): one line, redrawn in place with "\r",
+# showing the iteration, the objective the fit maximises (named `label`, plus
+# " + log prior" when the hyperparameters have priors, shifted by `shift`)
+# and the time.  Returns the monitor the C++ fit loop calls on the main
+# thread after every iteration.  When the frame `envir` (the caller's, by
+# default) exits, the bar is replaced by a final line: after a fit that
+# returned its result (a list with `objective`, `log_prior`, `iterations`:
+# an engine's raw result, its objective shifted by `shift`, or a fit of
+# class "scalegp", already on the data scale), the objective that print(),
+# summary() and logLik() report, and with priors the log prior and the sum
+# the bar showed; after an error or an interrupt the bar is erased.  The bar
+# writes no terminal escape codes (cli's progress bars hide and show the
+# cursor, and once cli is loaded at a terminal it writes a show-cursor code
+# before every prompt), only text and carriage returns.
 progress_monitor <- function(control, label, shift = 0, envir = parent.frame()) {
   if (!isTRUE(control$verbose)) return(function(it, obj) TRUE)
-  value <- NA_real_
-  bar <- cli::cli_progress_bar(
-    "Fitting", total = control$iterations, .auto_close = FALSE,
-    format = paste0("{cli::pb_spin} iteration {cli::pb_current} (at most {cli::pb_total}) | ", label,
-                    if (isTRUE(control$priors)) " + log prior",
-                    " {format(value, digits = 6)} | {cli::pb_elapsed}"))
-  env <- environment()
-  # (the bar's format is evaluated in `env` on closing too: cli >= 3.6 does)
-  do.call(on.exit, list(substitute(cli::cli_progress_done(id = bar, .envir = env), list(bar = bar, env = env)),
-                        add = TRUE), envir = envir)
+  priors <- isTRUE(control$priors)
+  shown <- paste0(label, if (priors) " + log prior")
+  total <- control$iterations
+  start <- proc.time()[["elapsed"]]
+  drawn <- 0L          # characters of the line on screen
+  last_draw <- -Inf
+  last_it <- 0L
+  spin <- c("|", "/", "-", "\\")
+  elapsed <- function() format_seconds(proc.time()[["elapsed"]] - start)
+  draw <- function(text, truncate = TRUE) {
+    width <- max(20L, getOption("width", 80L) - 1L)
+    if (truncate && nchar(text) > width) text <- substr(text, 1L, width)
+    cat("\r", text, strrep(" ", max(0L, drawn - nchar(text))), sep = "")
+    drawn <<- nchar(text)
+    utils::flush.console()
+  }
+  finish <- function(res) {
+    if (drawn == 0L) return(invisible())
+    if (is.list(res) && is.numeric(res$objective) && length(res$objective) == 1L) {
+      obj <- res$objective - if (inherits(res, "scalegp")) 0 else shift
+      lp <- if (priors && is.numeric(res$log_prior) && length(res$log_prior) == 1L) res$log_prior else 0
+      its <- if (is.numeric(res$iterations)) res$iterations else last_it
+      text <- paste0("Done: ", its, " iteration", if (its != 1) "s", ", ", elapsed(), " | ", label, " ",
+                     format(obj, digits = 7),
+                     if (priors) paste0(" (+ log prior ", format(lp, digits = 5), " = ", format(obj + lp, digits = 7), ")"))
+      draw(text, truncate = FALSE)
+      cat("\n")
+    } else {
+      cat("\r", strrep(" ", drawn), "\r", sep = "")
+    }
+    drawn <<- 0L
+    utils::flush.console()
+    invisible()
+  }
+  # returnValue(): the frame's result when it returns, the marker after an error or interrupt
+  do.call(on.exit, list(substitute(finish(returnValue(FALSE)), list(finish = finish)), add = TRUE),
+          envir = envir)
   function(it, obj) {
-    if (it %% 10 == 0 || it == 1) {
-      value <<- obj - shift
-      cli::cli_progress_update(id = bar, set = it, force = it == 1, .envir = env)
+    last_it <<- it
+    now <- proc.time()[["elapsed"]]
+    if (it == 1 || (it %% 10 == 0 && now - last_draw >= 0.2)) {
+      last_draw <<- now
+      draw(sprintf("%s iteration %d (at most %d) | %s %s | %s", spin[(it %/% 10) %% 4 + 1], it, total, shown,
+                   format(obj - shift, digits = 6), elapsed()))
     }
     TRUE
   }
+}
+
+# A message of a verbose fit (as the progress bar, plain text: see
+# progress_monitor()), wrapped to the console's width.
+inform <- function(...) {
+  parts <- lapply(list(...), function(a) if (is.numeric(a)) format(a, scientific = FALSE, trim = TRUE) else a)
+  text <- paste0("i ", paste0(unlist(parts), collapse = ""))
+  message(paste(strwrap(text, width = getOption("width", 80L) - 2L, exdent = 2L), collapse = "\n"))
+}
+
+# Seconds as the progress bar shows them: "0.4s", "12.3s", "2m 05s".
+format_seconds <- function(s) {
+  if (s < 60) sprintf("%.1fs", s) else sprintf("%dm %02ds", as.integer(s %/% 60), as.integer(round(s %% 60)))
 }
 
 # Log-Jacobian of the response standardisation: ELBO(y) = ELBO(y_std) - this.

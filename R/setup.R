@@ -88,6 +88,10 @@ gp_setup <- function(parsed, mf, fam, control) {
     if (ncol(Xp) > 1 && qr(Xp)$rank < ncol(Xp))  # (one column: param_scaling() refuses a constant one)
       warning("the parametric design is rank deficient; its coefficients are identified only by the prior",
               call. = FALSE)
+    if (ncol(Xp) >= sum(w > 0))
+      warning(sprintf("the parametric terms (%s) have %d coefficients for %d rows; they cannot be estimated well",
+                      paste(c(if (parsed$intercept) "intercept", attr(pt, "term.labels")), collapse = ", "),
+                      ncol(Xp), sum(w > 0)), call. = FALSE)
     terms$param <- pt
     terms$param_scaling <- psc
     terms$contrasts <- attr(Xp, "contrasts")

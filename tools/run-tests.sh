@@ -3,8 +3,10 @@
 #   1. cpp       Catch2 tests of the C++ core          (build/cpp)
 #   2. cpp-asan  the same under ASan + UBSan            (build/cpp-asan)
 #   3. rcheck    R CMD build + R CMD check --as-cran    (build/rcheck)
-#   4. interactive  the README's example and the demo at an interactive R
-#                prompt (R under script(1); tools/interactive-check.sh)
+#   4. interactive  the package installed as the README installs it
+#                (tools/install.sh, with its vignettes), then the README's
+#                example and the demo at an interactive R prompt (R under
+#                script(1); tools/interactive-check.sh)
 # Every stage runs even if an earlier one fails; the last line is
 # "N passed, N failed" and the exit status is non-zero if any stage failed.
 set -uo pipefail
@@ -115,8 +117,13 @@ stage_rcheck() {
 stage_interactive() {
   local lib=build/lib
   rm -rf "$lib" && mkdir -p "$lib" || return 1
-  R CMD INSTALL --no-test-load --library="$lib" . > build/interactive-install.log 2>&1 ||
-    { tail -n 40 build/interactive-install.log; return 1; }
+  # the README's install command (tools/install.sh: one compilation, then the
+  # vignettes rendered and installed), so the vignettes must be listed
+  bash tools/install.sh "$lib" > build/interactive-install.log 2>&1 ||
+    { cat build/interactive-install.log; return 1; }
+  R_LIBS="$ROOT/$lib" Rscript -e 'v <- vignette(package = "scalegp")$results
+    if (!"getting-started" %in% v[, "Item"]) stop("vignette(package = \"scalegp\") does not list getting-started")
+    cat("vignettes installed:", v[, "Item"], "\n")' || return 1
   bash tools/interactive-check.sh "$ROOT/$lib"
 }
 

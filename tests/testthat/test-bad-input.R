@@ -310,3 +310,26 @@ test_that("gp_control(sigma =, fixed = \"sigma\") with a family without a residu
                        control = gp_control(fixed = "sigma", verbose = FALSE)), "Gamma has none.*shape is estimated")
   expect_no_warning(gpgam(yg ~ gp(x), data = d, family = Gamma(link = "log"), control = gp_control(verbose = FALSE)))
 })
+
+test_that("a term with fewer rows than it needs warns, naming the term (as mgcv refuses such a model)", {
+  set.seed(3)
+  ctl <- bad_ctl()
+  d5 <- data.frame(x = runif(5), y = rnorm(5))
+  expect_warning(gpgam(y ~ gp(x), data = d5, control = qctl(iterations = 5, seed = 1)),
+                 "gp\\(x\\) has only 5 distinct input values; its curve cannot be estimated well")
+  d8 <- data.frame(x1 = runif(8), x2 = runif(8), y = rnorm(8))
+  expect_warning(gpgam(y ~ gp(x1, x2), data = d8, control = qctl(iterations = 5, seed = 1)),
+                 "gp\\(x1, x2\\) has only 8 distinct input rows")
+  # a random effect with one row per level
+  d30 <- data.frame(x = seq(0, 1, length.out = 30), f = factor(sprintf("l%02d", 1:30)), y = rnorm(30))
+  expect_warning(gpgam(y ~ gp(f), data = d30, control = ctl),
+                 "gp\\(f\\) has 30 levels for 30 rows, one row per level; its variance cannot be estimated well")
+  expect_no_warning(gpgam(y ~ gp(f), data = rbind(d30, d30), control = ctl))
+  # parametric coefficients as many as the rows
+  expect_warning(gpgam(y ~ gp(x) + f, data = d30, control = ctl),
+                 "the parametric terms \\(intercept, f\\) have 30 coefficients for 30 rows")
+  # one level of a factor 'by' with two rows: that level's curve is named
+  d12 <- data.frame(x = seq(0, 1, length.out = 40), g = factor(rep(c("a", "b"), c(38, 2))), y = rnorm(40))
+  expect_warning(gpgam(y ~ gp(x, by = g), data = d12, control = ctl),
+                 "gp\\(x\\):gb has only 2 distinct input values")
+})
