@@ -124,7 +124,8 @@
 #'
 #' # a positive skewed response: Gamma with log link, shape estimated
 #' d$pos <- rgamma(300, shape = 4, rate = 4 / exp(1 + sin(2 * d$x)))
-#' fg <- gpgam(pos ~ gp(x), data = d, family = Gamma(link = "log"), control = gp_control(inducing = 15))
+#' fg <- gpgam(pos ~ gp(x), data = d, family = Gamma(link = "log"),
+#'             control = gp_control(inducing = 15))
 #' fg                           # reports the shape and mgcv's scale 1 / shape
 #' c(shape = fg$params$shape, scale = fg$scale)
 #' predict(fg, data.frame(x = c(-1, 0, 1)), type = "response")   # exp(eta + se^2 / 2)
