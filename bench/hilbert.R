@@ -1,6 +1,7 @@
 # bench/hilbert.R: gp(basis = "hilbert") against the default inducing-point
 # basis and mgcv, defaults on every side, one run, threads = 1.
 #   Rscript bench/hilbert.R > bench/results/hilbert.md
+#   Rscript bench/hilbert.R large > bench/results/hilbert_large.md   (1e6 Gaussian rows; binomial at 1e5 and 1e6)
 # Designs: mcycle (5-fold CV RMSE of accel); gamSim(1) at 400 rows (RMSE of
 # the fitted predictor against the true f on 2000 test rows, three seeds);
 # the design of bench/gam_design.R (gp(x1) + gp(x2) + gp(x3, x4), gam's
@@ -15,12 +16,14 @@ rmse <- function(a, b) sqrt(mean((a - b)^2))
 H <- function(...) paste0("gp(", c(...), ', basis = "hilbert")', collapse = " + ")
 I <- function(...) paste0("gp(", c(...), ")", collapse = " + ")
 tm <- function(expr) { t0 <- proc.time()[[3]]; force(expr); proc.time()[[3]] - t0 }
+large <- "large" %in% commandArgs(TRUE)
 res <- list()
 add <- function(...) res[[length(res) + 1]] <<- data.frame(..., check.names = FALSE)
 cat("# gp(basis = \"hilbert\") against the inducing-point basis and mgcv\n\n")
 cat(sprintf("Measured %s on the shared 2-core machine (%s), one run each, threads = 1 (`Rscript bench/hilbert.R`); mgcv %s.\n\n",
             Sys.Date(), R.version$platform, packageVersion("mgcv")))
 
+if (!large) {
 # mcycle, 5-fold CV
 data(mcycle, package = "MASS")
 set.seed(1)
@@ -102,6 +105,33 @@ for (b in c("inducing", "hilbert")) {
 t <- tm(g <- gam(y ~ s(x0) + s(x1) + s(x2) + s(x3), data = tr, family = binomial(), method = "REML"))
 add(data = "gamSim(1) binary, 2000 rows", method = "gam REML", seconds = t,
     score = -mean(dbinom(te$y, 1, predict(g, te, type = "response"), log = TRUE)), measure = "NLPD", coverage = NA)
+
+}
+
+if (large) {
+  for (n in c(1e5, 1e6)) for (family in c("gaussian", "binomial")) {
+    if (family == "gaussian" && n < 1e6) next  # (the small run has it)
+    set.seed(4)
+    d <- gen(n, family)
+    te <- gen(5000, family)
+    lab <- sprintf("gam design, %g rows, %s", n, family)
+    fam <- if (family == "gaussian") gaussian() else binomial()
+    for (b in c("inducing", "hilbert")) {
+      f <- as.formula(paste("y ~", if (b == "hilbert") H("x1", "x2", "x3, x4") else I("x1", "x2", "x3, x4")))
+      t <- tm(fit <- gpgam(f, data = d, family = fam, control = ctl))
+      if (family == "gaussian") {
+        p <- predict(fit, te, se.fit = TRUE)
+        sc <- -mean(dnorm(te$y, p$fit, sqrt(p$se.fit^2 + sigma(fit)^2), log = TRUE))
+      } else sc <- -mean(dbinom(te$y, 1, predict(fit, te, type = "response"), log = TRUE))
+      add(data = lab, method = sprintf("gpgam %s (%d passes, %d refits)", b, fit$passes, fit$hilbert_refits %||% 0L),
+          seconds = t, score = sc, measure = "NLPD", coverage = NA)
+    }
+    t <- tm(g <- bam(y ~ s(x1) + s(x2) + te(x3, x4), data = d, family = fam, discrete = TRUE))
+    sc <- if (family == "gaussian") -mean(dnorm(te$y, predict(g, te), sqrt(predict(g, te, se.fit = TRUE)$se.fit^2 + g$sig2), log = TRUE))
+          else -mean(dbinom(te$y, 1, predict(g, te, type = "response"), log = TRUE))
+    add(data = lab, method = "bam discrete", seconds = t, score = sc, measure = "NLPD", coverage = NA)
+  }
+}
 
 tab <- do.call(rbind, res)
 cat("| data | method | seconds | score | measure | coverage of f |\n|---|---|---|---|---|---|\n")
