@@ -20,8 +20,8 @@ large <- "large" %in% commandArgs(TRUE)
 res <- list()
 add <- function(...) res[[length(res) + 1]] <<- data.frame(..., check.names = FALSE)
 cat("# gp(basis = \"hilbert\") against the inducing-point basis and mgcv\n\n")
-cat(sprintf("Measured %s on the shared 2-core machine (%s), one run each, threads = 1 (`Rscript bench/hilbert.R`); mgcv %s.\n\n",
-            Sys.Date(), R.version$platform, packageVersion("mgcv")))
+cat(sprintf("Measured %s on the shared 2-core machine (%s), one run each, threads = 1 (`Rscript bench/hilbert.R%s`); mgcv %s.\n\n",
+            Sys.Date(), R.version$platform, if (large) " large" else "", packageVersion("mgcv")))
 
 if (!large) {
 # mcycle, 5-fold CV
