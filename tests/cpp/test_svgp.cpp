@@ -33,6 +33,26 @@ void randomise_q(Svgp& s, unsigned seed) {
   s.refresh();
 }
 
+// A Hilbert term over columns `cols` with m sines per input on the box
+// [-3.5, 3.5]^d: variance `var`, lengthscales from ls_lo to ls_hi (ARD) or
+// their geometric mean (one lengthscale).
+Component hilbert_term(KernelType t, std::vector<Index> cols, std::vector<Index> m, bool ard, double var, double ls_lo,
+                       double ls_hi) {
+  Component c;
+  c.kind = Kind::hilbert;
+  c.cols = std::move(cols);
+  const Index dim = static_cast<Index>(m.size());
+  c.kernel.type = t;
+  c.kernel.log_var = std::log(var);
+  c.kernel.log_ls = ard ? VectorXd(VectorXd::LinSpaced(dim, std::log(ls_lo), std::log(ls_hi)))
+                        : VectorXd::Constant(1, 0.5 * (std::log(ls_lo) + std::log(ls_hi)));
+  c.basis.centre = VectorXd::Zero(dim);
+  c.basis.L = VectorXd::Constant(dim, 3.5);
+  c.basis.m = std::move(m);
+  c.basis.check();
+  return c;
+}
+
 std::string kname(KernelType t) {
   return t == KernelType::se ? "se" : t == KernelType::matern32 ? "matern32" : "matern52";
 }
@@ -889,19 +909,8 @@ TEST_CASE("fixed design: the profile from statistics formed once equals the pass
     d.X(i, 4) = 0.5 + 0.25 * std::cos(static_cast<double>(i));
     d.y(i) += std::vector<double>{-0.4, 0.1, 0.5, -0.2}[static_cast<std::size_t>((i * 7) % 4)];
   }
-  auto hilbert = [](KernelType t, std::vector<Index> cols, std::vector<Index> m) {
-    Component c;
-    c.kind = Kind::hilbert;
-    c.cols = std::move(cols);
-    const Index dim = static_cast<Index>(m.size());
-    c.kernel.type = t;
-    c.kernel.log_var = std::log(0.7);
-    c.kernel.log_ls = VectorXd::LinSpaced(dim, std::log(0.8), std::log(1.3));
-    c.basis.centre = VectorXd::Zero(dim);
-    c.basis.L = VectorXd::Constant(dim, 3.5);
-    c.basis.m = std::move(m);
-    c.basis.check();
-    return c;
+  const auto hilbert = [](KernelType t, std::vector<Index> cols, std::vector<Index> m) {
+    return hilbert_term(t, std::move(cols), std::move(m), true, 0.7, 0.8, 1.3);
   };
   Component fac;
   fac.kind = Kind::factor;
@@ -958,17 +967,8 @@ TEST_CASE("fixed design: the exact Hessian matches finite differences of the gra
   for (Index i = 0; i < 200; ++i) d.X(i, 3) = static_cast<double>((i * 5) % 3);
   for (KernelType t2 : {KernelType::matern52, KernelType::matern32}) {
     CAPTURE(static_cast<int>(t2));
-    auto hilbert = [](KernelType t, std::vector<Index> cols, std::vector<Index> m, bool ard) {
-      Component c;
-      c.kind = Kind::hilbert;
-      c.cols = std::move(cols);
-      const Index dim = static_cast<Index>(m.size());
-      c.kernel.type = t;
-      c.kernel.log_var = std::log(0.6);
-      c.kernel.log_ls = ard ? VectorXd(VectorXd::LinSpaced(dim, std::log(0.7), std::log(1.2))) : VectorXd::Constant(1, std::log(0.9));
-      c.basis.centre = VectorXd::Zero(dim);
-      c.basis.L = VectorXd::Constant(dim, 3.5);
-      c.basis.m = std::move(m);
+    const auto hilbert = [](KernelType t, std::vector<Index> cols, std::vector<Index> m, bool ard) {
+      Component c = hilbert_term(t, std::move(cols), std::move(m), ard, 0.6, 0.7, 1.2);
       c.sd_prior = 1.5;
       c.ls_a = VectorXd::Constant(c.kernel.log_ls.size(), 2.0);
       c.ls_b = VectorXd::Constant(c.kernel.log_ls.size(), 0.3);

@@ -236,6 +236,21 @@ constexpr int kHessianAfter = 2;       // L-BFGS iterations (since the start or 
 constexpr Index kHessianMaxParams = 20;  // more parameters: L-BFGS throughout (the Hessian costs one evaluation each)
 constexpr double kHessianStep = 1e-4;  // finite-difference step on the packed (log or standardised) scale
 
+// H = the inverse of the symmetric part of B made positive definite
+// (absolute eigenvalues, at least 1e-8 of the largest); false (H untouched)
+// when that fails or B is zero or not finite.
+inline bool positive_inverse(const MatrixXd& B, MatrixXd& H) {
+  if (!B.allFinite()) return false;
+  Eigen::SelfAdjointEigenSolver<MatrixXd> es(0.5 * (B + B.transpose()));
+  if (es.info() != Eigen::Success) return false;
+  VectorXd ev = es.eigenvalues().cwiseAbs();
+  const double top = ev.maxCoeff();
+  if (!(top > 0) || !std::isfinite(top)) return false;
+  ev = ev.cwiseMax(1e-8 * top);
+  H = es.eigenvectors() * ev.cwiseInverse().asDiagonal() * es.eigenvectors().transpose();
+  return true;
+}
+
 // The inverse of the Hessian of -F at x (gradient g there) by forward
 // differences of the gradient, one profile() per parameter (each step
 // towards the interior of the bounds), symmetrised and made positive
@@ -269,14 +284,7 @@ bool fd_hessian_inverse(Engine& e, const VectorXd& x, const VectorXd& g, const V
     e.restore(snap);
   }
   if (!ok) return false;
-  Eigen::SelfAdjointEigenSolver<MatrixXd> es(0.5 * (B + B.transpose()));
-  if (es.info() != Eigen::Success) return false;
-  VectorXd ev = es.eigenvalues().cwiseAbs();
-  const double top = ev.maxCoeff();
-  if (!(top > 0) || !std::isfinite(top)) return false;
-  ev = ev.cwiseMax(1e-8 * top);
-  H = es.eigenvectors() * ev.cwiseInverse().asDiagonal() * es.eigenvectors().transpose();
-  return true;
+  return positive_inverse(B, H);
 }
 
 // Engines whose profile objective has an exact Hessian (svgp's fixed

@@ -319,14 +319,7 @@ class Svgp : public NaturalQ {
         for (Index j = 0; j < k.hyper().log_ls.size(); ++j, ++i)
           if (k.ls_b.size()) H(i, i) += -k.ls_b(j) * std::exp(-k.hyper().log_ls(j));
     }
-    if (!H.allFinite()) return false;
-    Eigen::SelfAdjointEigenSolver<MatrixXd> es(-0.5 * (H + H.transpose()));
-    if (es.info() != Eigen::Success) return false;
-    VectorXd ev = es.eigenvalues().cwiseAbs();
-    const double top = ev.maxCoeff();
-    if (!(top > 0) || !std::isfinite(top)) return false;
-    ev = ev.cwiseMax(1e-8 * top);
-    Hinv = es.eigenvectors() * ev.cwiseInverse().asDiagonal() * es.eigenvectors().transpose();
+    if (!positive_inverse(-H, Hinv)) return false;
     last_hessian_ = H;
     return true;
   }
