@@ -51,7 +51,11 @@
 #'   stationary point.  Full-batch fits (the variational engine with all rows
 #'   per iteration, batch EP) maximise the objective by L-BFGS until then, with
 #'   the posterior (or the EP sites) optimal at every step; `summary()` reports
-#'   the largest gradient entry and why a fit stopped.
+#'   the largest gradient entry and why a fit stopped.  For a non-Gaussian
+#'   variational fit the posterior is found by natural-gradient steps: its
+#'   mean to within 1e-6 times the ratio of the largest gradient entry to
+#'   this tolerance (at most 1e-4) while the fit is far from a stationary
+#'   point, and to within 1e-6 at the point the fit reports.
 #' @param patience minibatch fits (and EP with `optimizer = "adam"`) stop
 #'   when the objective (per observation, averaged over an epoch) has not
 #'   improved by more than `tol` for `patience` consecutive epochs; they have

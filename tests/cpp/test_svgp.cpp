@@ -498,6 +498,44 @@ TEST_CASE("linear component only: Bayesian linear regression", "[svgp][linear]")
   }
 }
 
+TEST_CASE("the initial step of q is IRLS's first iteration from glm's start", "[svgp][linear]") {
+  // a linear component with prior sds tau: the first step solves
+  // (X' G X + diag(1/tau^2)) beta = X' G (z - o), with G = -l''(f0) and the
+  // working response z = f0 - l'(f0) / l''(f0) at f0 = start_value(y, w)
+  // (Poisson: log(y + 0.1); binomial: logit((w y + 0.5) / (w + 1))), from
+  // any starting mean
+  for (Family fam : {Family::poisson, Family::logit, Family::probit, Family::gamma}) {
+    CAPTURE(static_cast<int>(fam));
+    Data d = make_data(80, fam, 41);
+    VectorXd tau(3);
+    tau << 0.7, 1.3, 10.0;
+    Svgp s = make_svgp(d, {linear_component({0, 1, 2}, tau)}, fam);
+    s.lik.log_noise = std::log(3.0);  // (Gamma shape)
+    s.h = VectorXd::Constant(3, 0.4);  // a start of q that must not matter
+    s.refresh();
+    Rng rng(1);
+    const ParallelFor serial = serial_for;
+    s.begin_fit(serial, rng);
+    s.start();
+    const VectorXd beta = tau.cwiseProduct(s.m);
+    const Index n = d.X.rows();
+    VectorXd G(n), z(n);
+    for (Index i = 0; i < n; ++i) {
+      const double f0 = s.lik.start_value(d.y(i), d.w(i));
+      double l, d1, d2;
+      s.lik.loglik(d.y(i), d.w(i), f0, l, d1, d2);
+      G(i) = -d2;
+      z(i) = f0 - d1 / d2;
+    }
+    if (fam == Family::poisson) CHECK(s.lik.start_value(4.0, 1.0) == Approx(std::log(4.1)).epsilon(1e-14));
+    MatrixXd Prec = d.X.transpose() * G.asDiagonal() * d.X;
+    Prec.diagonal() += tau.cwiseInverse().cwiseAbs2();
+    const VectorXd b_ex = Prec.ldlt().solve(d.X.transpose() * G.asDiagonal() * (z - d.o));
+    for (Index j = 0; j < 3; ++j) CHECK(std::abs(beta(j) - b_ex(j)) < 1e-9 * (1.0 + std::abs(b_ex(j))));
+    CHECK((tau.asDiagonal() * s.S * tau.asDiagonal() - MatrixXd(Prec.inverse())).cwiseAbs().maxCoeff() < 1e-10);
+  }
+}
+
 TEST_CASE("predict: per-component terms", "[svgp]") {
   const Data d = make_data(60, Family::gaussian, 41);
   const MatrixXd Z = uniform_matrix(6, 2, 42, -2, 2);
@@ -751,6 +789,52 @@ TEST_CASE("full-batch fits end at a stationary point of the ELBO", "[svgp][fit]"
     s.refresh_q();
     CHECK((s.m - m_end).lpNorm<Eigen::Infinity>() < 1e-6);
     CHECK(info.q_change < 1e-3);
+  }
+}
+
+// Svgp with the inner loop tight throughout, as before fit_profile() set
+// the tolerance of the mean by the outer gradient (fit_profile() on this
+// type sees the inner_accuracy() that hides Svgp's)
+struct TightSvgp : Svgp {
+  using Svgp::Svgp;
+  void inner_accuracy(double) { Svgp::inner_accuracy(0); }
+};
+
+TEST_CASE("an inner loop loose far from a stationary point reaches the tight loop's optimum in fewer passes", "[svgp][fit]") {
+  // binomial and Poisson, an inducing-point GP of x1, a Hilbert term of x2
+  // and an intercept: the fit whose inner tolerance follows the outer gradient ends
+  // at the optimum of the fit tight throughout (ELBO to 1e-6, final
+  // gradients both stationary), with fewer passes over the data
+  for (Family fam : {Family::logit, Family::poisson}) {
+    CAPTURE(static_cast<int>(fam));
+    const Data d = make_data(600, fam, 121, true);
+    Settings set;
+    set.max_iter = 500;
+    set.tol = 1e-6;
+    const std::vector<Component> comps = {
+        gp_component(KernelType::se, false, uniform_matrix(10, 1, 122, -2, 2), {0}),
+        hilbert_term(KernelType::matern52, {1}, {24}, false, 0.5, 1.0, 1.0),
+        linear_component({2}, VectorXd::Constant(1, 10.0))};
+    Likelihood lik(fam);
+    Svgp loose(comps, lik, set, SvgpSettings(), d.X.data(), d.n(), 3, d.y.data(), d.w.data(), d.o.data());
+    TightSvgp tight(comps, lik, set, SvgpSettings(), d.X.data(), d.n(), 3, d.y.data(), d.w.data(), d.o.data());
+    Rng r1(1), r2(1);
+    const FitInfo a = loose.fit(serial_for, r1, [](int, double) { return true; });
+    const ParallelFor serial = serial_for;  // (begin_fit() keeps a reference)
+    tight.begin_fit(serial, r2);
+    const FitInfo b = fit_profile(tight, set, static_cast<double>(d.n()), [](int, double) { return true; });
+    const std::size_t pa = loose.data().passes(), pb = tight.data().passes();
+    INFO("passes: loose " << pa << ", tight " << pb << "; ELBO " << a.objective << " against " << b.objective);
+    CHECK(a.converged);
+    CHECK(b.converged);
+    CHECK(std::abs(a.objective - b.objective) < 1e-6 * std::abs(b.objective));
+    CHECK(loose.inner_tight());  // (the final state was solved tightly)
+    CHECK(pa < pb);
+    // the final q is optimal: a natural step of size 1 moves the mean by < 1e-6
+    const VectorXd m_end = loose.m;
+    loose.natural_step(loose.evaluate(nullptr, Pass::natural, serial_for), 1.0, 1.0);
+    loose.refresh_q();
+    CHECK((loose.m - m_end).lpNorm<Eigen::Infinity>() < 1e-6);
   }
 }
 

@@ -69,8 +69,8 @@ class DataPass {
   }
   DataPass& operator=(const DataPass&) = delete;
 
-  // The likelihood at the mean (variances set to zero): the initial Newton
-  // step of q.
+  // The initial step of q: variances set to zero and the likelihood
+  // expanded at glm's start (Likelihood::start_expect()).
   bool plug_in = false;
 
 
@@ -127,14 +127,14 @@ class DataPass {
     if (shift) mu += shift->segment(static_cast<Index>(begin), nb);
     MatrixXd T;
     if (grad) T.noalias() = b.Phi * q_->S;
-    // plug_in_: variances set to zero (the initial Newton steps for q)
+    // plug_in: variances set to zero, the likelihood at glm's start (the initial step of q)
     VectorXd s2 = VectorXd::Zero(nb);
     if (!plug_in)
       s2 = (b.resid + (grad ? VectorXd((T.array() * b.Phi.array()).rowwise().sum()) : q_->q_variance(b.Phi)))
                .cwiseMax(1e-12);
     VectorXd g(nb), gam(nb);
     for (Index i = 0; i < nb; ++i) {
-      const Expectation e = lik_->expect(b.y(i), b.w(i), mu(i), s2(i));
+      const Expectation e = plug_in ? lik_->start_expect(b.y(i), b.w(i), mu(i)) : lik_->expect(b.y(i), b.w(i), mu(i), s2(i));
       acc.sum_v += e.v;
       acc.dlognoise += e.dlognoise;
       g(i) = e.dm;

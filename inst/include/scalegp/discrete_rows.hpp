@@ -26,6 +26,8 @@ namespace scalegp {
 // computed (threads of one process or the workers of a cluster, R:
 // engine-vi.R).
 
+// (var false: the initial step of q, no variances and the likelihood at
+// glm's start, Likelihood::start_expect())
 struct DiscreteRowParts {
   std::vector<VectorXd> mv, vd, vp;
   bool var = false, pairs = false;
@@ -126,7 +128,7 @@ inline void row_group_sums(const DiscreteRowParts& p, const RowKeys& k, const st
   for (std::size_t i = begin; i < end; ++i) {
     double mu, s2;
     row_latent_moments(p, k, o[i], i, n, mu, s2);
-    const Expectation e = lik.expect(y[i], w[i], mu, s2);
+    const Expectation e = p.var ? lik.expect(y[i], w[i], mu, s2) : lik.start_expect(y[i], w[i], mu);
     s.v += e.v;
     s.dn += e.dlognoise;
     g(static_cast<Index>(i - begin)) = e.dm;

@@ -296,6 +296,19 @@ template <class E>
 struct has_exact_hessian<E, std::void_t<decltype(std::declval<const E&>().exact_hessian(std::declval<MatrixXd&>()))>>
     : std::true_type {};
 
+// Engines whose inner solve may be looser far from a stationary point
+// (natural_q.hpp): void inner_accuracy(double ratio), with ratio the
+// largest projected gradient over its tolerance (0: tight), and bool
+// inner_tight(), whether the current inner state was solved tightly.
+// fit_profile() solves tightly at the start, then as loosely as each
+// iteration's gradient allows, and tightly again before it declares a
+// stationary point, before a finite-difference Hessian, and at its end.
+template <class E, class = void>
+struct has_inner_accuracy : std::false_type {};
+template <class E>
+struct has_inner_accuracy<E, std::void_t<decltype(std::declval<E&>().inner_accuracy(1.0)),
+                                         decltype(std::declval<const E&>().inner_tight())>> : std::true_type {};
+
 template <class Engine, class Monitor>
 FitInfo fit_profile(Engine& e, const Settings& set, double n_obs, Monitor monitor) {
   FitInfo info;
@@ -303,6 +316,26 @@ FitInfo fit_profile(Engine& e, const Settings& set, double n_obs, Monitor monito
   e.start();
   VectorXd lo, hi;
   e.bounds(lo, hi);
+  // the inner state solved tightly at the current parameters (true: it was
+  // loose and cur changed; a failure keeps the loose state)
+  const auto tighten = [&](Step& cur) {
+    if constexpr (has_inner_accuracy<Engine>::value) {
+      if (e.inner_tight()) return false;
+      e.inner_accuracy(0);
+      const auto snap = e.snapshot();
+      try {
+        ++info.evaluations;
+        Step st = e.profile();
+        if (!std::isfinite(st.objective) || !st.gradient.allFinite()) throw numerical_error("not finite");
+        cur = std::move(st);
+        return true;
+      } catch (const numerical_error&) {
+        e.restore(snap);
+      }
+    }
+    return false;
+  };
+  if constexpr (has_inner_accuracy<Engine>::value) e.inner_accuracy(0);  // (a fit started at its optimum stops at once)
   Step cur = e.profile();
   info.evaluations = 1;
   if (!std::isfinite(cur.objective) || !cur.gradient.allFinite())
@@ -330,10 +363,18 @@ FitInfo fit_profile(Engine& e, const Settings& set, double n_obs, Monitor monito
   int stall = 0;
   info.stop = "iteration limit";
   for (int it = 0; it < set.max_iter; ++it) {
-    const VectorXd pg = project(cur.gradient);
+    VectorXd pg = project(cur.gradient);
+    if (stationary(pg, gtol) && tighten(cur)) pg = project(cur.gradient);
     if (stationary(pg, gtol)) {
       info.stop = "stationary point";
       break;
+    }
+    const bool fd_hessian = !dense.active() && !tried && since >= kHessianAfter && x.size() <= kHessianMaxParams;
+    if constexpr (has_inner_accuracy<Engine>::value) {
+      if (!fd_hessian)
+        e.inner_accuracy(pg.lpNorm<Eigen::Infinity>() / gtol);
+      else if (tighten(cur))  // (differences of gradients need tight gradients)
+        pg = project(cur.gradient);
     }
     if constexpr (has_exact_hessian<Engine>::value) {  // Newton steps: the exact Hessian at every iteration
       MatrixXd H;
@@ -342,7 +383,7 @@ FitInfo fit_profile(Engine& e, const Settings& set, double n_obs, Monitor monito
         tried = true;
       }
     }
-    if (!dense.active() && !tried && since >= kHessianAfter && x.size() <= kHessianMaxParams) {
+    if (fd_hessian && !dense.active()) {
       tried = true;  // (once per fit, and once more after the inducing inputs are fixed)
       MatrixXd H;
       if (fd_hessian_inverse(e, x, cur.gradient, lo, hi, info, H)) dense.start(std::move(H));
@@ -421,6 +462,7 @@ FitInfo fit_profile(Engine& e, const Settings& set, double n_obs, Monitor monito
       stall = 0;
     }
   }
+  tighten(cur);  // (the final state solved tightly)
   info.seconds_iter = seconds_since(clock);
   info.objective = cur.objective;
   info.gradient = cur.gradient;

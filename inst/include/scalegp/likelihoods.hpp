@@ -245,6 +245,40 @@ class Likelihood {
     }
   }
 
+  // The latent value a row starts from, as glm's mustart: the link of y
+  // moved inside the mean's range (Poisson, negative binomial: y + 0.1;
+  // Gamma: y; binomial: (w y + 0.5) / (w + 1), for probit through the
+  // logit scaled by 1 / 1.702); Gaussian: y.
+  double start_value(double y, double w) const {
+    switch (family) {
+      case Family::poisson:
+      case Family::negbin: return std::log(std::max(y, 0.0) + 0.1);
+      case Family::gamma: return std::log(std::max(y, 1e-300));
+      case Family::logit:
+      case Family::probit: {
+        const double p = (std::max(w, 0.0) * y + 0.5) / (std::max(w, 0.0) + 1.0), f = std::log(p / (1.0 - p));
+        return family == Family::logit ? f : f / 1.702;
+      }
+      case Family::gaussian: break;
+    }
+    return y;
+  }
+
+  // What the first natural step of q (size 1, variances zero) reads from a
+  // row whose latent mean is m: the likelihood expanded at start_value(),
+  // not at m, with dE/dm moved to the working response there,
+  // dm = l'(f0) + l''(f0) (m - f0), dv = l''(f0) / 2.  The step is then the
+  // first iteration of IRLS from glm's start, whatever q's mean (before, it
+  // was a Newton step from q's mean: from m = 0 that step aims a Poisson row
+  // with y = 33 at f = 32, e^32 = 8e13; glm starts from the data instead).
+  Expectation start_expect(double y, double w, double m) const {
+    if (family == Family::gaussian) return expect(y, w, m, 0.0);
+    const double f0 = start_value(y, w);
+    Expectation e = expect(y, w, f0, 0.0);
+    e.dm += 2.0 * e.dv * (m - f0);
+    return e;
+  }
+
   Expectation expect(double y, double w, double m, double s2) const {
     Expectation e;
     switch (family) {
