@@ -838,6 +838,38 @@ TEST_CASE("an inner loop loose far from a stationary point reaches the tight loo
   }
 }
 
+TEST_CASE("Anderson mixing solves an affine fixed-point map in three steps", "[svgp][natgrad]") {
+  // x = (P, h) with one weight: x -> A x + b with a slow contraction
+  // (eigenvalues 0.74 and -0.34); type-II Anderson with two differences is
+  // exact on an affine map of two unknowns after three plain steps, and
+  // recording without applying changes nothing
+  MatrixXd A(2, 2);
+  A << 0.7, 0.2, 0.2, -0.3;  // eigenvalues 0.74, -0.34
+  const Eigen::EigenSolver<MatrixXd> es(A);
+  CAPTURE(es.eigenvalues().transpose());
+  const VectorXd b = (VectorXd(2) << 0.6, -0.2).finished();
+  const VectorXd xs = (MatrixXd::Identity(2, 2) - A).lu().solve(b);
+  Anderson an(3);
+  MatrixXd P(1, 1);
+  VectorXd h(1);
+  P(0, 0) = 3.0;
+  h(0) = 1.0;
+  for (int k = 0; k < 3; ++k) {
+    const MatrixXd P0 = P;
+    const VectorXd h0 = h;
+    const VectorXd g = A * (VectorXd(2) << P(0, 0), h(0)).finished() + b;
+    P(0, 0) = g(0);
+    h(0) = g(1);
+    const bool mixed = an.mix(P0, h0, P, h, k >= 1);
+    CHECK(mixed == (k >= 1));
+    if (!mixed) CHECK((P(0, 0) == g(0) && h(0) == g(1)));
+  }
+  CHECK(std::abs(P(0, 0) - xs(0)) < 1e-10);
+  CHECK(std::abs(h(0) - xs(1)) < 1e-10);
+  // the plain step of the last mix
+  CHECK(an.last_P(P).size() == 1);
+}
+
 TEST_CASE("keep_weights: q of every component's weights is unchanged by a change of hyperparameters", "[svgp]") {
   // inducing (stationary, centred), hilbert and factor components, and a linear one
   Data d = make_data(100, Family::logit, 111);

@@ -11,8 +11,12 @@
 //                        (block-diagonal) or truncated to a low rank;
 //   gaussian_meanfield_optimum()  the optimal mean-field q (Gaussian);
 //   keep_weights()       q moved with the hyperparameters;
+//   initial_q()          the first step, IRLS's first iteration from glm's
+//                        start (Likelihood::start_expect());
 //   optimise_q()         damped natural steps to q's optimum (the inner loop
-//                        of a profile fit), settle_q() the few that end a
+//                        of a profile fit), mixed by Anderson acceleration
+//                        once they converge slowly, to the tolerance of
+//                        inner_accuracy(); settle_q() the few that end a
 //                        fit on minibatches;
 // and the state of a fit that the drivers of fit_loop.hpp read (the
 // executor, the natural step size, the warm-up, the snapshot).
@@ -325,7 +329,10 @@ class NaturalQ : public WhitenedGaussianModel {
   // steps in a row (a step that had to be shortened far from the optimum
   // need not stay short near it), until the ELBO is within 1e-10 relative
   // of its optimum and the mean within the tolerance of inner_accuracy()
-  // (1e-6 unless set; at most 500 steps).  Full steps
+  // (1e-6 unless set; at most 500 steps).  After two full steps in a row
+  // that each changed the mean by more than half the change before, full
+  // steps are mixed with the earlier ones (Anderson), a mix that lowers the
+  // ELBO or leaves q invalid replaced by the plain step.  Full steps
   // converge linearly: with three in a row, the larger of the last two
   // ratios of successive changes (of the mean, of the ELBO), r < 1/2, bounds
   // what is left by the last change times r / (1 - r); otherwise the last
