@@ -331,8 +331,8 @@ class NaturalQ : public WhitenedGaussianModel {
   // of its optimum and the mean within the tolerance of inner_accuracy()
   // (1e-6 unless set; at most 500 steps).  After two full steps in a row
   // that each changed the mean by more than half the change before, full
-  // steps are mixed with the earlier ones (Anderson), a mix that lowers the
-  // ELBO or leaves q invalid replaced by the plain step.  Full steps
+  // steps are mixed with the earlier ones (Anderson; up to 1200 weights), a
+  // mix that lowers the ELBO or leaves q invalid replaced by the plain step.  Full steps
   // converge linearly: with three in a row, the larger of the last two
   // ratios of successive changes (of the mean, of the ELBO), r < 1/2, bounds
   // what is left by the last change times r / (1 - r); otherwise the last
@@ -375,7 +375,7 @@ class NaturalQ : public WhitenedGaussianModel {
       try {
         take(cur, rho);
         bool mixed = false;
-        if (step == 1.0 && opt.rank == 0 && anderson.mix(P0, h0, P, h, slow_run >= 2)) {
+        if (step == 1.0 && opt.rank == 0 && P.rows() <= kAndersonMaxSize && anderson.mix(P0, h0, P, h, slow_run >= 2)) {
           const MatrixXd Pg = anderson.last_P(P0);
           const VectorXd hg = anderson.last_h(h0);
           try {
@@ -503,6 +503,9 @@ class NaturalQ : public WhitenedGaussianModel {
   const ParallelFor* pfor_ = nullptr;
   double rho_ = 1, q_change_ = 0;
   static constexpr double kTightMean = 1e-6, kLooseMean = 1e-4;
+  // Anderson's history holds about 15 vectors of Mt^2 + Mt numbers: with
+  // more weights than this, plain steps (170 MB at this size).
+  static constexpr Index kAndersonMaxSize = 1200;
   double tol_mean_ = kTightMean;  // (inner_accuracy())
   bool loose_ = false;            // (inner_tight())
   bool full_ = true;
