@@ -94,11 +94,12 @@ class Anderson {
     h = a.tail(Mt);
     return true;
   }
-  // The plain step of the last mix() (its P, h).
-  MatrixXd last_P(const MatrixXd& like) const {
-    return Eigen::Map<const MatrixXd>(g_.data(), like.rows(), like.cols());
+  // Back to the plain step of the last mix().
+  void plain(MatrixXd& P, VectorXd& h) const {
+    const Index Mt = h.size();
+    P = Eigen::Map<const MatrixXd>(g_.data(), Mt, Mt);
+    h = g_.tail(Mt);
   }
-  VectorXd last_h(const VectorXd& like) const { return g_.tail(like.size()); }
   void clear() {
     xs_.clear();
     fs_.clear();
@@ -360,6 +361,8 @@ class NaturalQ : public WhitenedGaussianModel {
     const auto left = [](double d, double r) { return r >= 0 && r < kMaxRate ? d * r / (1.0 - r) : d; };
     Anderson anderson(opt.anderson);
     int slow_run = 0;  // full steps in a row whose mean changed by more than half the last change (then: mixed)
+    // a step is kept when it does not lower the ELBO (beyond rounding)
+    const auto raises = [&](double value) { return value >= last - 1e-12 * std::abs(last); };
     const auto reset = [&] { dm_last = gain_last = rate_m = rate_v = ratio_m = ratio_v = -1; };
     for (int k = 0; k < 500; ++k) {
       const MatrixXd P0 = P;
@@ -376,26 +379,23 @@ class NaturalQ : public WhitenedGaussianModel {
         take(cur, rho);
         bool mixed = false;
         if (step == 1.0 && opt.rank == 0 && P.rows() <= kAndersonMaxSize && anderson.mix(P0, h0, P, h, slow_run >= 2)) {
-          const MatrixXd Pg = anderson.last_P(P0);
-          const VectorXd hg = anderson.last_h(h0);
           try {
             refresh_q();
             value = value_of(next, ask);
-            mixed = value >= last - 1e-12 * std::abs(last);
+            mixed = raises(value);
           } catch (const numerical_error&) {
           }
           if (!mixed) {  // the plain step instead
+            anderson.plain(P, h);
             anderson.clear();
             slow_run = 0;
-            P = Pg;
-            h = hg;
           }
         }
         if (!mixed) {
           refresh_q();
           value = value_of(next, ask);
         }
-        better = value >= last - 1e-12 * std::abs(last);
+        better = raises(value);
       } catch (const numerical_error&) {
         better = false;
       }
