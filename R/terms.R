@@ -90,10 +90,15 @@
 #' and cost more than the default basis per pass (more basis functions).
 #'
 #' @param ... the input variables (names or expressions such as `log(x)`).
-#' @param kernel `"se"` (squared exponential), `"matern32"` or `"matern52"`.
-#'   The Matern kernels assume less smoothness and give wider bands, which can
-#'   help on rough functions and over-cover smooth ones; `bench/README.md` in
-#'   the source repository compares their coverage on simulated designs.
+#' @param kernel `"matern52"` (Matern with smoothness 5/2, the default),
+#'   `"se"` (squared exponential) or `"matern32"`.  The squared exponential
+#'   assumes an infinitely differentiable function: on smooth truths its
+#'   estimates are a little more accurate, but where the truth is less smooth
+#'   than that its bands are too narrow.  Matern 5/2 (twice differentiable;
+#'   Stein 1999) gives bands that cover at about their nominal level or above
+#'   on the simulated designs compared in `bench/README.md` of the source
+#'   repository, at some cost in time; Matern 3/2 assumes less smoothness
+#'   still.
 #' @param k number of inducing points (default `gp_control()$inducing`); with
 #'   `basis = "hilbert"`, the number of basis functions per input (default
 #'   64 for one input, see Details for more), or one number per input.
@@ -115,7 +120,9 @@
 #' @param basis `"inducing"` (default): inducing points; `"hilbert"`: the
 #'   reduced-rank Hilbert-space basis (see Details; terms of 1 to 3 inputs,
 #'   `inference = "vi"`).
-#' @references Solin and Sarkka (2020) Hilbert space methods for reduced-rank
+#' @references Stein (1999) Interpolation of Spatial Data: Some Theory for
+#'   Kriging. Springer.
+#'   Solin and Sarkka (2020) Hilbert space methods for reduced-rank
 #'   Gaussian process regression. Statistics and Computing 30, 419-446.
 #'   Riutort-Mayol, Burkner, Andersen, Solin and Vehtari (2023) Practical
 #'   Hilbert space approximate Bayesian Gaussian processes for probabilistic
@@ -125,7 +132,7 @@
 #' gp(x1, x2, kernel = "matern52", k = 50)
 #' gp(x, basis = "hilbert")
 #' @export
-gp <- function(..., kernel = c("se", "matern32", "matern52"), k = NULL, ard = TRUE,
+gp <- function(..., kernel = c("matern52", "se", "matern32"), k = NULL, ard = TRUE,
                inducing = NULL, lengthscale = NULL, variance = NULL, by = NULL, centre = NULL,
                basis = c("inducing", "hilbert")) {
   by <- substitute(by)

@@ -35,7 +35,7 @@ inputs <- names(d)[1:21]
 
 fit_one <- function(j, method) {
   y <- paste0("tau", j)
-  fml <- stats::as.formula(paste(y, "~ gp(", paste(inputs, collapse = ", "), ")"))
+  fml <- stats::as.formula(paste(y, "~ gp(", paste(inputs, collapse = ", "), ", kernel = \"se\")"))
   ctl <- function(...) gp_control(verbose = FALSE, seed = 1, priors = FALSE, iterations = iters, ...)
   t0 <- proc.time()[["elapsed"]]
   f <- switch(method,

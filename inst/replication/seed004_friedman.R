@@ -30,8 +30,11 @@ simulate <- function(n) {
 }
 z16 <- seq(0, 1, length.out = 16)      # 16 regularly spaced inducing points per 1-D term
 grid44 <- as.matrix(expand.grid(seq(0, 1, length.out = 4), seq(0, 1, length.out = 4)))
-form <- y ~ gp(x1, inducing = z16) + gp(x2, inducing = z16) + gp(x3, inducing = z16) +
-  gp(x4, inducing = z16) + gp(x5, inducing = z16) + gp(x6, inducing = z16) + gp(x1, x2, inducing = grid44)
+# the paper's squared exponential kernels (gp()'s default is Matern 5/2)
+form <- y ~ gp(x1, inducing = z16, kernel = "se") + gp(x2, inducing = z16, kernel = "se") +
+  gp(x3, inducing = z16, kernel = "se") + gp(x4, inducing = z16, kernel = "se") +
+  gp(x5, inducing = z16, kernel = "se") + gp(x6, inducing = z16, kernel = "se") +
+  gp(x1, x2, inducing = grid44, kernel = "se")
 
 fit_one <- function(d, posterior = "coupled", rank = NULL, seed = 1) {
   gpgam(form, data = d, control = gp_control(fixed = "inducing", posterior = posterior, rank = rank,

@@ -21,8 +21,8 @@ test_that("with full rank and a Gaussian likelihood q(U) is the closed-form opti
   d$y <- sin(5 * d$x1) + d$x2^2 + rnorm(n, sd = 0.2)
   Z1 <- seq(0.05, 0.95, length.out = 7)
   Z2 <- seq(0.1, 0.9, length.out = 5)
-  fit <- gpgam(y ~ gp(x1, inducing = Z1, lengthscale = 0.3, variance = 0.8) +
-                 gp(x2, inducing = Z2, lengthscale = 0.5, variance = 0.5) - 1,
+  fit <- gpgam(y ~ gp(x1, inducing = Z1, lengthscale = 0.3, variance = 0.8, kernel = "se") +
+                 gp(x2, inducing = Z2, lengthscale = 0.5, variance = 0.5, kernel = "se") - 1,
                data = d, control = ctl_fixed(sigma = 0.25, jitter = 1e-8))
   # features in plain R: whitened Phi_c = K_fu,c L_c^{-T} on the standardised scale
   ysc <- fit$scaling$y$scale
@@ -87,8 +87,8 @@ test_that("coupled and mean-field posteriors at fixed hyperparameters are the in
   d$y <- sin(6 * d$x1) + 2 * d$x2 + rnorm(n, sd = 0.3)
   Z1 <- seq(0.05, 0.95, length.out = 10)
   Z2 <- seq(0.05, 0.95, length.out = 10)
-  f <- y ~ gp(x1, inducing = Z1, lengthscale = 0.2, variance = 1) +
-    gp(x2, inducing = Z2, lengthscale = 0.3, variance = 1) - 1
+  f <- y ~ gp(x1, inducing = Z1, lengthscale = 0.2, variance = 1, kernel = "se") +
+    gp(x2, inducing = Z2, lengthscale = 0.3, variance = 1, kernel = "se") - 1
   fc <- gpgam(f, data = d, control = ctl_fixed(sigma = 0.3, jitter = 1e-8))
   fm <- gpgam(f, data = d, control = ctl_fixed(sigma = 0.3, jitter = 1e-8, posterior = "meanfield",
                                                iterations = 3000, patience = 3000))
@@ -183,7 +183,7 @@ test_that("one gp() term is a stationary SVGP: q is the closed-form optimum for 
   d <- data.frame(x = runif(200))
   d$y <- sin(6 * d$x) + rnorm(200, sd = 0.2)
   Z <- seq(0.05, 0.95, length.out = 8)
-  fit <- gpgam(y ~ gp(x, inducing = Z, lengthscale = 0.25, variance = 0.7) - 1, data = d,
+  fit <- gpgam(y ~ gp(x, inducing = Z, lengthscale = 0.25, variance = 0.7, kernel = "se") - 1, data = d,
                control = ctl_fixed(sigma = 0.2, jitter = 1e-8))
   expect_equal(fit$terms$gp[[1]]$type, "stationary")
   ysc <- fit$scaling$y$scale
@@ -194,7 +194,7 @@ test_that("one gp() term is a stationary SVGP: q is the closed-form optimum for 
   expect_equal(fit$state$m, drop(Sigma %*% crossprod(Phi, d$y / ysc) / s2), tolerance = 1e-6)
   expect_equal(fit$state$S, Sigma, tolerance = 1e-6)
   # centre = TRUE uses the centred kernel: another posterior
-  fc <- gpgam(y ~ gp(x, inducing = Z, lengthscale = 0.25, variance = 0.7, centre = TRUE) - 1, data = d,
+  fc <- gpgam(y ~ gp(x, inducing = Z, lengthscale = 0.25, variance = 0.7, centre = TRUE, kernel = "se") - 1, data = d,
               control = ctl_fixed(sigma = 0.2, jitter = 1e-8))
   expect_equal(fc$terms$gp[[1]]$type, "centred")
   expect_gt(max(abs(fc$state$m - fit$state$m)), 0.01)

@@ -57,7 +57,7 @@ test_that("sparse EP with inducing points at the data equals full EP", {
   d <- data.frame(x = x, y = y)
   v <- 1.7
   ell <- 0.6
-  fit <- gpgam(y ~ gp(x, inducing = matrix(x), lengthscale = ell, variance = v) - 1, data = d,
+  fit <- gpgam(y ~ gp(x, inducing = matrix(x), lengthscale = ell, variance = v, kernel = "se") - 1, data = d,
                family = binomial("probit"), inference = "ep",
                control = gp_control(fixed = c("kernel", "inducing"), jitter = 1e-9, iterations = 3000, tol = 1e-12,
                                     seed = 1, verbose = FALSE))

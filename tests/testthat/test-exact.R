@@ -50,7 +50,7 @@ test_that("an intercept and a linear term are exact too (vague prior, centred re
   d <- exact_data()
   X <- as.matrix(d[, c("x1", "x2")])
   # the GP itself (centre = FALSE): its level is not moved into the intercept
-  fit <- gpgam(y ~ gp(x1, x2, inducing = X, lengthscale = c(.4, .6), variance = 1.3, centre = FALSE) + z,
+  fit <- gpgam(y ~ gp(x1, x2, inducing = X, lengthscale = c(.4, .6), variance = 1.3, centre = FALSE, kernel = "se") + z,
                data = d, control = exact_ctl())
   n <- nrow(d)
   # documented prior: sd 100 on the standardised scale (response / sd(y),
@@ -226,7 +226,7 @@ for (fam in c("poisson", "probit")) {
     family <- if (fam == "poisson") poisson() else binomial(link = "probit")
     ls <- 0.8
     v <- 1.5
-    fit <- gpgam(y ~ gp(x, inducing = d$x, lengthscale = 0.8, variance = 1.5) - 1, data = d, family = family,
+    fit <- gpgam(y ~ gp(x, inducing = d$x, lengthscale = 0.8, variance = 1.5, kernel = "se") - 1, data = d, family = family,
                  control = qctl(iterations = 300, patience = 300, fixed = c("kernel", "inducing"), jitter = 1e-8))
     K <- k_se(d$x, d$x, ls, v) + 1e-8 * v * diag(n)
     expect_fun <- if (fam == "poisson") {

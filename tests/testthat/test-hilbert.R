@@ -149,7 +149,7 @@ test_that("a Gaussian fit at fixed hyperparameters is the Bayesian linear model 
   d <- data.frame(x1 = runif(n, -1, 2), x2 = runif(n, 0, 4))
   d$y <- 1 + sin(2 * d$x1) + cos(d$x2) + rnorm(n, sd = 0.3)
   nd <- data.frame(x1 = runif(30, -1, 2), x2 = runif(30, 0, 4))
-  cases <- list(list(f = y ~ gp(x1, basis = "hilbert", lengthscale = 0.6, variance = 1.3) - 1,
+  cases <- list(list(f = y ~ gp(x1, basis = "hilbert", lengthscale = 0.6, variance = 1.3, kernel = "se") - 1,
                      vars = "x1", kernel = "se", ls = 0.6),
                 list(f = y ~ gp(x1, x2, basis = "hilbert", kernel = "matern52", lengthscale = c(0.7, 1.5),
                                 variance = 1.3, k = 10) - 1,
@@ -204,7 +204,7 @@ test_that("Hilbert terms are centred over the data and the predictor is unchange
   expect_lt(max(abs(colMeans(tp))), 1e-10)
   expect_close(rowSums(tp) + attr(tp, "constant"), predict(fit, d), 1e-10)
   expect_lt(sqrt(mean((fitted(fit) - (3 + sin(5 * d$x1) + d$x2^2))^2)), 0.1)
-  expect_output(print(fit), "se kernel (Hilbert basis), 64 basis functions", fixed = TRUE)
+  expect_output(print(fit), "gp(x1): matern52 kernel (Hilbert basis), 64 basis functions", fixed = TRUE)
   # predictions far beyond the data's range are flagged (the basis holds a box only)
   expect_silent(predict(fit, data.frame(x1 = c(0.5, 1.1), x2 = 0.5)))
   expect_warning(predict(fit, data.frame(x1 = c(0.5, 4), x2 = 0.5)), "gp\\(x1\\): 1 row.*beyond the range of 'x1'")
@@ -276,7 +276,7 @@ test_that("a lengthscale too short for the basis grows it, one too long widens t
   truth <- function(x) sin(30 * x)
   d$y <- truth(d$x) + rnorm(n, sd = 0.1)
   # 10 sines cannot hold a lengthscale of about 0.05 on [0, 1]
-  fit <- gpgam(y ~ gp(x, basis = "hilbert", k = 10), data = d, control = qctl())
+  fit <- gpgam(y ~ gp(x, basis = "hilbert", k = 10, kernel = "se"), data = d, control = qctl())
   h <- fit$terms$gp[[1]]$hilbert
   expect_gte(fit$hilbert_refits, 1)
   expect_gt(h$m, 10)

@@ -15,7 +15,7 @@ test_that("print() and summary() show the hyperparameters and coefficients", {
   fit <- gpgam(y ~ gp(x1, x2) + z, data = d, control = meth_ctl())
   g <- fit$params$gp[[1]]
   out <- paste(capture.output(print(fit)), collapse = "\n")
-  expect_match(out, "gp\\(x1, x2\\): se kernel, 10 inducing points")
+  expect_match(out, "gp\\(x1, x2\\): matern52 kernel, 10 inducing points")
   expect_match(out, format(g$variance, digits = 4), fixed = TRUE)
   expect_match(out, format(sigma(fit), digits = 4), fixed = TRUE)
   s <- summary(fit)
