@@ -17,18 +17,30 @@
 # (Friedman-type function: seed004_coverage.md; a smooth 4-term design:
 # coverage_draws*.md) is not repeated here.
 #
-#   Rscript bench/kernel_default.R [seeds400] [seeds2000] [seeds_binary]
-#   (defaults 20 10 10; writes bench/results/kernel_default.md)
+#   Rscript bench/kernel_default.R [seeds400] [seeds2000] [seeds_binary] [variants] [out]
+#   (defaults 20 10 10 kernels kernel_default.md; writes bench/results/<out>).
+#   variants: "kernels" (SE, Matern 5/2, Matern 3/2) or "fixed_inducing" (SE
+#   and Matern 5/2, each with the inducing inputs moved or held fixed)
 suppressMessages({
   library(scalegp)
   library(mgcv)
 })
 args <- commandArgs(trailingOnly = TRUE)
 n_seeds <- c(20, 10, 10)
-if (length(args)) n_seeds[seq_along(args)] <- as.integer(args)
-out_md <- file.path("bench", "results", "kernel_default.md")
+if (length(args)) n_seeds[seq_len(min(3, length(args)))] <- as.integer(args[seq_len(min(3, length(args)))])
+set_name <- if (length(args) >= 4) args[4] else "kernels"
+out_md <- file.path("bench", "results", if (length(args) >= 5) args[5] else "kernel_default.md")
 quiet <- function(expr) suppressWarnings(suppressMessages(expr))
-kernels <- c("se", "matern52", "matern32")
+# the variants compared: a kernel for every gp() term, and extra gp_control() arguments
+variant_sets <- list(
+  kernels = list(se = list(kernel = "se"), matern52 = list(kernel = "matern52"), matern32 = list(kernel = "matern32")),
+  # the same kernels with the inducing inputs held at their k-means start
+  fixed_inducing = list(se = list(kernel = "se"), matern52 = list(kernel = "matern52"),
+                        "se, inducing fixed" = list(kernel = "se", ctl = list(learn_inducing = FALSE)),
+                        "matern52, inducing fixed" = list(kernel = "matern52", ctl = list(learn_inducing = FALSE))))
+variants <- variant_sets[[set_name]]
+if (is.null(variants)) stop("unknown variant set '", set_name, "': ", paste(names(variant_sets), collapse = ", "))
+ctl_of <- function(v, seed) do.call(gp_control, c(list(verbose = FALSE, seed = seed), v$ctl))
 
 nlpd <- function(family, y, eta, se, sigma = 1) {
   lik <- switch(family, gaussian = "gaussian", binomial = "logit", poisson = "poisson")
@@ -58,9 +70,9 @@ sim_study <- function(label, n, dist, scale, seeds) {
       data.frame(design = label, method = method, seed = seed, term = vars, seconds = fit_time,
                  rmse = sc["rmse", ], cover = sc["cover", ])
     }
-    out <- lapply(kernels, function(k) {
-      t <- system.time(g <- quiet(gpgam(gp_formula("y", vars, k), data = d, family = fam,
-                                        control = gp_control(verbose = FALSE, seed = seed))))[["elapsed"]]
+    out <- lapply(names(variants), function(k) {
+      t <- system.time(g <- quiet(gpgam(gp_formula("y", vars, variants[[k]]$kernel), data = d, family = fam,
+                                        control = ctl_of(variants[[k]], seed))))[["elapsed"]]
       tt <- predict(g, type = "terms", se.fit = TRUE)
       one(paste("gpgam", k), t, tt, grep("^gp", colnames(tt$fit), value = TRUE))
     })
@@ -102,10 +114,10 @@ cv_study <- function(label, data, resp, yfun, vars, extra, mg_vars, fam) {
     })
     c(seconds = sum(r[1, ]), nlpd = mean(r[2, ]), rmse = mean(r[3, ]))
   }
-  out <- lapply(kernels, function(k) {
-    f <- gp_formula(resp, vars, k, extra)
+  out <- lapply(names(variants), function(k) {
+    f <- gp_formula(resp, vars, variants[[k]]$kernel, extra)
     c(method = paste("gpgam", k), as.list(score(function(tr) quiet(gpgam(f, data = tr, family = fam,
-                                                                           control = gp_control(verbose = FALSE, seed = 1))))))
+                                                                           control = ctl_of(variants[[k]], 1))))))
   })
   fm <- s_formula(resp, mg_vars, extra)
   out[[length(out) + 1]] <- c(method = "gam REML", as.list(score(function(tr) gam(fm, data = tr, family = fam, method = "REML"))))
@@ -135,9 +147,9 @@ if (requireNamespace("mlbench", quietly = TRUE)) {
 joint_rows <- list()
 joint <- function(label, tr, te, fam, y) {
   xs <- setdiff(names(tr), y)
-  out <- lapply(kernels, function(k) {
-    f <- stats::as.formula(sprintf("%s ~ gp(%s, kernel = \"%s\")", y, paste(xs, collapse = ", "), k))
-    t <- system.time(g <- quiet(gpgam(f, data = tr, family = fam, control = gp_control(verbose = FALSE, seed = 1))))[["elapsed"]]
+  out <- lapply(names(variants), function(k) {
+    f <- stats::as.formula(sprintf("%s ~ gp(%s, kernel = \"%s\")", y, paste(xs, collapse = ", "), variants[[k]]$kernel))
+    t <- system.time(g <- quiet(gpgam(f, data = tr, family = fam, control = ctl_of(variants[[k]], 1))))[["elapsed"]]
     p <- predict(g, te, se.fit = TRUE)
     s <- if (fam$family == "gaussian") sigma(g) else 1
     c(t, nlpd(fam$family, te[[y]], p$fit, p$se.fit, s), sqrt(mean((te[[y]] - fam$linkinv(p$fit))^2)))
@@ -149,7 +161,7 @@ for (set in c("kin8nm", "power")) {
   D <- load_set(set)
   r <- joint(set, D$tr, D$te, gaussian(), "y")
   joint_rows[[length(joint_rows) + 1]] <- data.frame(data = sprintf("%s (%d inputs, %d training rows, split 0)", set, D$p, nrow(D$tr)),
-                                                     method = paste("gpgam", kernels), seconds = r[, 1], nlpd = r[, 2], rmse = r[, 3])
+                                                     method = paste("gpgam", names(variants)), seconds = r[, 1], nlpd = r[, 2], rmse = r[, 3])
   print(joint_rows[[length(joint_rows)]], row.names = FALSE)
 }
 if (requireNamespace("mlbench", quietly = TRUE)) {
@@ -160,7 +172,7 @@ if (requireNamespace("mlbench", quietly = TRUE)) {
   set.seed(1)
   fold <- sample(rep(1:5, length.out = nrow(S)))
   r <- Reduce(`+`, lapply(1:5, function(k) joint("Sonar", S[fold != k, ], S[fold == k, ], binomial(), "y"))) / 5
-  joint_rows[[length(joint_rows) + 1]] <- data.frame(data = "Sonar (60 inputs, 5-fold CV, logit)", method = paste("gpgam", kernels),
+  joint_rows[[length(joint_rows) + 1]] <- data.frame(data = "Sonar (60 inputs, 5-fold CV, logit)", method = paste("gpgam", names(variants)),
                                                      seconds = 5 * r[, 1], nlpd = r[, 2], rmse = r[, 3])
   print(joint_rows[[length(joint_rows)]], row.names = FALSE)
 }
@@ -174,10 +186,11 @@ lines <- c(
   "# Default kernel of gp(): squared exponential against Matern 5/2 and 3/2",
   "",
   sprintf("Command: `Rscript bench/kernel_default.R %s`; %s; %s, %d cores; mgcv %s; scalegp %s.",
-          paste(n_seeds, collapse = " "), format(Sys.Date()), R.version$platform, parallel::detectCores(),
+          paste(c(n_seeds, set_name, basename(out_md)), collapse = " "), format(Sys.Date()), R.version$platform, parallel::detectCores(),
           packageVersion("mgcv"), packageVersion("scalegp")),
   "",
-  "Every gp() term of an otherwise default gpgam() fit uses the kernel named; gam REML with s() defaults beside it.",
+  "Every gp() term of an otherwise default gpgam() fit uses the kernel named (\"inducing fixed\": gp_control(learn_inducing = FALSE));",
+  "gam REML with s() defaults beside it.",
   "",
   "## gamSim(1): terms at the data rows (centred), over seeds",
   "",
