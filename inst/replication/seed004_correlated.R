@@ -75,7 +75,8 @@ for (r in seq_len(draws)) {
               rows$cover_x2[nrow(rows) - 1], rows$cover_x1[nrow(rows)], rows$cover_x2[nrow(rows)]))
 }
 res <- list(draws = draws, rows = rows, curves = curves, date = format(Sys.Date()),
-            mgcv = as.character(utils::packageVersion("mgcv")),
+            mgcv = as.character(utils::packageVersion("mgcv")), version = as.character(utils::packageVersion("scalegp")),
+            commit = tryCatch(system("git rev-parse --short HEAD", intern = TRUE), error = function(e) NA_character_),
             command = sprintf("Rscript inst/replication/seed004_correlated.R %d", draws))
 saveRDS(res, out)
 print(aggregate(cbind(seconds, cover_x1, cover_x2, width_x1, width_x2) ~ method, data = rows, FUN = mean), digits = 3)

@@ -92,7 +92,9 @@ res <- list(
                                   sum(vapply(fit_rank$params$gp, `[[`, 1, "edf")),
                                   sum(vapply(fit_mf$params$gp, `[[`, 1, "edf"))),
                     rank_loss = c(0, fit_rank$rank_loss, NA)),
-  repeated = rep_rows, draws = draws, date = Sys.Date(), version = as.character(packageVersion("scalegp")))
+  repeated = rep_rows, draws = draws, date = Sys.Date(), version = as.character(packageVersion("scalegp")),
+  commit = tryCatch(system("git rev-parse --short HEAD", intern = TRUE), error = function(e) NA_character_),
+  command = sprintf("Rscript inst/replication/seed004_friedman.R %d", draws))
 saveRDS(res, out)
 print(res$sobol)
 print(res$elbo)
