@@ -53,7 +53,11 @@
 #' @param control a [gp_control()] object; `dgp()` reads `batch_size`
 #'   (default 50), `iterations`, `epochs`, `learning_rate`, `threads`, `seed`,
 #'   `verbose` and `jitter` (added to the diagonal of each GP's inducing
-#'   covariance).
+#'   covariance).  It learns every parameter and has no stopping test, so a
+#'   control that sets `fixed`, `sigma`, `inducing` (use the `inducing`
+#'   argument), `tol`, `patience`, `gh_points` or an option of a [gpgam()]
+#'   engine draws a warning that it is ignored (it puts no priors on its
+#'   parameters whatever `priors` says).
 #' @param weights optional positive prior weights (Gaussian family): row i's
 #'   output noise variance is \eqn{\sigma^2 / w_i}{sigma^2 / w_i}, as in
 #'   [gpgam()] and [lm()]; a row with weight 2 counts as the mean of two
@@ -102,6 +106,7 @@ dgp <- function(formula, data, hidden = 2, inducing = 50, family = gaussian(), c
     if (is.list(control)) control <- do.call(gp_control, control)
     else stop_arg("control", "must be made by gp_control()")
   }
+  warn_dgp_unused_control(control)
   mf <- gp_model_frame(cl, parent.frame(), formula)
   n <- nrow(mf)
   w <- stats::model.weights(mf)
@@ -398,4 +403,22 @@ plot.dgp <- function(x, which = c("trace", "fit", "warping"), input = NULL, n_gr
   graphics::lines(nd[[input]], pl$fit - 1.96 * pl$se.fit, lty = 2)
   graphics::lines(nd[[input]], pl$fit, lwd = 2)
   invisible(x)
+}
+
+# A warning naming the gp_control() settings that dgp() does not use, when
+# they differ from gp_control()'s defaults (and any engine option given).
+warn_dgp_unused_control <- function(control) {
+  dflt <- gp_control(verbose = FALSE)
+  unused <- c("fixed", "sigma", "inducing", "tol", "patience", "gh_points")
+  set <- unused[!vapply(unused, function(nm) identical(control[[nm]], dflt[[nm]]), TRUE)]
+  set <- c(set, intersect(setdiff(names(control), names(dflt)), engine_option_names()))
+  if (length(set) == 0) return(invisible())
+  hints <- c(inducing = "use dgp(inducing = ) for the inducing points per layer",
+             fixed = "dgp() learns every parameter", sigma = "dgp() estimates the noise of every layer",
+             tol = "a dgp() fit runs its iterations, with no stopping test",
+             patience = "a dgp() fit runs its iterations, with no stopping test", gh_points = "dgp() needs no quadrature")
+  h <- unique(stats::na.omit(hints[set]))
+  warning("dgp() does not use gp_control(", paste0(set, " = ", collapse = ", "), "): ignored",
+          if (length(h)) paste0(" (", paste(h, collapse = "; "), ")"), call. = FALSE)
+  invisible()
 }

@@ -254,6 +254,13 @@ test_that("dgp() refuses bad input with errors naming the argument", {
   expect_error(dgp(y ~ x1, data = d, family = poisson(), control = quiet()), "'family'")
   expect_error(dgp(y ~ x1, data = d, weights = c(0, rep(1, 59)), control = quiet()), "'weights'")
   expect_error(dgp(y ~ x1, data = d, weights = c(NA, rep(1, 59)), na.action = na.fail, control = quiet()), "missing|'weights'")
+  # gp_control() settings that dgp() does not use are named in a warning, not ignored silently
+  expect_warning(dgp(y ~ x1, data = d, inducing = 5, control = quiet(iterations = 2, fixed = "inducing", sigma = 0.1)),
+                 "does not use gp_control\\(fixed = , sigma = \\)")
+  expect_warning(dgp(y ~ x1, data = d, inducing = 5, control = quiet(iterations = 2, inducing = 10, posterior = "meanfield")),
+                 "inducing = , posterior = .*dgp\\(inducing = \\)")
+  expect_warning(dgp(y ~ x1, data = d, inducing = 5, control = quiet(iterations = 2, priors = FALSE)), NA)
+  expect_warning(dgp(y ~ x1, data = d, inducing = 5, control = fit$control), NA)
 })
 
 test_that("dgp() with a probit output classifies and predicts probabilities", {
