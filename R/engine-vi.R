@@ -47,8 +47,11 @@ NULL
 #'   an iteration then does not depend on the number of rows after one pass
 #'   over the data; with other families an iteration costs a few lookups and
 #'   additions per row plus work over the distinct values.  `NA` (default): on
-#'   from 5000 rows; `TRUE`, `FALSE`: always, never.  Minibatch fits use the
-#'   rows.
+#'   from 5000 rows; under 5000 rows, on with the exact values (as
+#'   `bins = Inf`: the same fit as over the rows, to rounding error) for
+#'   binomial, Poisson, Gamma and negative binomial fits whose `gp()` terms
+#'   have at most two inputs each, whose inner steps then reuse each value's
+#'   features; `TRUE`, `FALSE`: always, never.  Minibatch fits use the rows.
 #' @param bins the number of equally spaced values over its range that each
 #'   input of a one-input `gp()` term is rounded to when `discrete` is on
 #'   (a term over d inputs: `max(100, ceiling(bins^(1/d)))` per input);
@@ -133,7 +136,18 @@ register_engine("vi", vi_engine)
 # (vi_options(discrete = NA): all rows per iteration, n >= 5000, or on a cluster).
 vi_discrete <- function(setup, control) {
   control$batch_size >= setup$n && !isFALSE(control$options$discrete) &&
-    (isTRUE(control$options$discrete) || setup$n >= 5000 || !is.null(control$options$cluster))
+    (isTRUE(control$options$discrete) || setup$n >= 5000 || !is.null(control$options$cluster) ||
+       vi_discrete_exact(setup, control))
+}
+
+# Whether a full-batch fit under 5000 rows takes the pass by distinct values
+# with exact values (bins = Inf; the same fit as over the rows): by default,
+# for a non-Gaussian family whose GP terms have at most two inputs each (its
+# inner steps then reuse the features of each value instead of recomputing
+# them per row).
+vi_discrete_exact <- function(setup, control) {
+  is.na(control$options$discrete %||% NA) && setup$n < 5000 && is.null(control$options$cluster) &&
+    setup$lik != "gaussian" && max_gp_inputs(setup) <= 2L
 }
 
 # The largest number of inputs of one GP component of `setup` (0: none).
@@ -157,7 +171,7 @@ vi_core_options <- function(control, setup) {
   o <- control$options
   list(natgrad_step = o$natgrad_step %||% -1, meanfield = o$posterior == "meanfield", rank = o$rank %||% 0L,
        lbfgs = o$optimizer == "lbfgs", discrete = vi_discrete(setup, control),
-       bins = if (is.finite(o$bins %||% 1000)) o$bins %||% 1000 else 0)
+       bins = if (vi_discrete_exact(setup, control) || !is.finite(o$bins %||% 1000)) 0 else o$bins %||% 1000)
 }
 
 engine_fit.engine_vi <- function(engine, setup, control) {
