@@ -67,15 +67,12 @@ NULL
 #'   iterations of a full-data fit during which they move, after which the
 #'   fit goes on with them fixed (and its convergence concerns the other
 #'   parameters).  `NULL` (default): not when every GP term has at most two
-#'   inputs (there k-means centres cover the inputs well: with the default
-#'   kernel on mgcv's `gamSim(1)`, mcycle, Boston and Pima, moving them
-#'   changed term RMSE, band coverage and test NLPD by less than 0.003 and
-#'   took 1.5 to 5.5 times as long; `bench/README.md` in the source
-#'   repository);
-#'   otherwise in the first 200 iterations of a full-data fit (with more
-#'   inputs, fixed k-means centres can predict much worse, and most of the
-#'   gain comes early) and throughout a minibatch fit.  `gp_control(fixed = "inducing")` fixes them
-#'   in every case.
+#'   inputs (there k-means centres cover the inputs well, and moving them
+#'   changes predictions little and costs time; `bench/README.md` in the
+#'   source repository compares both); otherwise in the first 200 iterations
+#'   of a full-data fit (with more inputs, fixed k-means centres can predict
+#'   much worse, and most of the gain comes early) and throughout a minibatch
+#'   fit.  `gp_control(fixed = "inducing")` fixes them in every case.
 #' @param cluster a cluster made by [parallel::makeCluster()] (PSOCK workers on
 #'   this or other hosts, or MPI through snow) on which the rows are held in
 #'   shards.  Gaussian family: while the discretised sums are formed, each
@@ -133,7 +130,8 @@ vi_engine <- function() {
 register_engine("vi", vi_engine)
 
 # Whether a fit of `setup` under `control` uses discretised covariates
-# (vi_options(discrete = NA): all rows per iteration, n >= 5000, or on a cluster).
+# (vi_options(discrete = NA): all rows per iteration, and n >= 5000, on a
+# cluster, or vi_discrete_exact()).
 vi_discrete <- function(setup, control) {
   control$batch_size >= setup$n && !isFALSE(control$options$discrete) &&
     (isTRUE(control$options$discrete) || setup$n >= 5000 || !is.null(control$options$cluster) ||
