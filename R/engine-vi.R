@@ -196,6 +196,7 @@ engine_fit.engine_vi <- function(engine, setup, control) {
                    progress_monitor(control, engine$objective, jacobian(setup)), shards, remote,
                    setup$offset_raw / setup$yscaling$scale)
   res$distributed <- if (!is.null(control$options$cluster)) length(control$options$cluster)
+  res$bins <- options$bins  # 0: exact values
   res
 }
 
@@ -278,6 +279,7 @@ engine_collect.engine_vi <- function(engine, fit, res) {
   fit$kl <- res$kl
   fit$rank_loss <- res$rank_loss
   fit$discrete <- isTRUE(res$discrete)
+  fit$discrete_bins <- if (fit$discrete) res$bins  # values per input it rounded to (0: exact values)
   fit$passes <- res$passes  # passes over the data (rows or values) in the fit
   fit$control$distributed <- res$distributed
   fit
@@ -287,7 +289,9 @@ engine_label.gpgam_vi <- function(fit) {
   paste0(fit$engine$label, ", ",
          if (!is.null(fit$control$options$rank)) sprintf("coupled posterior of rank %d", fit$control$options$rank)
          else paste(fit$control$options$posterior, "posterior"),
-         if (isTRUE(fit$discrete)) sprintf(", discretised covariates (bins = %s)", format(fit$control$options$bins)),
+         if (isTRUE(fit$discrete))
+           if (isTRUE(fit$discrete_bins == 0)) ", passes over distinct covariate values (exact)"
+           else sprintf(", discretised covariates (bins = %s)", format(fit$discrete_bins %||% fit$control$options$bins)),
          if (!is.null(fit$control$distributed)) paste0(", sums over ", fit$control$distributed, " workers"))
 }
 

@@ -233,3 +233,32 @@ test_that("fits with their sums formed on a 2-worker PSOCK cluster equal the fit
   expect_error(gpgam(y ~ gp(x1), data = d, control = gp_control(cluster = cl, discrete = FALSE)), "'cluster'")
   expect_error(gp_control(cluster = "cl"), "'cluster'")
 })
+
+test_that("small non-Gaussian fits pass over distinct values with exact values: the same fit as over the rows", {
+  set.seed(21)
+  n <- 400
+  d <- data.frame(x = round(runif(n), 3), z = rnorm(n), g = factor(sample(letters[1:3], n, TRUE)))
+  d$yb <- rbinom(n, 1, plogis(1.5 * sin(5 * d$x) + 0.5 * d$z))
+  d$yc <- rpois(n, exp(0.5 + sin(5 * d$x)))
+  ctl <- function(...) gp_control(verbose = FALSE, seed = 1, ...)
+  for (case in list(list(f = yb ~ gp(x) + z + g, fam = binomial()), list(f = yc ~ gp(x) + z, fam = poisson()))) {
+    dflt <- gpgam(case$f, data = d, family = case$fam, control = ctl())
+    rows <- gpgam(case$f, data = d, family = case$fam, control = ctl(discrete = FALSE))
+    expect_true(dflt$discrete)
+    expect_equal(dflt$discrete_bins, 0)
+    expect_false(rows$discrete)
+    expect_lt(abs(dflt$elbo - rows$elbo), 1e-8 * abs(rows$elbo))
+    expect_lt(max(abs(fitted(dflt) / fitted(rows) - 1)), 1e-6)
+    p1 <- predict(dflt, d[1:20, ], se.fit = TRUE)
+    p0 <- predict(rows, d[1:20, ], se.fit = TRUE)
+    expect_lt(max(abs(p1$fit - p0$fit) / p0$se.fit), 1e-5)
+    expect_lt(max(abs(p1$se.fit / p0$se.fit - 1)), 1e-5)
+    expect_output(print(summary(dflt)), "passes over distinct covariate values (exact)", fixed = TRUE)
+  }
+  # a Gaussian fit under 5000 rows, and a term of three inputs, stay over the rows
+  d$y <- sin(5 * d$x) + rnorm(n, sd = 0.3)
+  expect_false(gpgam(y ~ gp(x), data = d, control = ctl())$discrete)
+  d$x2 <- runif(n)
+  d$x3 <- runif(n)
+  expect_false(gpgam(yb ~ gp(x, x2, x3), data = d, family = binomial(), control = ctl(iterations = 5))$discrete)
+})
