@@ -39,11 +39,7 @@ draw <- function(design, family, n, seed) {
   list(data = d, terms = tf)
 }
 
-term_scores <- function(est, se, truth) {
-  truth <- truth - mean(truth)
-  est <- est - mean(est)
-  c(rmse = sqrt(mean((est - truth)^2)), cover = mean(abs(est - truth) <= 1.96 * se))
-}
+source(file.path("bench", "scores.R"))  # term_scores()
 
 rows <- list()
 for (design in c("gamSim(1) log", "sin(2 pi x)")) {

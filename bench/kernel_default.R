@@ -42,10 +42,7 @@ variants <- variant_sets[[set_name]]
 if (is.null(variants)) stop("unknown variant set '", set_name, "': ", paste(names(variant_sets), collapse = ", "))
 ctl_of <- function(v, seed) do.call(gp_control, c(list(verbose = FALSE, seed = seed), v$ctl))
 
-nlpd <- function(family, y, eta, se, sigma = 1) {
-  lik <- switch(family, gaussian = "gaussian", binomial = "logit", poisson = "poisson")
-  -mean(scalegp:::.lik_predictive(lik, y, eta, se^2, sigma^2, 20)[, 1])
-}
+source(file.path("bench", "scores.R"))  # nlpd(), term_scores()
 gp_formula <- function(resp, vars, kernel, extra = NULL)
   stats::as.formula(paste(resp, "~", paste(c(sprintf("gp(%s, kernel = \"%s\")", vars, kernel), extra),
                                          collapse = " + ")))
@@ -53,11 +50,6 @@ s_formula <- function(resp, vars, extra = NULL)
   stats::as.formula(paste(resp, "~", paste(c(sprintf("s(%s)", vars), extra), collapse = " + ")))
 
 # ---- (a) gamSim(1): per-term RMSE and coverage at the data rows ---------------
-term_scores <- function(est, se, truth) {
-  truth <- truth - mean(truth)
-  est <- est - mean(est)
-  c(rmse = sqrt(mean((est - truth)^2)), cover = mean(abs(est - truth) <= 1.96 * se))
-}
 vars <- paste0("x", 0:3)
 sim_rows <- list()
 sim_study <- function(label, n, dist, scale, seeds) {

@@ -17,18 +17,7 @@ out_md <- file.path("bench", "results", "prompt_vs_mgcv.md")
 quiet <- function(expr) suppressWarnings(suppressMessages(expr))
 ctl <- gp_control(verbose = FALSE, seed = 1)
 
-# -log predictive density of y under latent N(eta, se^2) (and noise sd sigma).
-nlpd <- function(family, y, eta, se, sigma = 1) {
-  lik <- switch(family, gaussian = "gaussian", binomial = "logit", probit = "probit", poisson = "poisson")
-  -mean(scalegp:::.lik_predictive(lik, y, eta, se^2, sigma^2, 20)[, 1])
-}
-
-# Term RMSE against the truth centred at the test rows, and 95% band coverage.
-term_scores <- function(est, se, truth) {
-  truth <- truth - mean(truth)
-  est <- est - mean(est)
-  c(rmse = sqrt(mean((est - truth)^2)), cover = mean(abs(est - truth) <= 1.96 * se))
-}
+source(file.path("bench", "scores.R"))  # nlpd(), term_scores()
 
 rows <- list()
 add <- function(dataset, method, n, time, nlpd, terms = NULL) {
