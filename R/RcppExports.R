@@ -13,12 +13,20 @@
     .Call(`_scalegp_dgp_fit`, X, Y, w, hidden, inducing, control, jitter, probit, threads, seed, monitor)
 }
 
+.dgp_init <- function(X, dout, hidden, inducing, control, jitter, probit, seed) {
+    .Call(`_scalegp_dgp_init`, X, dout, hidden, inducing, control, jitter, probit, seed)
+}
+
+.dgp_train <- function(net, X, Y, w, control, threads, seed, monitor, adam) {
+    .Call(`_scalegp_dgp_train`, net, X, Y, w, control, threads, seed, monitor, adam)
+}
+
 .dgp_predict <- function(net, X, N, threads) {
     .Call(`_scalegp_dgp_predict`, net, X, N, threads)
 }
 
-.dgp_energy <- function(net, X, Y, idx, N, threads, w) {
-    .Call(`_scalegp_dgp_energy`, net, X, Y, idx, N, threads, w)
+.dgp_energy <- function(net, X, Y, idx, N, threads, w, gradient = TRUE) {
+    .Call(`_scalegp_dgp_energy`, net, X, Y, idx, N, threads, w, gradient)
 }
 
 .ep_fit <- function(X, y, w, offset, specs, control, options, threads, seed, monitor, remote, n_total, fitted_offset = NULL) {

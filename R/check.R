@@ -178,6 +178,7 @@ residuals_at <- function(object, type) {
 #' @export
 residuals.scalegp <- function(object, type = c("deviance", "pearson", "working", "response"), ...) {
   type <- match.arg(type)
+  check_kept_fitted(object)
   stats::naresid(object$na.action, residuals_at(object, type))
 }
 

@@ -68,11 +68,12 @@
 #' @param verbose show a progress bar.
 #' @param fixed parameters kept at their initial values: any of `"kernel"`
 #'   (lengthscales and variances, see the `lengthscale` and `variance`
-#'   arguments of [gp()]), `"inducing"` (inducing inputs) and `"sigma"` (the
-#'   Gaussian noise sd).
+#'   arguments of [gp()]; in [dgp()], of every layer), `"inducing"`
+#'   (inducing inputs; in [dgp()], of every layer) and `"sigma"` (the
+#'   Gaussian noise sd; in [dgp()], of the output layer).
 #' @param sigma initial (or, with `fixed = "sigma"`, fixed) residual standard
 #'   deviation of a Gaussian model on the scale of the response; `NULL` uses
-#'   `sd(y) / 3`.
+#'   `sd(y) / 3` (in [dgp()], `sd(y) / 10`, the authors' start).
 #' @param jitter relative jitter added to inducing-point covariances
 #'   (`jitter * mean(diag(K))`), multiplied by 10 up to three times when a
 #'   Cholesky factorisation fails.
@@ -91,8 +92,9 @@
 #'   without the priors; `fit$log_prior` holds their log density.
 #' @param ... options of one inference engine, by name: see [vi_options()]
 #'   (`natgrad_step`, `posterior`, `rank`, `discrete`, `cluster`, ...), [ep_options()] (`damping`,
-#'   `sites`, `cluster`), [decoupled_options()] (`mean_basis`, `pilot`, ...) and
-#'   [qsgp_options()] (`features`, `feature_batch`, ...).  The fit
+#'   `sites`, `cluster`), [decoupled_options()] (`mean_basis`, `pilot`, ...),
+#'   [qsgp_options()] (`features`, `feature_batch`, ...), and those of
+#'   [dgp()], [dgp_options()] (`scale_inputs`, `hidden_noise`).  The fit
 #'   keeps those of its engine as one object, `fit$control$options`.
 #' @return An object of class `gp_control`: a list of the arguments (the
 #'   engine options only where given).
@@ -139,27 +141,28 @@ gp_control <- function(inducing = NULL, batch_size = NULL, iterations = 2000, ep
 }
 
 # Engine options given to gp_control(), kept as given after validation: a
-# name must be an option of some registered engine, and its value must be
-# valid for at least one engine that declares it (two engines may use the
-# same name with different meanings; the engine of the fit validates its own
-# again in resolve_control()).
+# name must be an option of some registered engine or of dgp()
+# (option_constructors()), and its value must be valid for at least one
+# that declares it (two engines may use the same name with different
+# meanings; the engine of the fit validates its own again in
+# resolve_control(), dgp() in dgp_control_options()).
 given_engine_options <- function(opts) {
   opts <- Filter(Negate(is.null), opts)
   if (length(opts) == 0) return(list())
   nm <- names(opts)
   if (is.null(nm) || any(nm == ""))
-    stop_arg("...", "must be named engine options (see ", paste0("?", names(engine_registry()), "_options", collapse = ", "), ")")
-  known <- engine_option_names()
-  bad <- setdiff(nm, known)
+    stop_arg("...", "must be named engine options (see ",
+             paste0("?", sub("()", "", names(option_constructors()), fixed = TRUE), "_options", collapse = ", "), ")")
+  ctors <- option_constructors()
+  bad <- setdiff(nm, engine_option_names())
   if (length(bad))
-    stop_arg(bad[1], "is not an argument of gp_control() nor an option of an inference engine; engine options: ",
-             paste(vapply(names(engine_registry()), function(e)
-               paste0(paste(names(formals(engine_registry()[[e]]()$options)), collapse = ", "), " (", e, ")"), ""),
-               collapse = "; "))
+    stop_arg(bad[1], "is not an argument of gp_control() nor an option of an inference engine or of dgp(); options: ",
+             paste(vapply(names(ctors), function(e) paste0(paste(names(formals(ctors[[e]])), collapse = ", "),
+                                                           " (", e, ")"), ""), collapse = "; "))
   for (n in nm) {
-    owners <- Filter(function(e) n %in% names(formals(e$options)), lapply(engine_registry(), function(ctor) ctor()))
-    for (e in owners) {
-      r <- tryCatch(list(value = do.call(e$options, opts[n])[[n]]), error = function(cond) cond)
+    owners <- Filter(function(f) n %in% names(formals(f)), ctors)
+    for (f in owners) {
+      r <- tryCatch(list(value = do.call(f, opts[n])[[n]]), error = function(cond) cond)
       if (!inherits(r, "error")) break
     }
     if (inherits(r, "error")) stop(r)

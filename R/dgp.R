@@ -1,7 +1,11 @@
 # dgp(): deep Gaussian processes trained by approximate expectation
-# propagation (Bui et al. 2016; C++ core inst/include/scalegp/dgp.hpp), and
+# propagation (Bui et al. 2016; C++ core inst/include/scalegp/dgp.hpp), its
+# options (dgp_options(), given to gp_control() as the engines' are) and
 # its methods: print, summary, predict, sigma, logLik, plot.  Families:
 # gaussian() and binomial(link = "probit").
+
+#' @include engine.R
+NULL
 
 #' Fit a deep Gaussian process by approximate expectation propagation
 #'
@@ -21,11 +25,20 @@
 #'
 #' Inputs come from `model.matrix()` of the formula's right-hand side
 #' (factors as dummy columns, the intercept column dropped) and are
-#' standardised, as is the response; every reported number is on the scale
-#' of the data.  Initialisation follows the authors' code: first-layer
-#' inducing inputs by k-means, lengthscales the median distance between
-#' inputs; later layers long lengthscales and inducing inputs on
-#' \eqn{[-1, 1]}; noise sd 0.1; small random factors.
+#' standardised (unless `gp_control(scale_inputs = FALSE)`, see
+#' [dgp_options()]), as is the response; the noise sd, predictions and the
+#' log marginal likelihood are reported on the scale of the data.
+#' Initialisation follows the authors' code: first-layer inducing inputs by
+#' k-means, lengthscales the median distance between inputs; later layers
+#' long lengthscales and inducing inputs on \eqn{[-1, 1]}; noise sd 0.1 in
+#' every layer (on the standardised scale); small random factors.
+#'
+#' `gp_control(fixed = )` holds parameters at their initial values:
+#' `"kernel"` the lengthscales and kernel variances of every layer,
+#' `"inducing"` the inducing inputs of every layer, `"sigma"` the output
+#' noise (Gaussian family), whose start is `gp_control(sigma = )` (default
+#' a tenth of `sd(y)`).  [dgp_options()] holds what only this model has (the
+#' input scaling, the hidden layers' starting noise).
 #'
 #' The fit is stochastic: it runs `gp_control(iterations = )` Adam steps
 #' (or `epochs` passes) and stops; no stationary point is checked, and
@@ -36,7 +49,20 @@
 #'
 #' @param formula a formula `y ~ x1 + x2 + ...` (a numeric response; the
 #'   right-hand side as in [lm()]).
-#' @param data a data frame.
+#' @param data a data frame; or, for data larger than memory, a function
+#'   that returns it in chunks (`data(reset = TRUE)` rewinds, `data()`
+#'   returns the next chunk as a data frame or `NULL` after the last, as for
+#'   `biglm::bigglm()`), such as [chunked_csv()] makes for a CSV file.  With
+#'   chunks, the fit reads the data in two or three passes before training
+#'   (factor levels, when a chunk has factor or character columns; row
+#'   count, means and sds, and a uniform sample of at most
+#'   `max(10000, 5 * max(inducing))` rows for the initialisation), then
+#'   makes `gp_control(epochs = )` passes (default: the passes that
+#'   `iterations` minibatches make, at least one), each chunk in turn
+#'   trained by `ceiling(rows / batch_size)` Adam steps (Adam's state
+#'   carries from chunk to chunk), and a last pass for the objective;
+#'   it holds one chunk at a time and keeps no data, fitted values or model
+#'   frame.  `weights`, `subset` and `offset` are not supported there.
 #' @param hidden the widths of the hidden layers, one positive integer per
 #'   hidden layer: the default `hidden = 2` is one hidden layer of two
 #'   dimensions (the paper's DGP-2), `hidden = c(3, 2)` two hidden layers;
@@ -52,12 +78,12 @@
 #'   logical or two-level factor response (the last layer then has no noise).
 #' @param control a [gp_control()] object; `dgp()` reads `batch_size`
 #'   (default 50), `iterations`, `epochs`, `learning_rate`, `threads`, `seed`,
-#'   `verbose` and `jitter` (added to the diagonal of each GP's inducing
-#'   covariance).  It learns every parameter and has no stopping test, so a
-#'   control that sets `fixed`, `sigma`, `inducing` (use the `inducing`
-#'   argument), `tol`, `patience`, `gh_points` or an option of a [gpgam()]
-#'   engine draws a warning that it is ignored (it puts no priors on its
-#'   parameters whatever `priors` says).
+#'   `verbose`, `jitter` (added to the diagonal of each GP's inducing
+#'   covariance), `fixed`, `sigma` and the options of [dgp_options()].  It
+#'   has no stopping test, so a control that sets `inducing` (use the
+#'   `inducing` argument), `tol`, `patience`, `gh_points` or an option of a
+#'   [gpgam()] engine draws a warning that it is ignored (it puts no priors
+#'   on its parameters whatever `priors` says).
 #' @param weights optional positive prior weights (Gaussian family): row i's
 #'   output noise variance is \eqn{\sigma^2 / w_i}{sigma^2 / w_i}, as in
 #'   [gpgam()] and [lm()]; a row with weight 2 counts as the mean of two
@@ -106,7 +132,11 @@ dgp <- function(formula, data, hidden = 2, inducing = 50, family = gaussian(), c
     if (is.list(control)) control <- do.call(gp_control, control)
     else stop_arg("control", "must be made by gp_control()")
   }
-  warn_dgp_unused_control(control)
+  warn_dgp_unused_control(control, probit)
+  opts <- dgp_control_options(control)
+  if (!missing(data) && is.function(data))
+    return(dgp_chunked(cl, formula, data, hidden, inducing, fam, control, opts,
+                       if (missing(na.action)) NULL else na.action))
   mf <- gp_model_frame(cl, parent.frame(), formula)
   n <- nrow(mf)
   w <- stats::model.weights(mf)
@@ -141,16 +171,21 @@ dgp <- function(formula, data, hidden = 2, inducing = 50, family = gaussian(), c
   ysd <- stats::sd(y)
   if (!(ysd > 0)) stop_arg("formula", "has a constant response")
   if (probit) ysd <- 1
-  scaling <- list(x = list(center = colMeans(X), scale = xsd), y = list(center = if (probit) 0 else mean(y), scale = ysd))
+  scaling <- list(x = if (opts$scale_inputs) list(center = colMeans(X), scale = xsd)
+                      else list(center = rep(0, ncol(X)), scale = rep(1, ncol(X))),
+                  y = list(center = if (probit) 0 else mean(y), scale = ysd))
   Xs <- sweep(sweep(X, 2, scaling$x$center), 2, scaling$x$scale, "/")
   b <- min(n, control$batch_size %||% 50L)
   iterations <- if (!is.null(control$epochs)) as.integer(min(.Machine$integer.max, ceiling(control$epochs * n / b)))
                 else control$iterations
   threads <- as.integer(control$threads %||% RcppParallel::defaultNumThreads())
   seed <- control$seed %||% sample.int(.Machine$integer.max, 1)
+  fixed <- control$fixed
   settings <- list(jitter = control$jitter, batch_size = b, iterations = as.integer(iterations),
                    learning_rate = control$learning_rate, tol = control$tol, patience = control$patience,
-                   learn_inducing = TRUE, learn_noise = TRUE)
+                   learn_kernel = !"kernel" %in% fixed, learn_inducing = !"inducing" %in% fixed,
+                   learn_noise = probit || !"sigma" %in% fixed, noise_sd = opts$hidden_noise,
+                   output_noise_sd = if (probit) 0.1 else (control$sigma %||% (0.1 * ysd)) / ysd)
   jac <- n * log(ysd)  # log-Jacobian of the response standardisation
   control$iterations <- as.integer(iterations)
   control$priors <- FALSE  # dgp() puts no priors on its parameters (and the progress bar must not say so)
@@ -166,6 +201,8 @@ dgp <- function(formula, data, hidden = 2, inducing = 50, family = gaussian(), c
   control$batch_size <- b
   control$threads <- threads
   control$seed <- seed
+  control[intersect(names(control), engine_option_names())] <- NULL
+  control$options <- opts
   fit <- list(call = cl, formula = formula, terms = tt, xlevels = stats::.getXlevels(tt, mf), contrasts = contrasts,
               inputs = colnames(X), scaling = scaling, n = n, hidden = as.integer(hidden),
               inducing = as.integer(inducing), family = if (probit) stats::binomial("probit") else stats::gaussian(),
@@ -190,6 +227,53 @@ dgp <- function(formula, data, hidden = 2, inducing = 50, family = gaussian(), c
   fit
 }
 
+#' Options of deep Gaussian process fits
+#'
+#' What only [dgp()] has, given to [gp_control()] by name as the options of
+#' the [gpgam()] engines are (`gp_control(scale_inputs = FALSE)`); the fit
+#' keeps them as `fit$control$options`.  The parameters every model has are
+#' held fixed with `gp_control(fixed = )` and the output noise started with
+#' `gp_control(sigma = )`.
+#'
+#' @param scale_inputs `TRUE` (default): centre every input column and divide
+#'   it by its sd before the first layer (the protocol of the paper's
+#'   experiments); the first layer's lengthscales and inducing inputs are
+#'   then in sd units.  `FALSE`: the inputs enter as they are (the authors'
+#'   released code), for inputs already on a common, meaningful scale.
+#' @param hidden_noise initial noise sd of every hidden layer, on the
+#'   network's standardised scale (default 0.1, the authors' start); learned
+#'   with the other parameters.
+#' @return A list of class `dgp_options`.
+#' @seealso [dgp()], [gp_control()]
+#' @examples
+#' dgp_options()
+#' set.seed(1)
+#' d <- data.frame(x = runif(100, -2, 2)); d$y <- sign(d$x) + rnorm(100, sd = 0.1)
+#' fit <- dgp(y ~ x, data = d, inducing = 10,
+#'            control = gp_control(iterations = 200, seed = 1, threads = 1, verbose = FALSE,
+#'                                 scale_inputs = FALSE, hidden_noise = 0.05, fixed = "inducing"))
+#' fit$control$options
+#' @export
+dgp_options <- function(scale_inputs = TRUE, hidden_noise = 0.1) {
+  if (!is.logical(scale_inputs) || length(scale_inputs) != 1 || is.na(scale_inputs))
+    stop_arg("scale_inputs", "must be TRUE or FALSE")
+  check_positive(hidden_noise, "hidden_noise")
+  if (hidden_noise > 10) stop_arg("hidden_noise", "is absurdly large (", hidden_noise, "); the default is 0.1")
+  structure(list(scale_inputs = scale_inputs, hidden_noise = hidden_noise),
+            class = c("dgp_options", "scalegp_options"))
+}
+
+register_model_options("dgp", dgp_options)
+
+# dgp()'s options in a control object: those given to gp_control(), over
+# those it already holds (the control of a dgp fit), validated again.
+dgp_control_options <- function(control) {
+  mine <- names(formals(dgp_options))
+  held <- if (inherits(control$options, "dgp_options")) unclass(control$options) else list()
+  given <- Filter(Negate(is.null), unclass(control)[intersect(names(control), mine)])
+  do.call(dgp_options, c(given, held[setdiff(names(held), names(given))]))
+}
+
 # Number of free parameters of a network (kernel, noise, inducing inputs, factors).
 dgp_n_params <- function(net) {
   sum(vapply(net$layers, function(ly) length(ly$log_ell) + 2 + sum(lengths(ly$Z)) + sum(lengths(ly$rho)) +
@@ -206,6 +290,270 @@ dgp_inputs <- function(object, newdata) {
   X <- X[, object$inputs, drop = FALSE]
   if (any(!is.finite(X))) stop_arg("newdata", "has non-finite values")
   sweep(sweep(X, 2, object$scaling$x$center), 2, object$scaling$x$scale, "/")
+}
+
+# ---- data read in chunks
+
+#' Read a CSV file in chunks
+#'
+#' A data source for [dgp()] on data larger than memory: a function in the
+#' convention of `biglm::bigglm()`.  `f(reset = TRUE)` rewinds to the first
+#' row (closing the file; the next call opens it again); `f()` returns the
+#' next `rows` rows as a data frame, and `NULL` after the last (closing the
+#' file).  A function of your own that behaves so (a
+#' database cursor, files in turn) serves `dgp()` the same way.
+#'
+#' @param file path of a CSV file with a header line.
+#' @param rows rows per chunk: the most `dgp()` holds in memory at once
+#'   (with their model matrix).
+#' @param ... passed to [utils::read.csv()] for the header and every chunk
+#'   (e.g. `colClasses`, `na.strings`); not `header`, `nrows` or `col.names`.
+#' @return A function of one argument, `reset`.
+#' @seealso [dgp()]
+#' @examples
+#' f <- tempfile(fileext = ".csv")
+#' write.csv(data.frame(x = 1:5, y = (1:5)^2), f, row.names = FALSE)
+#' src <- chunked_csv(f, rows = 2)
+#' src(reset = TRUE)
+#' src(); src(); src(); src()
+#' unlink(f)
+#' @export
+chunked_csv <- function(file, rows = 1e5, ...) {
+  if (!is.character(file) || length(file) != 1 || is.na(file) || !file.exists(file))
+    stop_arg("file", "must be the path of an existing file, not ", deparse1(file))
+  check_count(rows, "rows")
+  args <- list(...)
+  clash <- intersect(names(args), c("header", "nrows", "col.names", "file", "text"))
+  if (length(clash)) stop_arg(clash[1], "is set by chunked_csv(); do not pass it")
+  con <- NULL
+  header <- NULL
+  close_file <- function() {
+    if (!is.null(con)) close(con)
+    con <<- NULL
+  }
+  function(reset = FALSE) {
+    if (reset) return(invisible(close_file()))
+    if (is.null(con)) {
+      con <<- file(file, "r")
+      header <<- names(do.call(utils::read.csv, c(list(text = readLines(con, n = 1L)), args)))
+    }
+    chunk <- tryCatch(do.call(utils::read.csv, c(list(file = con, header = FALSE, nrows = rows, col.names = header),
+                                                 args)),
+                      error = function(e) if (grepl("no lines available", conditionMessage(e))) NULL else stop(e))
+    if (is.null(chunk) || nrow(chunk) == 0) return(close_file())
+    chunk
+  }
+}
+
+# The next chunk of a source, checked.
+next_chunk <- function(source) {
+  ch <- source(reset = FALSE)
+  if (!is.null(ch) && !is.data.frame(ch))
+    stop_arg("data", "returned a ", class(ch)[1], " as a chunk; a data frame (or NULL after the last chunk) is needed")
+  ch
+}
+
+# Count, mean and sum of squared deviations of the columns of X combined
+# with those of a previous set of rows (Chan, Golub and LeVeque 1979).
+update_moments <- function(mom, X) {
+  k <- nrow(X)
+  if (k == 0) return(mom)
+  m <- colMeans(X)
+  ss <- colSums(sweep(X, 2, m)^2)
+  if (is.null(mom)) return(list(n = k, mean = m, ss = ss))
+  n <- mom$n + k
+  d <- m - mom$mean
+  list(n = n, mean = mom$mean + d * k / n, ss = mom$ss + ss + d^2 * mom$n * k / n)
+}
+
+# dgp() on data read in chunks: `source` is a function as chunked_csv()
+# returns.  Preliminary passes: the levels of the factor and character
+# variables (when the first chunk has any), then the row count, the means
+# and sds of the inputs and response, and a uniform sample of at most
+# max(10000, 5 max(inducing)) rows (reservoir sampling, R's generator
+# seeded by the fit's seed) for the initialisation.  Training: `epochs`
+# passes over the chunks, each chunk ceiling(rows / batch_size) Adam steps
+# from the network and Adam state the last chunk left (N = all rows).  The reported objective is the energy of all rows, the
+# row-weighted mean of the chunks' energies.  At most one chunk and its
+# model matrix are held at once; the fit keeps no data, fitted values or
+# model frame.
+dgp_chunked <- function(cl, formula, source, hidden, inducing, fam, control, opts, na_action) {
+  probit <- fam$lik == "probit"
+  na_action <- match.fun(na_action %||% getOption("na.action", "na.omit"))
+  for (a in c("weights", "subset", "offset"))
+    if (!is.null(cl[[a]])) stop_arg(a, "is not supported with data read in chunks; filter or weight rows in the data source")
+  source(reset = TRUE)
+  on.exit(source(reset = TRUE), add = TRUE)  # a file source closes its connection
+  first <- next_chunk(source)
+  if (is.null(first) || nrow(first) == 0) stop_arg("data", "returned no rows")
+  tt_full <- stats::terms(formula, data = first)
+  vars <- all.vars(tt_full)
+  miss <- setdiff(vars, names(first))
+  if (length(miss)) stop_arg("data", "chunks have no column(s) ", paste0("'", miss, "'", collapse = ", "))
+  lev_vars <- vars[vapply(first[vars], function(v) is.factor(v) || is.character(v), TRUE)]
+  xlev <- NULL
+  if (length(lev_vars)) {  # pass 1: levels
+    lev <- stats::setNames(vector("list", length(lev_vars)), lev_vars)
+    ch <- first
+    while (!is.null(ch)) {
+      for (v in lev_vars) lev[[v]] <- union(lev[[v]], if (is.factor(ch[[v]])) levels(ch[[v]]) else unique(ch[[v]]))
+      ch <- next_chunk(source)
+    }
+    xlev <- lapply(lev, function(l) sort(stats::na.omit(l)))
+    source(reset = TRUE)
+    first <- next_chunk(source)
+  }
+  resp <- as.character(formula[[2]])
+  ylev <- if (length(formula[[2]]) == 1 && resp %in% names(xlev)) xlev[[resp]]
+           else if (probit && length(formula[[2]]) == 1 && is.logical(first[[resp]])) c("FALSE", "TRUE")
+  xlev_in <- xlev[setdiff(names(xlev), resp)]
+  tt <- stats::delete.response(tt_full)
+  # one chunk -> list(X, y), standardised when `scaling` is given
+  prep <- function(ch, scaling = NULL) {
+    for (v in names(xlev)) ch[[v]] <- factor(ch[[v]], levels = xlev[[v]])
+    mf <- stats::model.frame(tt_full, ch, na.action = na_action, drop.unused.levels = FALSE)
+    check_finite_columns(mf, names(mf), "data")
+    X <- stats::model.matrix(tt, mf)
+    contr <- attr(X, "contrasts")
+    X <- X[, colnames(X) != "(Intercept)", drop = FALSE]
+    y <- stats::model.response(mf)
+    if (probit) {  # one class in a chunk is fine (prepare_response() checks whole data)
+      if (is.matrix(y)) stop_arg("formula", "must have a vector response")
+      y <- if (is.factor(y)) as.numeric(y != levels(y)[1]) else as.numeric(y)
+      if (any(y != 0 & y != 1)) stop_arg("formula", "needs a 0/1, logical or two-level factor response with binomial()")
+    } else {
+      if (!is.numeric(y)) stop_arg("formula", "must have a numeric response with gaussian()")
+      y <- as.numeric(y)
+    }
+    if (!is.null(scaling)) {
+      X <- sweep(sweep(X, 2, scaling$x$center), 2, scaling$x$scale, "/")
+      y <- if (probit) 2 * y - 1 else (y - scaling$y$center) / scaling$y$scale
+    }
+    list(X = X, y = y, contrasts = contr)
+  }
+  if (probit && !is.null(ylev) && length(ylev) != 2)
+    stop_arg("formula", "has a response with ", length(ylev), " levels over the chunks; binomial needs 2")
+  # pass 2: count, moments, sample
+  seed <- control$seed %||% sample.int(.Machine$integer.max, 1)
+  cap <- max(10000L, 5L * max(inducing))
+  had <- exists(".Random.seed", envir = globalenv(), inherits = FALSE)
+  old <- if (had) get(".Random.seed", envir = globalenv(), inherits = FALSE)
+  on.exit(add = TRUE, if (had) assign(".Random.seed", old, envir = globalenv())
+          else if (exists(".Random.seed", envir = globalenv(), inherits = FALSE)) rm(".Random.seed", envir = globalenv()))
+  set.seed(seed)
+  mom <- NULL
+  ymom <- NULL
+  sample_X <- NULL
+  n <- 0
+  chunk_rows <- integer()
+  ch <- first
+  contrasts <- NULL
+  while (!is.null(ch)) {
+    p <- prep(ch)
+    contrasts <- contrasts %||% p$contrasts
+    k <- nrow(p$X)
+    chunk_rows <- c(chunk_rows, k)
+    mom <- update_moments(mom, p$X)
+    ymom <- update_moments(ymom, matrix(p$y))
+    # reservoir: row i (1-based over all rows) enters with probability cap / i
+    if (k > 0) {
+      i <- n + seq_len(k)
+      fill <- i <= cap
+      sample_X <- rbind(sample_X, p$X[fill, , drop = FALSE])
+      slot <- ifelse(fill, NA, floor(stats::runif(k) * i) + 1)
+      for (r in which(!fill & slot <= cap)) sample_X[slot[r], ] <- p$X[r, ]
+    }
+    n <- n + k
+    ch <- next_chunk(source)
+  }
+  if (n < 2) stop_arg("data", "has ", n, " usable row(s); at least 2 are needed")
+  if (length(mom$mean) == 0) stop_arg("formula", "has no inputs on its right-hand side")
+  xsd <- sqrt(mom$ss / (n - 1))
+  if (any(!(xsd > 0)))
+    stop_arg("data", "input column(s) ", paste0("'", names(mom$mean)[!(xsd > 0)], "'", collapse = ", "),
+             " are constant: they cannot inform a kernel; drop them from the formula")
+  if (inducing[1] > n)
+    stop_arg("inducing", "(", inducing[1], " in the first layer) exceeds the number of rows (", n, ")")
+  if (probit && ymom$ss[[1]] == 0)
+    stop_arg("y", "has a single class over all chunks; binomial needs both")
+  ysd <- if (probit) 1 else sqrt(ymom$ss / (n - 1))
+  if (!probit && !(ysd > 0)) stop_arg("formula", "has a constant response")
+  scaling <- list(x = if (opts$scale_inputs) list(center = mom$mean, scale = xsd)
+                      else list(center = rep(0, length(xsd)), scale = rep(1, length(xsd))),
+                  y = list(center = if (probit) 0 else ymom$mean[[1]], scale = ysd))
+  b <- as.integer(control$batch_size %||% 50L)
+  steps <- pmax(1L, as.integer(ceiling(chunk_rows / b)))
+  epochs <- control$epochs %||% max(1, round(control$iterations * b / n))
+  epochs <- as.integer(ceiling(epochs))
+  threads <- as.integer(control$threads %||% RcppParallel::defaultNumThreads())
+  fixed <- control$fixed
+  settings <- list(jitter = control$jitter, batch_size = b, iterations = 1L,
+                   learning_rate = control$learning_rate, tol = control$tol, patience = control$patience,
+                   learn_kernel = !"kernel" %in% fixed, learn_inducing = !"inducing" %in% fixed,
+                   learn_noise = probit || !"sigma" %in% fixed, noise_sd = opts$hidden_noise,
+                   output_noise_sd = if (probit) 0.1 else (control$sigma %||% (0.1 * ysd)) / ysd, total_rows = n)
+  jac <- n * log(ysd)
+  control$iterations <- as.integer(epochs * sum(steps))
+  control$priors <- FALSE
+  monitor <- progress_monitor(control, "approx. log ML (minibatch)", shift = jac)
+  t0 <- proc.time()[["elapsed"]]
+  Xs0 <- sweep(sweep(sample_X, 2, scaling$x$center), 2, scaling$x$scale, "/")
+  net <- .dgp_init(Xs0, 1L, hidden, inducing, settings, control$jitter, probit, seed)
+  t_init <- proc.time()[["elapsed"]] - t0
+  trace <- numeric()
+  failures <- 0L
+  done <- 0L
+  adam <- list()
+  call_seed <- function(j) as.double((seed + 7919 * j) %% .Machine$integer.max)
+  for (e in seq_len(epochs)) {
+    source(reset = TRUE)
+    for (j in seq_along(steps)) {
+      p <- prep(next_chunk(source), scaling)
+      settings$iterations <- steps[j]
+      off <- done
+      res <- .dgp_train(net, p$X, matrix(p$y), rep(1, length(p$y)), settings, threads,
+                        call_seed((e - 1) * length(steps) + j), function(it, obj) monitor(off + it, obj), adam)
+      net <- res$net
+      adam <- res$adam
+      trace <- c(trace, res$trace)
+      failures <- failures + res$failures
+      done <- done + res$iterations
+    }
+  }
+  t_iter <- proc.time()[["elapsed"]] - t0 - t_init
+  source(reset = TRUE)
+  E <- 0
+  for (j in seq_along(steps)) {
+    p <- prep(next_chunk(source), scaling)
+    E <- E + nrow(p$X) / n * .dgp_energy(net, p$X, matrix(p$y), seq_len(nrow(p$X)), n, threads, numeric(0), FALSE)$energy
+  }
+  elapsed <- proc.time()[["elapsed"]] - t0
+  control$batch_size <- b
+  control$threads <- threads
+  control$seed <- seed
+  control$epochs <- epochs
+  control[intersect(names(control), engine_option_names())] <- NULL
+  control$options <- opts
+  fit <- list(call = cl, formula = formula, terms = tt, xlevels = xlev_in, contrasts = contrasts,
+              inputs = names(mom$mean), scaling = scaling, n = n, hidden = as.integer(hidden),
+              inducing = as.integer(inducing), family = if (probit) stats::binomial("probit") else stats::gaussian(),
+              likelihood = fam$lik, ylevels = ylev,
+              net = net, objective = -E - jac, trace = trace - jac, iterations = done, converged = FALSE,
+              stop = paste0(sprintf("stopped after %d epoch%s over %d chunks, %d Adam steps (a stochastic fit: no convergence check)",
+                                    epochs, if (epochs > 1) "s" else "", length(steps), done),
+                            if (failures > 0)
+                              sprintf("; %d step%s undone after a non-finite energy, the learning rate halved each time",
+                                      failures, if (failures > 1) "s" else "")),
+              chunks = chunk_rows,
+              params = list(sigma = if (probit) NA_real_ else exp(net$layers[[length(net$layers)]]$log_sn) * ysd),
+              df = dgp_n_params(net),
+              timing = c(fit = elapsed, init = t_init, iterations = t_iter, final = elapsed - t_init - t_iter,
+                         per_iteration = t_iter / max(1, done)),
+              control = control, title = "Deep Gaussian process",
+              engine = list(name = "dgp", label = "approximate EP, Bui et al. 2016",
+                            objective = "Approximate log marginal likelihood"))
+  class(fit) <- c("dgp", "scalegp")
+  fit
 }
 
 #' Predictions of a deep Gaussian process
@@ -245,7 +593,9 @@ predict.dgp <- function(object, newdata, type = c("link", "response"), se.fit = 
   if (!is.null(layer) && (!is.numeric(layer) || length(layer) != 1 || !(layer %in% seq_len(L - 1))))
     stop_arg("layer", "must be the number of a hidden layer (1 to ", L - 1, ") or NULL")
   if (missing(newdata) || is.null(newdata)) {
-    if (is.null(object$model)) stop_arg("newdata", "is needed: the fit keeps no model frame (model = FALSE)")
+    if (is.null(object$model))
+      stop_arg("newdata", "is needed: the fit keeps no model frame (",
+               if (is.null(object$chunks)) "model = FALSE" else "data read in chunks", ")")
     newdata <- object$model
   }
   p <- .dgp_predict(object$net, dgp_inputs(object, newdata), object$n,
@@ -303,10 +653,12 @@ print.dgp <- function(x, digits = max(3L, getOption("digits") - 3L), ...) {
 
 #' Summary of a deep Gaussian process
 #'
-#' Per layer: the kernel variance, the ARD lengthscales (on the standardised
-#' inputs of the layer), the noise sd and the number of inducing points per
-#' GP (internal, standardised scale); the approximate log marginal
-#' likelihood, the time and how the fit stopped.
+#' Per layer: the kernel variance, the ARD lengthscales (in units of the
+#' layer's inputs: for the first layer the standardised inputs, or the data's
+#' with `gp_control(scale_inputs = FALSE)`), the noise sd and the number of
+#' inducing points per GP (internal, standardised scale); the parameters
+#' held at their initial values (`gp_control(fixed = )`); the approximate
+#' log marginal likelihood, the time and how the fit stopped.
 #'
 #' @param object a fit made by [dgp()].
 #' @param x a `summary.dgp` object.
@@ -315,17 +667,24 @@ print.dgp <- function(x, digits = max(3L, getOption("digits") - 3L), ...) {
 #' @return An object of class `summary.dgp`.
 #' @export
 summary.dgp <- function(object, ...) {
+  fixed <- object$control$fixed
+  if (isTRUE(object$net$probit)) fixed <- setdiff(fixed, "sigma")
   structure(list(call = object$call, layers = dgp_layers(object), objective = object$objective,
                  sigma = sigma(object), n = object$n, timing = object$timing, stop = object$stop,
-                 inputs = object$inputs), class = "summary.dgp")
+                 inputs = object$inputs, scaled = !isFALSE(object$control$options$scale_inputs),
+                 fixed = c(kernel = "kernel parameters", inducing = "inducing inputs",
+                           sigma = "output noise")[fixed]),
+            class = "summary.dgp")
 }
 
 #' @rdname summary.dgp
 #' @export
 print.summary.dgp <- function(x, digits = max(3L, getOption("digits") - 3L), ...) {
   cat("\nDeep Gaussian process by approximate EP (Bui et al. 2016)\nCall: ", deparse1(x$call), "\n", sep = "")
-  cat("Inputs (standardised): ", paste(x$inputs, collapse = ", "), "; n = ", x$n, "\n\n", sep = "")
+  cat("Inputs", if (!isFALSE(x$scaled)) " (standardised)", ": ", paste(x$inputs, collapse = ", "), "; n = ", x$n,
+      "\n\n", sep = "")
   print(x$layers, digits = digits, row.names = FALSE)
+  if (length(x$fixed)) cat("Held at their initial values: ", paste(x$fixed, collapse = ", "), "\n", sep = "")
   cat("\nsigma (data scale): ", format(x$sigma, digits = digits), "\n", sep = "")
   cat("Approximate log marginal likelihood: ", format(x$objective, digits = digits + 3), "\n", sep = "")
   cat(sprintf("Time: %.2f s (%.2g s per iteration)\n", x$timing[["fit"]], x$timing[["per_iteration"]]))
@@ -369,7 +728,9 @@ plot.dgp <- function(x, which = c("trace", "fit", "warping"), input = NULL, n_gr
   }
   if (which == "warping" && length(x$hidden) == 0)
     stop_arg("which", "\"warping\" needs a hidden layer; this fit has none (hidden = 0)")
-  if (is.null(x$model)) stop_arg("x", "keeps no model frame (fit with model = TRUE)")
+  if (is.null(x$model))
+    stop_arg("x", "keeps no model frame (", if (is.null(x$chunks)) "fit with model = TRUE" else "fitted to data read in chunks",
+             "), which which = \"", which, "\" draws")
   mf <- x$model
   vars <- all.vars(x$terms)
   num <- vars[vapply(vars, function(v) is.numeric(mf[[v]]), TRUE)]
@@ -406,15 +767,18 @@ plot.dgp <- function(x, which = c("trace", "fit", "warping"), input = NULL, n_gr
 }
 
 # A warning naming the gp_control() settings that dgp() does not use, when
-# they differ from gp_control()'s defaults (and any engine option given).
-warn_dgp_unused_control <- function(control) {
+# they differ from gp_control()'s defaults (and any option of a gpgam()
+# engine given); with the probit family, also `sigma` and fixed = "sigma"
+# (no output noise).
+warn_dgp_unused_control <- function(control, probit = FALSE) {
   dflt <- gp_control(verbose = FALSE)
-  unused <- c("fixed", "sigma", "inducing", "tol", "patience", "gh_points")
+  unused <- c("inducing", "tol", "patience", "gh_points", if (probit) "sigma")
   set <- unused[!vapply(unused, function(nm) identical(control[[nm]], dflt[[nm]]), TRUE)]
-  set <- c(set, intersect(setdiff(names(control), names(dflt)), engine_option_names()))
+  if (probit && "sigma" %in% control$fixed) set <- c(set, "fixed")
+  set <- c(set, intersect(setdiff(names(control), c(names(dflt), names(formals(dgp_options)))), engine_option_names()))
   if (length(set) == 0) return(invisible())
   hints <- c(inducing = "use dgp(inducing = ) for the inducing points per layer",
-             fixed = "dgp() learns every parameter", sigma = "dgp() estimates the noise of every layer",
+             sigma = "a probit model has no output noise", fixed = "a probit model has no output noise to fix",
              tol = "a dgp() fit runs its iterations, with no stopping test",
              patience = "a dgp() fit runs its iterations, with no stopping test", gh_points = "dgp() needs no quadrature")
   h <- unique(stats::na.omit(hints[set]))

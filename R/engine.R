@@ -143,10 +143,31 @@ engine_notes.scalegp <- function(fit) {
   else character()
 }
 
-# Names of the options of every registered engine (gp_control() accepts them).
-engine_option_names <- function() {
-  unique(unlist(lapply(engine_registry(), function(ctor) names(formals(ctor()$options)))))
+# Option sets of model functions other than gpgam() (dgp()): name ->
+# option constructor.  gp_control() accepts their names as it accepts the
+# engines'; each model function registers its own (register_model_options()).
+model_options <- new.env(parent = emptyenv())
+
+register_model_options <- function(name, options) {
+  assign(name, options, envir = model_options)
+  invisible(name)
 }
+
+# Every option constructor gp_control() knows, named by who reads it: the
+# engines' by their `inference` value, then the model functions' ("dgp()").
+option_constructors <- function() {
+  models <- sort(ls(model_options))
+  c(lapply(engine_registry(), function(ctor) ctor()$options),
+    stats::setNames(mget(models, envir = model_options), paste0(models, "()")))
+}
+
+# How an error message names the owner of an option set.
+option_owner_label <- function(owner) {
+  if (endsWith(owner, "()")) owner else paste0("inference = \"", owner, "\"")
+}
+
+# Names of the options of every engine and model function (gp_control() accepts them).
+engine_option_names <- function() unique(unlist(lapply(option_constructors(), function(f) names(formals(f)))))
 
 # The options of `engine` in a control object: its option constructor
 # applied to those set there (validated again, since a control object's
@@ -160,9 +181,9 @@ engine_options <- function(engine, control) {
   mine <- names(formals(engine$options))
   other <- setdiff(names(given), mine)
   if (length(other)) {
-    owner <- names(Filter(function(ctor) other[1] %in% names(formals(ctor()$options)), engine_registry()))
-    stop_arg(other[1], "is an option of inference = \"", paste(owner, collapse = "\" or \""),
-             "\", not of inference = \"", engine$name, "\"")
+    owner <- names(Filter(function(f) other[1] %in% names(formals(f)), option_constructors()))
+    stop_arg(other[1], "is an option of ", paste(vapply(owner, option_owner_label, ""), collapse = " or "),
+             ", not of ", option_owner_label(engine$name))
   }
   do.call(engine$options, given)
 }

@@ -139,7 +139,15 @@ nobs.scalegp <- function(object, ...) object$n
 #' @rdname gpgam-methods
 #' @export
 fitted.scalegp <- function(object, ...) {
+  check_kept_fitted(object)
   stats::napredict(object$na.action, object$fitted.values)
+}
+
+# A fit to data read in chunks (dgp(data = <function>)) keeps no fitted values.
+check_kept_fitted <- function(object) {
+  if (is.null(object$fitted.values))
+    stop("this fit keeps no fitted values or residuals (it was fitted to data read in chunks); ",
+         "predict(fit, newdata = <rows>) gives them for any rows", call. = FALSE)
 }
 
 #' @rdname gpgam-methods

@@ -69,6 +69,43 @@ BEGIN_RCPP
     return rcpp_result_gen;
 END_RCPP
 }
+// dgp_init
+Rcpp::List dgp_init(Eigen::Map<Eigen::MatrixXd> X, int dout, Rcpp::IntegerVector hidden, Rcpp::IntegerVector inducing, Rcpp::List control, double jitter, bool probit, double seed);
+RcppExport SEXP _scalegp_dgp_init(SEXP XSEXP, SEXP doutSEXP, SEXP hiddenSEXP, SEXP inducingSEXP, SEXP controlSEXP, SEXP jitterSEXP, SEXP probitSEXP, SEXP seedSEXP) {
+BEGIN_RCPP
+    Rcpp::RObject rcpp_result_gen;
+    Rcpp::RNGScope rcpp_rngScope_gen;
+    Rcpp::traits::input_parameter< Eigen::Map<Eigen::MatrixXd> >::type X(XSEXP);
+    Rcpp::traits::input_parameter< int >::type dout(doutSEXP);
+    Rcpp::traits::input_parameter< Rcpp::IntegerVector >::type hidden(hiddenSEXP);
+    Rcpp::traits::input_parameter< Rcpp::IntegerVector >::type inducing(inducingSEXP);
+    Rcpp::traits::input_parameter< Rcpp::List >::type control(controlSEXP);
+    Rcpp::traits::input_parameter< double >::type jitter(jitterSEXP);
+    Rcpp::traits::input_parameter< bool >::type probit(probitSEXP);
+    Rcpp::traits::input_parameter< double >::type seed(seedSEXP);
+    rcpp_result_gen = Rcpp::wrap(dgp_init(X, dout, hidden, inducing, control, jitter, probit, seed));
+    return rcpp_result_gen;
+END_RCPP
+}
+// dgp_train
+Rcpp::List dgp_train(Rcpp::List net, Eigen::Map<Eigen::MatrixXd> X, Eigen::Map<Eigen::MatrixXd> Y, Eigen::Map<Eigen::VectorXd> w, Rcpp::List control, int threads, double seed, Rcpp::Function monitor, Rcpp::List adam);
+RcppExport SEXP _scalegp_dgp_train(SEXP netSEXP, SEXP XSEXP, SEXP YSEXP, SEXP wSEXP, SEXP controlSEXP, SEXP threadsSEXP, SEXP seedSEXP, SEXP monitorSEXP, SEXP adamSEXP) {
+BEGIN_RCPP
+    Rcpp::RObject rcpp_result_gen;
+    Rcpp::RNGScope rcpp_rngScope_gen;
+    Rcpp::traits::input_parameter< Rcpp::List >::type net(netSEXP);
+    Rcpp::traits::input_parameter< Eigen::Map<Eigen::MatrixXd> >::type X(XSEXP);
+    Rcpp::traits::input_parameter< Eigen::Map<Eigen::MatrixXd> >::type Y(YSEXP);
+    Rcpp::traits::input_parameter< Eigen::Map<Eigen::VectorXd> >::type w(wSEXP);
+    Rcpp::traits::input_parameter< Rcpp::List >::type control(controlSEXP);
+    Rcpp::traits::input_parameter< int >::type threads(threadsSEXP);
+    Rcpp::traits::input_parameter< double >::type seed(seedSEXP);
+    Rcpp::traits::input_parameter< Rcpp::Function >::type monitor(monitorSEXP);
+    Rcpp::traits::input_parameter< Rcpp::List >::type adam(adamSEXP);
+    rcpp_result_gen = Rcpp::wrap(dgp_train(net, X, Y, w, control, threads, seed, monitor, adam));
+    return rcpp_result_gen;
+END_RCPP
+}
 // dgp_predict
 Rcpp::List dgp_predict(Rcpp::List net, Eigen::Map<Eigen::MatrixXd> X, double N, int threads);
 RcppExport SEXP _scalegp_dgp_predict(SEXP netSEXP, SEXP XSEXP, SEXP NSEXP, SEXP threadsSEXP) {
@@ -84,8 +121,8 @@ BEGIN_RCPP
 END_RCPP
 }
 // dgp_energy
-Rcpp::List dgp_energy(Rcpp::List net, Eigen::Map<Eigen::MatrixXd> X, Eigen::Map<Eigen::MatrixXd> Y, Rcpp::IntegerVector idx, double N, int threads, Eigen::Map<Eigen::VectorXd> w);
-RcppExport SEXP _scalegp_dgp_energy(SEXP netSEXP, SEXP XSEXP, SEXP YSEXP, SEXP idxSEXP, SEXP NSEXP, SEXP threadsSEXP, SEXP wSEXP) {
+Rcpp::List dgp_energy(Rcpp::List net, Eigen::Map<Eigen::MatrixXd> X, Eigen::Map<Eigen::MatrixXd> Y, Rcpp::IntegerVector idx, double N, int threads, Eigen::Map<Eigen::VectorXd> w, bool gradient);
+RcppExport SEXP _scalegp_dgp_energy(SEXP netSEXP, SEXP XSEXP, SEXP YSEXP, SEXP idxSEXP, SEXP NSEXP, SEXP threadsSEXP, SEXP wSEXP, SEXP gradientSEXP) {
 BEGIN_RCPP
     Rcpp::RObject rcpp_result_gen;
     Rcpp::RNGScope rcpp_rngScope_gen;
@@ -96,7 +133,8 @@ BEGIN_RCPP
     Rcpp::traits::input_parameter< double >::type N(NSEXP);
     Rcpp::traits::input_parameter< int >::type threads(threadsSEXP);
     Rcpp::traits::input_parameter< Eigen::Map<Eigen::VectorXd> >::type w(wSEXP);
-    rcpp_result_gen = Rcpp::wrap(dgp_energy(net, X, Y, idx, N, threads, w));
+    Rcpp::traits::input_parameter< bool >::type gradient(gradientSEXP);
+    rcpp_result_gen = Rcpp::wrap(dgp_energy(net, X, Y, idx, N, threads, w, gradient));
     return rcpp_result_gen;
 END_RCPP
 }
@@ -525,8 +563,10 @@ static const R_CallMethodDef CallEntries[] = {
     {"_scalegp_decoupled_fit", (DL_FUNC) &_scalegp_decoupled_fit, 12},
     {"_scalegp_decoupled_mean", (DL_FUNC) &_scalegp_decoupled_mean, 5},
     {"_scalegp_dgp_fit", (DL_FUNC) &_scalegp_dgp_fit, 11},
+    {"_scalegp_dgp_init", (DL_FUNC) &_scalegp_dgp_init, 8},
+    {"_scalegp_dgp_train", (DL_FUNC) &_scalegp_dgp_train, 9},
     {"_scalegp_dgp_predict", (DL_FUNC) &_scalegp_dgp_predict, 4},
-    {"_scalegp_dgp_energy", (DL_FUNC) &_scalegp_dgp_energy, 7},
+    {"_scalegp_dgp_energy", (DL_FUNC) &_scalegp_dgp_energy, 8},
     {"_scalegp_ep_fit", (DL_FUNC) &_scalegp_ep_fit, 13},
     {"_scalegp_ep_shard_pass", (DL_FUNC) &_scalegp_ep_shard_pass, 13},
     {"_scalegp_gp_predict", (DL_FUNC) &_scalegp_gp_predict, 9},

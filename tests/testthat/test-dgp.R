@@ -255,8 +255,17 @@ test_that("dgp() refuses bad input with errors naming the argument", {
   expect_error(dgp(y ~ x1, data = d, weights = c(0, rep(1, 59)), control = quiet()), "'weights'")
   expect_error(dgp(y ~ x1, data = d, weights = c(NA, rep(1, 59)), na.action = na.fail, control = quiet()), "missing|'weights'")
   # gp_control() settings that dgp() does not use are named in a warning, not ignored silently
-  expect_warning(dgp(y ~ x1, data = d, inducing = 5, control = quiet(iterations = 2, fixed = "inducing", sigma = 0.1)),
-                 "does not use gp_control\\(fixed = , sigma = \\)")
+  expect_warning(dgp(y ~ x1, data = d, inducing = 5, control = quiet(iterations = 2, tol = 1e-3)),
+                 "does not use gp_control\\(tol = \\)")
+  d$b <- as.numeric(d$y > 0)
+  expect_warning(dgp(b ~ x1, data = d, inducing = 5, family = binomial(link = "probit"),
+                     control = quiet(iterations = 2, fixed = "sigma", sigma = 0.1)),
+                 "does not use gp_control\\(sigma = , fixed = \\).*no output noise")
+  expect_error(dgp(y ~ x1, data = d, inducing = 5, control = quiet(hidden_noise = -1)), "'hidden_noise'")
+  expect_error(dgp(y ~ x1, data = d, inducing = 5, control = quiet(scale_inputs = NA)), "'scale_inputs'")
+  # an option of dgp() given to gpgam() is refused, naming its owner
+  expect_error(gpgam(y ~ gp(x1), data = d, control = quiet(hidden_noise = 0.2)),
+               "'hidden_noise' is an option of dgp\\(\\), not of inference = \"vi\"")
   expect_warning(dgp(y ~ x1, data = d, inducing = 5, control = quiet(iterations = 2, inducing = 10, posterior = "meanfield")),
                  "inducing = , posterior = .*dgp\\(inducing = \\)")
   expect_warning(dgp(y ~ x1, data = d, inducing = 5, control = quiet(iterations = 2, priors = FALSE)), NA)
@@ -352,4 +361,136 @@ test_that("dgp() prior weights divide the output noise variance: energy identiti
   expect_equal(unname(fw$prior.weights), w)
   expect_error(dgp(yb ~ x1, data = transform(d, yb = as.numeric(y > 0)), weights = w, family = binomial(link = "probit"),
                    control = quiet()), "'weights'")
+})
+
+test_that("gp_control(fixed =, sigma =) and dgp_options() act on a dgp() fit", {
+  d <- dgp_data(80)
+  fx <- c("kernel", "inducing", "sigma")
+  f1 <- dgp(y ~ x1 + x2, data = d, inducing = 6, control = quiet(iterations = 1, fixed = fx, sigma = 0.3))
+  f2 <- dgp(y ~ x1 + x2, data = d, inducing = 6, control = quiet(iterations = 150, fixed = fx, sigma = 0.3))
+  free <- dgp(y ~ x1 + x2, data = d, inducing = 6, control = quiet(iterations = 150, sigma = 0.3))
+  held <- function(f) lapply(f$net$layers, function(ly) list(ly$log_ell, ly$log_sf, ly$Z))
+  # held parameters are where they started, whatever the number of steps ...
+  expect_identical(held(f2), held(f1))
+  expect_identical(f2$net$layers[[2]]$log_sn, f1$net$layers[[2]]$log_sn)
+  # ... and those starts are the documented ones: output noise sd = sigma on
+  # the data scale; later layers' lengthscales e and kernel sd 1; the first
+  # layer's lengthscales the median pairwise distance (zero diagonal
+  # included) of the standardised inputs
+  expect_equal(sigma(f2), 0.3, tolerance = 1e-12)
+  expect_equal(f2$net$layers[[2]]$log_ell, c(1, 1), tolerance = 1e-14)
+  expect_identical(f2$net$layers[[1]]$log_sf, 0)
+  Xs <- scale(as.matrix(d[c("x1", "x2")]))
+  D <- as.matrix(dist(Xs))
+  v <- sort(D[upper.tri(D, diag = TRUE)])
+  expect_equal(f2$net$layers[[1]]$log_ell, rep(log(v[length(v) %/% 2 + 1]), 2), tolerance = 1e-12)
+  # the rest is learned: the factors and the hidden layer's noise move, and
+  # a free fit moves the held parameters
+  expect_false(isTRUE(all.equal(f2$net$layers[[1]]$tau, f1$net$layers[[1]]$tau)))
+  expect_false(isTRUE(all.equal(f2$net$layers[[1]]$log_sn, f1$net$layers[[1]]$log_sn)))
+  expect_false(isTRUE(all.equal(held(free), held(f2))))
+  expect_gt(abs(log(sigma(free) / 0.3)), 0.05)
+  s <- capture.output(print(summary(f2)))
+  expect_true(any(grepl("Held at their initial values: kernel parameters, inducing inputs, output noise", s)))
+  # the hidden layers' starting noise; unscaled inputs: the first layer's
+  # inducing inputs are k-means centres on the data's scale
+  d$x2 <- 100 * d$x2
+  f3 <- dgp(y ~ x1 + x2, data = d, inducing = 6,
+            control = quiet(iterations = 1, fixed = "inducing", hidden_noise = 0.05, scale_inputs = FALSE))
+  expect_equal(exp(f3$net$layers[[1]]$log_sn), 0.05, tolerance = 0.011)  # one Adam step of 0.01 on the log
+  expect_equal(unname(c(f3$scaling$x$center, f3$scaling$x$scale)), c(0, 0, 1, 1))
+  Z <- f3$net$layers[[1]]$Z[[1]]
+  expect_true(all(Z[, 2] >= min(d$x2) & Z[, 2] <= max(d$x2)))
+  expect_gt(diff(range(Z[, 2])), 10)
+  expect_identical(f3$control$options$scale_inputs, FALSE)
+  expect_identical(f3$control$options$hidden_noise, 0.05)
+  expect_null(f3$control$hidden_noise)
+  expect_equal(predict(f3, d[1:3, ]), fitted(f3)[1:3], tolerance = 1e-10)
+})
+
+test_that("chunked_csv() returns a file in chunks and rewinds", {
+  f <- tempfile(fileext = ".csv")
+  on.exit(unlink(f))
+  d <- data.frame(x = seq(0.5, 12.5, by = 0.5), g = rep(c("a", "b", "c"), length.out = 25))
+  write.csv(d, f, row.names = FALSE)
+  src <- chunked_csv(f, rows = 10)
+  got <- list(src(), src(), src())
+  expect_equal(vapply(got, nrow, 1), c(10, 10, 5))
+  expect_null(src())
+  expect_equal(do.call(rbind, got), read.csv(f), ignore_attr = TRUE)
+  src(reset = TRUE)
+  expect_equal(src(), read.csv(f)[1:10, ], ignore_attr = TRUE)
+  expect_error(chunked_csv(file.path(tempdir(), "no-such-file.csv")), "'file'")
+  expect_error(chunked_csv(f, rows = 0), "'rows'")
+  expect_error(chunked_csv(f, nrows = 3), "'nrows'")
+})
+
+test_that("dgp() on data in chunks: moments of all rows, the energy of all rows, the same fit from a file", {
+  d <- dgp_data(230)
+  d$g <- as.character(d$g)
+  d$g[c(3, 200)] <- c("c", "c")  # a level that the first chunk lacks
+  f <- tempfile(fileext = ".csv")
+  on.exit(unlink(f))
+  write.csv(d, f, row.names = FALSE)
+  d <- read.csv(f)  # the values the file holds
+  chunks <- split(d, rep(1:3, c(100, 100, 30)))
+  k <- 0
+  src <- function(reset = FALSE) {
+    if (reset) k <<- 0 else if (k < length(chunks)) chunks[[k <<- k + 1]]
+  }
+  rng <- .Random.seed
+  fc <- dgp(y ~ x1 + x2 + g, data = src, inducing = 8, control = quiet(iterations = 800, batch_size = 25))
+  expect_identical(.Random.seed, rng)  # the reservoir sample does not move the user's generator
+  expect_equal(fc$n, 230)
+  expect_equal(fc$chunks, c(100L, 100L, 30L))
+  expect_equal(fc$control$epochs, round(800 * 25 / 230))
+  expect_equal(fc$iterations, fc$control$epochs * (4 + 4 + 2))
+  X <- model.matrix(~ x1 + x2 + g, transform(d, g = factor(g)))[, -1]
+  expect_equal(fc$scaling$x$center, colMeans(X), tolerance = 1e-12)
+  expect_equal(fc$scaling$x$scale, apply(X, 2, sd), tolerance = 1e-12)
+  expect_equal(fc$scaling$y$scale, sd(d$y), tolerance = 1e-12)
+  expect_equal(fc$xlevels$g, c("a", "b", "c"))
+  # the reported objective is the energy of all rows at once (the chunks'
+  # row-weighted mean), on the data scale
+  Xs <- sweep(sweep(X, 2, fc$scaling$x$center), 2, fc$scaling$x$scale, "/")
+  ys <- (d$y - fc$scaling$y$center) / fc$scaling$y$scale
+  E <- scalegp:::.dgp_energy(fc$net, Xs, matrix(ys), seq_len(230), 230, 1L, numeric(0))$energy
+  expect_equal(fc$objective, -E - 230 * log(sd(d$y)), tolerance = 1e-10)
+  # it learns as well as the same fit in memory (test RMSE; sd(y) is 1.05)
+  fm <- dgp(y ~ x1 + x2 + g, data = d, inducing = 8, control = quiet(iterations = 800, batch_size = 25))
+  nd <- dgp_data(300)
+  rmse <- function(f) sqrt(mean((predict(f, nd) - nd$y)^2))
+  expect_lt(rmse(fc), 0.35)
+  expect_lt(rmse(fc), 1.1 * rmse(fm))
+  expect_true(is.finite(predict(fc, data.frame(x1 = 1, x2 = 0.5, g = "c"))))
+  # the same chunks from a CSV file give the same fit; threads do not matter
+  ff <- dgp(y ~ x1 + x2 + g, data = chunked_csv(f, rows = 100), inducing = 8,
+            control = gp_control(verbose = FALSE, threads = 2, seed = 1, iterations = 800, batch_size = 25))
+  expect_identical(ff$net, fc$net)
+  expect_identical(ff$trace, fc$trace)
+  # no data kept: fitted values, residuals and the fit plot say so
+  expect_error(fitted(fc), "keeps no fitted values.*predict")
+  expect_error(residuals(fc), "keeps no fitted values")
+  expect_error(plot(fc, which = "fit"), "'x'.*read in chunks")
+  expect_error(predict(fc), "'newdata'.*read in chunks")
+  # refusals
+  expect_error(dgp(y ~ x1, data = src, weights = x2, control = quiet()), "'weights'")
+  expect_error(dgp(y ~ x1 + zz, data = src, control = quiet()), "'data'.*'zz'")
+  expect_error(dgp(y ~ x1, data = function(reset = FALSE) if (!reset) 1:3, control = quiet()), "'data'.*data frame")
+})
+
+test_that("dgp() on chunks with a probit output and a factor response", {
+  set.seed(6)
+  d <- data.frame(x1 = runif(300, -2, 2))
+  d$cls <- ifelse(d$x1 + rnorm(300, sd = 0.3) > 0, "pos", "neg")
+  d$cls[1:100] <- "neg"; d$x1[1:100] <- -abs(d$x1[1:100])  # the first chunk has one class only
+  chunks <- split(d, rep(1:3, each = 100))
+  k <- 0
+  src <- function(reset = FALSE) if (reset) k <<- 0 else if (k < 3) chunks[[k <<- k + 1]]
+  fit <- dgp(cls ~ x1, data = src, inducing = 6, family = binomial(link = "probit"),
+             control = quiet(iterations = 300))
+  expect_equal(fit$ylevels, c("neg", "pos"))
+  p <- predict(fit, data.frame(x1 = c(-1.5, 1.5)), type = "response")
+  expect_lt(p[1], 0.2)
+  expect_gt(p[2], 0.8)
 })

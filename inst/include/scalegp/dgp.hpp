@@ -17,7 +17,11 @@
 //     its gradient w.r.t. every parameter by a hand-derived backward pass;
 //   - the fit: Adam on all parameters jointly, minibatches from the shared
 //     generator, the authors' initialisation; a step to a non-finite energy
-//     is undone and the step size halved (train());
+//     is undone and the step size halved (train()).  Parameters can be held
+//     at their initial values (Settings::learn_inducing: every layer's
+//     inducing inputs; Settings::learn_noise: the output layer's noise;
+//     Options::learn_kernel: every layer's lengthscales and kernel variance):
+//     their gradient is zeroed, so Adam leaves them where they are;
 //   - a layer's latent variance that rounding makes negative is set to 0
 //     (its noise variance remains), with no adjoint through it;
 //   - prediction: the same forward pass with q in place of the cavity
@@ -56,6 +60,18 @@ struct Layer {
   std::vector<VectorXd> tau;  // per output GP: shift of the tied factor (total over N)
   Index din() const { return log_ell.size(); }
   Index dout() const { return static_cast<Index>(Z.size()); }
+};
+
+// This engine's own options (R: dgp_options() and gp_control(fixed = )).
+struct Options {
+  bool learn_kernel = true;  // false: log_ell and log_sf of every layer stay at their initial values
+  double noise_sd = 0.1;     // initial noise sd of the hidden layers (standardised scale)
+  double output_noise_sd = 0.1;  // initial noise sd of the output layer
+  // train(): N of the energy (0: the rows of X; data read in chunks: the
+  // rows of all chunks, X one chunk), and whether to end with the energy on
+  // all of X's rows (info.objective; NaN when not).
+  double total_rows = 0;
+  bool final_energy = true;
 };
 
 struct Net {
@@ -531,10 +547,12 @@ inline double median_distance(const MatrixXd& X, Rng& rng, std::size_t cap) {
 // The network for inputs X (n x D), output width dout, hidden widths
 // `hidden` and Ms[l] inducing points per GP of layer l: layer 1's Z by k-means on X (the
 // same for every output), lengthscales the median distance; later layers Z
-// on the diagonal of [-1, 1]^D, lengthscales e; kernel sd 1, noise sd 0.1;
-// rho and tau N(0, 1) in layer 1 and N(0, 0.1^2) after it.
+// on the diagonal of [-1, 1]^D, lengthscales e; kernel sd 1; noise sd
+// opt.noise_sd in the hidden layers and opt.output_noise_sd in the output
+// layer (the authors: 0.1 in both); rho and tau N(0, 1) in layer 1 and
+// N(0, 0.1^2) after it.
 inline Net initialise(const MatrixXd& X, Index dout, const std::vector<int>& hidden, const std::vector<Index>& Ms,
-                      Rng& rng, double jitter = 1e-6) {
+                      Rng& rng, double jitter = 1e-6, const Options& opt = Options()) {
   Net net;
   net.jitter = jitter;
   std::vector<Index> dims{X.cols()};
@@ -550,7 +568,7 @@ inline Net initialise(const MatrixXd& X, Index dout, const std::vector<int>& hid
     const Index din = dims[l], D = dims[l + 1], M = Ms[l];
     ly.log_ell = VectorXd::Constant(din, l == 0 ? std::log(std::max(med, 1e-3)) : 1.0);
     ly.log_sf = 0;
-    ly.log_sn = std::log(0.1);
+    ly.log_sn = std::log(l + 2 == dims.size() ? opt.output_noise_sd : opt.noise_sd);
     const double sd = l == 0 ? 1.0 : 0.1;
     for (Index d = 0; d < D; ++d) {
       MatrixXd Z(M, din);
@@ -576,22 +594,39 @@ inline Net initialise(const MatrixXd& X, Index dout, const std::vector<int>& hid
 
 // ---- the fit
 
-// Adam on all parameters jointly (minimising the energy), minibatches of
+// Zeroes, in a gradient g, the entries of the parameters a fit holds at
+// their initial values (see the head of this file).
+inline void hold_fixed(Net& g, const Settings& set, const Options& opt) {
+  for (Layer& ly : g.layers) {
+    if (!opt.learn_kernel) ly.log_ell.setZero(), ly.log_sf = 0;
+    if (!set.learn_inducing)
+      for (MatrixXd& Z : ly.Z) Z.setZero();
+  }
+  if (!set.learn_noise && !g.layers.empty()) g.layers.back().log_sn = 0;
+}
+
+// Adam on all parameters jointly (minimising the energy), but those held
+// (hold_fixed()), minibatches of
 // set.batch_size rows (0 or >= n: all rows) from `rng`, set.max_iter
 // iterations.  monitor(iteration, objective estimate) returns false to stop.
 // A stochastic fit: it stops after max_iter iterations (or when the monitor
-// stops it); `converged` stays false.  info.objective is -E on all rows.
+// stops it); `converged` stays false.  info.objective is -E on all rows
+// (opt.final_energy).  Called once per chunk for data read in chunks, on the
+// network and the Adam state (`carry`, read and written) the last call
+// left, opt.total_rows the rows of all chunks.
 template <class Monitor>
 FitInfo train(Net& net, const MatrixXd& X, const MatrixXd& Y, const Settings& set, Rng& rng, const ParallelFor& pfor,
-              Monitor monitor, const VectorXd* w = nullptr) {
+              Monitor monitor, const VectorXd* w = nullptr, const Options& opt = Options(),
+              Adam::State* carry = nullptr) {
   FitInfo info;
   auto clock = Clock::now();
   const std::size_t n = static_cast<std::size_t>(X.rows());
-  const double N = static_cast<double>(n);
+  const double N = opt.total_rows > 0 ? opt.total_rows : static_cast<double>(n);
   Sampler sampler(Sampler::Mode::shuffled, n, set.batch_size, rng);
   std::vector<std::size_t> all(n);
   for (std::size_t i = 0; i < n; ++i) all[i] = i;
   Adam adam(set.learning_rate);
+  if (carry) adam.restore(*carry);
   info.seconds_init = seconds_since(clock);
   clock = Clock::now();
   info.stop = "the iteration limit";
@@ -613,7 +648,10 @@ FitInfo train(Net& net, const MatrixXd& X, const MatrixXd& Y, const Settings& se
       ok = false;
     }
     VectorXd gv;
-    if (ok) gv = pack(g);
+    if (ok) {
+      hold_fixed(g, set, opt);
+      gv = pack(g);
+    }
     if (!ok || !std::isfinite(E) || !gv.allFinite()) {
       if (++info.failures > kMaxFailures)
         throw numerical_error("dgp: the energy or its gradient is not finite at iteration " + std::to_string(it + 1) +
@@ -642,8 +680,10 @@ FitInfo train(Net& net, const MatrixXd& X, const MatrixXd& Y, const Settings& se
     }
   }
   info.seconds_iter = seconds_since(clock);
+  if (carry) *carry = adam.state();
   clock = Clock::now();
-  info.objective = -energy(net, X, Y, all, N, nullptr, pfor, w);
+  info.objective = opt.final_energy ? -energy(net, X, Y, all, N, nullptr, pfor, w)
+                                    : std::numeric_limits<double>::quiet_NaN();
   info.seconds_final = seconds_since(clock);
   info.converged = false;
   return info;

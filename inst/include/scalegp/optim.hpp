@@ -15,6 +15,19 @@ class Adam {
   // Step size lr / (1 + decay sqrt(t)) at the t-th step (Cheng and Boots
   // 2017; t counts every step, also across reset()); 0: constant.
   void set_decay(double decay) { decay_ = decay; }
+  // Its whole state (step size, moment estimates, step counts), for a later
+  // call to go on where this one stopped (dgp() on data read in chunks).
+  struct State {
+    double lr = 0;  // 0: no state (a fresh optimiser)
+    VectorXd m, v;
+    int t = 0;
+    long steps = 0;
+  };
+  State state() const { return State{lr_, m_, v_, t_, steps_}; }
+  void restore(const State& s) {
+    if (!(s.lr > 0)) return;
+    lr_ = s.lr, m_ = s.m, v_ = s.v, t_ = s.t, steps_ = s.steps;
+  }
   // Forgets the moment estimates (after a step was undone: they hold its gradient).
   void reset() {
     m_.resize(0);
