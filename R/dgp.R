@@ -171,21 +171,14 @@ dgp <- function(formula, data, hidden = 2, inducing = 50, family = gaussian(), c
   ysd <- stats::sd(y)
   if (!(ysd > 0)) stop_arg("formula", "has a constant response")
   if (probit) ysd <- 1
-  scaling <- list(x = if (opts$scale_inputs) list(center = colMeans(X), scale = xsd)
-                      else list(center = rep(0, ncol(X)), scale = rep(1, ncol(X))),
-                  y = list(center = if (probit) 0 else mean(y), scale = ysd))
+  scaling <- dgp_scaling(colMeans(X), xsd, mean(y), ysd, probit, opts)
   Xs <- sweep(sweep(X, 2, scaling$x$center), 2, scaling$x$scale, "/")
   b <- min(n, control$batch_size %||% 50L)
   iterations <- if (!is.null(control$epochs)) as.integer(min(.Machine$integer.max, ceiling(control$epochs * n / b)))
                 else control$iterations
   threads <- as.integer(control$threads %||% RcppParallel::defaultNumThreads())
   seed <- control$seed %||% sample.int(.Machine$integer.max, 1)
-  fixed <- control$fixed
-  settings <- list(jitter = control$jitter, batch_size = b, iterations = as.integer(iterations),
-                   learning_rate = control$learning_rate, tol = control$tol, patience = control$patience,
-                   learn_kernel = !"kernel" %in% fixed, learn_inducing = !"inducing" %in% fixed,
-                   learn_noise = probit || !"sigma" %in% fixed, noise_sd = opts$hidden_noise,
-                   output_noise_sd = if (probit) 0.1 else (control$sigma %||% (0.1 * ysd)) / ysd)
+  settings <- dgp_settings(control, opts, probit, ysd, b, iterations)
   jac <- n * log(ysd)  # log-Jacobian of the response standardisation
   control$iterations <- as.integer(iterations)
   control$priors <- FALSE  # dgp() puts no priors on its parameters (and the progress bar must not say so)
@@ -199,31 +192,15 @@ dgp <- function(formula, data, hidden = 2, inducing = 50, family = gaussian(), c
   eta <- res$fitted$mean[[L]][, 1] * ysd + scaling$y$center
   fm <- if (probit) stats::pnorm(eta / sqrt(1 + res$fitted$var[[L]][, 1])) else eta
   control$batch_size <- b
-  control$threads <- threads
-  control$seed <- seed
-  control[intersect(names(control), engine_option_names())] <- NULL
-  control$options <- opts
-  fit <- list(call = cl, formula = formula, terms = tt, xlevels = stats::.getXlevels(tt, mf), contrasts = contrasts,
-              inputs = colnames(X), scaling = scaling, n = n, hidden = as.integer(hidden),
-              inducing = as.integer(inducing), family = if (probit) stats::binomial("probit") else stats::gaussian(),
-              likelihood = fam$lik, ylevels = if (probit) ylevels,
-              net = res$net, objective = res$objective - jac, trace = res$trace - jac,
-              iterations = res$iterations, converged = FALSE,
-              stop = paste0(sprintf("stopped by %s after %d Adam steps (a stochastic fit: no convergence check)",
-                                    res$stop, res$iterations),
-                            if (res$failures > 0)
-                              sprintf("; %d step%s undone after a non-finite energy, the learning rate halved each time",
-                                      res$failures, if (res$failures > 1) "s" else "")),
-              y = y, fitted.values = fm, linear.predictors = eta, prior.weights = w,
-              params = list(sigma = if (probit) NA_real_ else exp(res$net$layers[[L]]$log_sn) * ysd),
-              df = dgp_n_params(res$net),
-              timing = c(fit = elapsed, res$seconds, per_iteration = res$seconds[["iterations"]] / max(1, res$iterations)),
-              control = control, na.action = attr(mf, "na.action"),
-              title = "Deep Gaussian process",
-              engine = list(name = "dgp", label = "approximate EP, Bui et al. 2016",
-                            objective = "Approximate log marginal likelihood"))
+  fit <- dgp_fit_object(cl, formula, tt, stats::.getXlevels(tt, mf), contrasts, colnames(X), scaling, n, hidden,
+                        inducing, fam, if (probit) ylevels, res$net, res$objective - jac, res$trace - jac,
+                        res$iterations, sprintf("stopped by %s after %d Adam steps", res$stop, res$iterations),
+                        res$failures,
+                        c(fit = elapsed, res$seconds, per_iteration = res$seconds[["iterations"]] / max(1, res$iterations)),
+                        control, opts, threads, seed)
+  fit[c("y", "fitted.values", "linear.predictors", "prior.weights", "na.action")] <-
+    list(y, fm, eta, w, attr(mf, "na.action"))
   if (model) fit$model <- mf
-  class(fit) <- c("dgp", "scalegp")
   fit
 }
 
@@ -272,6 +249,49 @@ dgp_control_options <- function(control) {
   held <- if (inherits(control$options, "dgp_options")) unclass(control$options) else list()
   given <- Filter(Negate(is.null), unclass(control)[intersect(names(control), mine)])
   do.call(dgp_options, c(given, held[setdiff(names(held), names(given))]))
+}
+
+# The scaling of a dgp fit: inputs centred and divided by their sds (or
+# left as they are), a Gaussian response standardised.
+dgp_scaling <- function(xmean, xsd, ymean, ysd, probit, opts) {
+  list(x = if (opts$scale_inputs) list(center = xmean, scale = xsd)
+           else list(center = rep(0, length(xsd)), scale = rep(1, length(xsd))),
+       y = list(center = if (probit) 0 else ymean, scale = ysd))
+}
+
+# The settings list the C++ fit reads (glue settings_from() and
+# options_from()): Adam, minibatch, what is held fixed, the starting noise.
+dgp_settings <- function(control, opts, probit, ysd, b, iterations) {
+  fixed <- control$fixed
+  list(jitter = control$jitter, batch_size = as.integer(b), iterations = as.integer(iterations),
+       learning_rate = control$learning_rate, tol = control$tol, patience = control$patience,
+       learn_kernel = !"kernel" %in% fixed, learn_inducing = !"inducing" %in% fixed,
+       learn_noise = probit || !"sigma" %in% fixed, noise_sd = opts$hidden_noise,
+       output_noise_sd = if (probit || is.null(control$sigma)) 0.1 else control$sigma / ysd)
+}
+
+# The fields every dgp fit has (dgp() on a data frame adds the data's).
+dgp_fit_object <- function(cl, formula, tt, xlevels, contrasts, inputs, scaling, n, hidden, inducing, fam, ylevels,
+                           net, objective, trace, iterations, stopped, failures, timing, control, opts, threads, seed) {
+  probit <- fam$lik == "probit"
+  control$threads <- threads
+  control$seed <- seed
+  control[intersect(names(control), engine_option_names())] <- NULL
+  control$options <- opts
+  structure(list(call = cl, formula = formula, terms = tt, xlevels = xlevels, contrasts = contrasts,
+                 inputs = inputs, scaling = scaling, n = n, hidden = as.integer(hidden),
+                 inducing = as.integer(inducing), family = if (probit) stats::binomial("probit") else stats::gaussian(),
+                 likelihood = fam$lik, ylevels = ylevels, net = net, objective = objective, trace = trace,
+                 iterations = iterations, converged = FALSE,
+                 stop = paste0(stopped, " (a stochastic fit: no convergence check)",
+                               if (failures > 0)
+                                 sprintf("; %d step%s undone after a non-finite energy, the learning rate halved each time",
+                                         failures, if (failures > 1) "s" else "")),
+                 params = list(sigma = if (probit) NA_real_ else exp(net$layers[[length(net$layers)]]$log_sn) * scaling$y$scale),
+                 df = dgp_n_params(net), timing = timing, control = control, title = "Deep Gaussian process",
+                 engine = list(name = "dgp", label = "approximate EP, Bui et al. 2016",
+                               objective = "Approximate log marginal likelihood")),
+            class = c("dgp", "scalegp"))
 }
 
 # Number of free parameters of a network (kernel, noise, inducing inputs, factors).
@@ -345,9 +365,13 @@ chunked_csv <- function(file, rows = 1e5, ...) {
   }
 }
 
-# The next chunk of a source, checked.
-next_chunk <- function(source) {
+# The next chunk of a source, checked (`again`: a pass after the first,
+# which must see the same chunks).
+next_chunk <- function(source, again = FALSE) {
   ch <- source(reset = FALSE)
+  if (again && is.null(ch))
+    stop_arg("data", "returned fewer chunks after a reset than in its first pass; a chunk source must return ",
+             "the same chunks after every reset")
   if (!is.null(ch) && !is.data.frame(ch))
     stop_arg("data", "returned a ", class(ch)[1], " as a chunk; a data frame (or NULL after the last chunk) is needed")
   ch
@@ -478,20 +502,13 @@ dgp_chunked <- function(cl, formula, source, hidden, inducing, fam, control, opt
     stop_arg("y", "has a single class over all chunks; binomial needs both")
   ysd <- if (probit) 1 else sqrt(ymom$ss / (n - 1))
   if (!probit && !(ysd > 0)) stop_arg("formula", "has a constant response")
-  scaling <- list(x = if (opts$scale_inputs) list(center = mom$mean, scale = xsd)
-                      else list(center = rep(0, length(xsd)), scale = rep(1, length(xsd))),
-                  y = list(center = if (probit) 0 else ymom$mean[[1]], scale = ysd))
+  scaling <- dgp_scaling(mom$mean, xsd, ymom$mean[[1]], ysd, probit, opts)
   b <- as.integer(control$batch_size %||% 50L)
   steps <- pmax(1L, as.integer(ceiling(chunk_rows / b)))
   epochs <- control$epochs %||% max(1, round(control$iterations * b / n))
   epochs <- as.integer(ceiling(epochs))
   threads <- as.integer(control$threads %||% RcppParallel::defaultNumThreads())
-  fixed <- control$fixed
-  settings <- list(jitter = control$jitter, batch_size = b, iterations = 1L,
-                   learning_rate = control$learning_rate, tol = control$tol, patience = control$patience,
-                   learn_kernel = !"kernel" %in% fixed, learn_inducing = !"inducing" %in% fixed,
-                   learn_noise = probit || !"sigma" %in% fixed, noise_sd = opts$hidden_noise,
-                   output_noise_sd = if (probit) 0.1 else (control$sigma %||% (0.1 * ysd)) / ysd, total_rows = n)
+  settings <- c(dgp_settings(control, opts, probit, ysd, b, 1L), total_rows = n)
   jac <- n * log(ysd)
   control$iterations <- as.integer(epochs * sum(steps))
   control$priors <- FALSE
@@ -508,7 +525,7 @@ dgp_chunked <- function(cl, formula, source, hidden, inducing, fam, control, opt
   for (e in seq_len(epochs)) {
     source(reset = TRUE)
     for (j in seq_along(steps)) {
-      p <- prep(next_chunk(source), scaling)
+      p <- prep(next_chunk(source, again = TRUE), scaling)
       settings$iterations <- steps[j]
       off <- done
       res <- .dgp_train(net, p$X, matrix(p$y), rep(1, length(p$y)), settings, threads,
@@ -524,35 +541,21 @@ dgp_chunked <- function(cl, formula, source, hidden, inducing, fam, control, opt
   source(reset = TRUE)
   E <- 0
   for (j in seq_along(steps)) {
-    p <- prep(next_chunk(source), scaling)
+    p <- prep(next_chunk(source, again = TRUE), scaling)
     E <- E + nrow(p$X) / n * .dgp_energy(net, p$X, matrix(p$y), seq_len(nrow(p$X)), n, threads, numeric(0), FALSE)$energy
   }
   elapsed <- proc.time()[["elapsed"]] - t0
   control$batch_size <- b
-  control$threads <- threads
-  control$seed <- seed
   control$epochs <- epochs
-  control[intersect(names(control), engine_option_names())] <- NULL
-  control$options <- opts
-  fit <- list(call = cl, formula = formula, terms = tt, xlevels = xlev_in, contrasts = contrasts,
-              inputs = names(mom$mean), scaling = scaling, n = n, hidden = as.integer(hidden),
-              inducing = as.integer(inducing), family = if (probit) stats::binomial("probit") else stats::gaussian(),
-              likelihood = fam$lik, ylevels = ylev,
-              net = net, objective = -E - jac, trace = trace - jac, iterations = done, converged = FALSE,
-              stop = paste0(sprintf("stopped after %d epoch%s over %d chunks, %d Adam steps (a stochastic fit: no convergence check)",
-                                    epochs, if (epochs > 1) "s" else "", length(steps), done),
-                            if (failures > 0)
-                              sprintf("; %d step%s undone after a non-finite energy, the learning rate halved each time",
-                                      failures, if (failures > 1) "s" else "")),
-              chunks = chunk_rows,
-              params = list(sigma = if (probit) NA_real_ else exp(net$layers[[length(net$layers)]]$log_sn) * ysd),
-              df = dgp_n_params(net),
-              timing = c(fit = elapsed, init = t_init, iterations = t_iter, final = elapsed - t_init - t_iter,
-                         per_iteration = t_iter / max(1, done)),
-              control = control, title = "Deep Gaussian process",
-              engine = list(name = "dgp", label = "approximate EP, Bui et al. 2016",
-                            objective = "Approximate log marginal likelihood"))
-  class(fit) <- c("dgp", "scalegp")
+  fit <- dgp_fit_object(cl, formula, tt, xlev_in, contrasts, names(mom$mean), scaling, n, hidden, inducing, fam, ylev,
+                        net, -E - jac, trace - jac, done,
+                        sprintf("stopped after %d epoch%s over %d chunks, %d Adam steps", epochs,
+                                if (epochs > 1) "s" else "", length(steps), done),
+                        failures,
+                        c(fit = elapsed, init = t_init, iterations = t_iter, final = elapsed - t_init - t_iter,
+                          per_iteration = t_iter / max(1, done)),
+                        control, opts, threads, seed)
+  fit$chunks <- chunk_rows
   fit
 }
 
