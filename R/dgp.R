@@ -93,7 +93,9 @@ NULL
 #'   `getOption("na.action")`).
 #' @param model keep the model frame in the fit (needed by `plot(fit, which = "fit")`).
 #' @return An object of class `c("dgp", "scalegp")`; see [predict.dgp()],
-#'   [summary.dgp()] and [plot.dgp()].
+#'   [summary.dgp()] and [plot.dgp()].  A fit to data read in chunks has
+#'   `chunks` (rows per chunk) and no `y`, fitted values or model frame.
+#' @seealso [dgp_options()], [chunked_csv()]
 #' @references Bui, Hernandez-Lobato, Hernandez-Lobato, Li and Turner (2016)
 #'   Deep Gaussian processes for regression using approximate expectation
 #'   propagation. ICML.
@@ -108,6 +110,13 @@ NULL
 #' predict(fit, data.frame(x1 = c(-1, 1), x2 = 0.5), se.fit = TRUE)
 #' logLik(fit)
 #' sigma(fit)
+#' # the same data from a CSV file, read 40 rows at a time
+#' f <- tempfile(fileext = ".csv")
+#' write.csv(d, f, row.names = FALSE)
+#' fc <- dgp(y ~ x1 + x2, data = chunked_csv(f, rows = 40), inducing = 10,
+#'           control = gp_control(iterations = 300, seed = 1, threads = 1, verbose = FALSE))
+#' fc
+#' unlink(f)
 #' @export
 dgp <- function(formula, data, hidden = 2, inducing = 50, family = gaussian(), control = gp_control(),
                 weights, subset, na.action, model = TRUE) {

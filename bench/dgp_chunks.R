@@ -23,7 +23,7 @@ if (length(args) >= 1 && args[1] == "worker") {
   te <- readRDS(sub("\\.csv$", "_test.rds", csv))
   p <- predict(fit, te, type = "response", se.fit = TRUE)
   hwm <- grep("^VmHWM", readLines("/proc/self/status"), value = TRUE)
-  saveRDS(data.frame(data = if (mode == "chunks") sprintf("CSV read in chunks of %s rows", format(chunk, big.mark = ","))
+  saveRDS(data.frame(data = if (mode == "chunks") sprintf("CSV read in chunks of %s rows", format(chunk, big.mark = ",", scientific = FALSE))
                             else "read.csv(), whole data frame",
                      n = n, seed = seed, steps = fit$iterations, seconds = secs, fit_seconds = fit$timing[["fit"]],
                      ms_per_step = 1000 * fit$timing[["per_iteration"]],
@@ -64,7 +64,7 @@ writeLines(c("# dgp() on a CSV file read in chunks against the whole data frame 
              sprintf("CSV file: %.0f MB. One hidden layer of 2, M = 50, batch 50, one epoch, one thread.", file.size(csv) / 2^20),
              "", "| data | n | seed | Adam steps | seconds (all) | seconds (fit) | ms per step | peak MB | test log-lik | test RMSE |",
              "|---|---|---|---|---|---|---|---|---|---|",
-             sprintf("| %s | %s | %d | %d | %.1f | %.1f | %.2f | %.0f | %.3f | %.4f |", tab$data, format(tab$n, big.mark = ","),
+             sprintf("| %s | %s | %d | %d | %.1f | %.1f | %.2f | %.0f | %.3f | %.4f |", tab$data, format(tab$n, big.mark = ",", scientific = FALSE),
                      tab$seed, tab$steps, tab$seconds, tab$fit_seconds, tab$ms_per_step, tab$peak_MB, tab$test_ll, tab$rmse),
              "", "Medians over the seeds:", "",
              "| data | seconds (fit) | peak MB | test log-lik | test RMSE |", "|---|---|---|---|---|",

@@ -22,7 +22,7 @@
 #   Rscript inst/replication/seed003_table2.R [iterations] [features] [feature_batch] [vi_iterations] [methods]
 #
 # e.g. `Rscript inst/replication/seed003_table2.R 15000 100000 512 1000 qsgp_default,qsgp0,svgp` (the
-# stored run, 2026-11-27: about 12 minutes on one thread of a shared 2-core machine).  Rows are appended to inst/replication/results/seed003_table2.rds after every fit.
+# stored run, 2026-11-27: about 12 minutes on one thread of a shared 2-core machine).  Each fit's row goes to inst/replication/results/seed003_table2.rds as soon as it is made, replacing that method's row of an earlier run.
 suppressPackageStartupMessages(library(scalegp))
 args <- commandArgs(trailingOnly = TRUE)
 iters <- if (length(args) >= 1) as.integer(args[1]) else 15000L
@@ -70,7 +70,7 @@ res <- if (file.exists(out)) readRDS(out) else NULL
 for (m in methods) {
   r <- fit_one(m)
   print(r[c("method", "iterations", "features", "seconds", "rmse", "mnlp", "sigma", "coverage95")], row.names = FALSE)
-  res <- rbind(res, r)
+  res <- rbind(res[if (!is.null(res)) res$method != m, , drop = FALSE], r)  # a rerun replaces the method's row
   dir.create(dirname(out), showWarnings = FALSE, recursive = TRUE)
   saveRDS(res, out)
 }
