@@ -71,6 +71,7 @@ for (m in methods) {
   r <- fit_one(m)
   print(r[c("method", "iterations", "features", "seconds", "rmse", "mnlp", "sigma", "coverage95")], row.names = FALSE)
   res <- rbind(res[if (!is.null(res)) res$method != m, , drop = FALSE], r)  # a rerun replaces the method's row
+  rownames(res) <- NULL
   dir.create(dirname(out), showWarnings = FALSE, recursive = TRUE)
   saveRDS(res, out)
 }
