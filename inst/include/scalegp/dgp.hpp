@@ -98,6 +98,15 @@ inline MatrixXd se_kernel(const MatrixXd& A, const MatrixXd& B, const VectorXd& 
   return K;
 }
 
+// The same of the rows of Z with themselves (symmetric: one exp per pair).
+inline MatrixXd se_kernel(const MatrixXd& Z, const VectorXd& ell2, double sf2) {
+  MatrixXd K(Z.rows(), Z.rows());
+  for (Index j = 0; j < Z.rows(); ++j)
+    for (Index i = 0; i <= j; ++i)
+      K(i, j) = K(j, i) = sf2 * std::exp(-0.5 * ((Z.row(i) - Z.row(j)).array().square() / ell2.transpose().array()).sum());
+  return K;
+}
+
 // psi1_m = E k(z_m, h), h ~ N(mu, diag(s)); s = 0 gives the kernel vector.
 inline VectorXd psi1(const VectorXd& mu, const VectorXd& s, const MatrixXd& Z, const VectorXd& ell2, double sf2) {
   const Eigen::ArrayXd a = ell2.array() + s.array();
@@ -129,16 +138,18 @@ inline MatrixXd psi2_base(const MatrixXd& Z, const VectorXd& ell2) {
 // log Psi2 = lc - E0 - sum_q ((z_mq + z_m'q) / 2 - mu_q)^2 / b_q with
 // b = ell2 + 2 s, written as lc - E0 - |a_m + a_m'|^2 / 2 with the rows
 // a_m = (z_m - mu) / sqrt(2 b), so that the M x M exponent is one small
-// matrix product and one vectorised exp.
+// matrix product and one exp per pair (Psi2 is symmetric).
 inline MatrixXd psi2(const VectorXd& mu, const VectorXd& s, const MatrixXd& Z, const VectorXd& ell2, double sf2,
                      const MatrixXd& E0) {
   const Eigen::ArrayXd b = ell2.array() + 2 * s.array();
   const double lc = 2 * std::log(sf2) + 0.5 * (ell2.array() / b).log().sum();
   const MatrixXd As = (Z.rowwise() - mu.transpose()) * (2 * b).rsqrt().matrix().asDiagonal();
   const VectorXd nrm = As.rowwise().squaredNorm();
-  MatrixXd E = As * As.transpose();
-  E = (lc - E0.array() - 0.5 * (nrm.replicate(1, E.cols()).array() + nrm.transpose().replicate(E.rows(), 1).array()) -
-       E.array()).exp().matrix();
+  const MatrixXd G = As * As.transpose();
+  const Index M = Z.rows();
+  MatrixXd E(M, M);
+  for (Index j = 0; j < M; ++j)
+    for (Index i = 0; i <= j; ++i) E(i, j) = E(j, i) = std::exp(lc - E0(i, j) - 0.5 * (nrm[i] + nrm[j]) - G(i, j));
   return E;
 }
 
@@ -151,7 +162,7 @@ inline MatrixXd psi2(const VectorXd& mu, const VectorXd& s, const MatrixXd& Z, c
 // A = K^-1 mean, B = K^-1 C K^-1 - K^-1 of the distribution propagated
 // (the cavity in training, q in prediction); C = cov (+ mean mean' after layer 1).
 struct Shared {
-  MatrixXd K, Ki, S, Sh, C, B, E0;  // E0: psi2_base (layers after the first)
+  MatrixXd K, Ki, S, Sh, C, KiC, B, E0;  // KiC = K^-1 C; E0: psi2_base (layers after the first)
   VectorXd m, mh, A;
   double logdetK = 0, phi_post = 0, phi_cav = 0;
 };
@@ -172,7 +183,7 @@ inline Shared make_shared(const Net& net, std::size_t l, std::size_t d, double N
   const VectorXd ell2 = (2 * ly.log_ell.array()).exp();
   const double sf2 = std::exp(2 * ly.log_sf), beta = beta_of(N);
   Shared q;
-  q.K = se_kernel(ly.Z[d], ly.Z[d], ell2, sf2);
+  q.K = se_kernel(ly.Z[d], ell2, sf2);
   q.K.diagonal().array() += net.jitter;
   q.Ki = spd_inverse(q.K, &q.logdetK, "K_uu");
   const MatrixXd R = r_of(ly.rho[d], M);
@@ -189,7 +200,8 @@ inline Shared make_shared(const Net& net, std::size_t l, std::size_t d, double N
   q.C = V;
   if (l > 0) q.C += mean * mean.transpose();
   q.A = q.Ki * mean;
-  q.B = q.Ki * q.C * q.Ki - q.Ki;
+  q.KiC = q.Ki * q.C;
+  q.B = q.KiC * q.Ki - q.Ki;
   if (l > 0) q.E0 = psi2_base(ly.Z[d], ell2);
   return q;
 }
@@ -447,7 +459,7 @@ inline double energy(const Net& net, const MatrixXd& X, const MatrixXd& Y, const
       VectorXd dmh = q.Ki * GA_;
       if (l > 0) dmh += 2 * dSh * q.mh;
       const MatrixXd dPh = -q.Sh * (dSh + beta * dmh * tau.transpose()) * q.Sh;
-      const MatrixXd KiC = q.Ki * q.C;
+      const MatrixXd& KiC = q.KiC;
       const MatrixXd dKi_lz = dPh + GA_ * q.mh.transpose() + GB * KiC + KiC.transpose() * GB - GB;
       const MatrixXd Spmm = q.S + q.m * q.m.transpose(), Shmm = q.Sh + q.mh * q.mh.transpose();
       const MatrixXd dLam = -(N - 1) / 2 * Spmm + N * beta / 2 * Shmm - sc * beta * dPh;
