@@ -53,10 +53,11 @@ NULL
 #'   that returns it in chunks (`data(reset = TRUE)` rewinds, `data()`
 #'   returns the next chunk as a data frame or `NULL` after the last, as for
 #'   `biglm::bigglm()`), such as [chunked_csv()] makes for a CSV file.  With
-#'   chunks, the fit reads the data in two or three passes before training
-#'   (factor levels, when a chunk has factor or character columns; row
-#'   count, means and sds, and a uniform sample of at most
-#'   `max(10000, 5 * max(inducing))` rows for the initialisation), then
+#'   chunks, the fit reads the data once before training for the row
+#'   count, the means and sds and a uniform sample of at most
+#'   `max(10000, 5 * max(inducing))` rows for the initialisation (and once
+#'   more before that for the factor levels, when a chunk has factor or
+#'   character columns), then
 #'   makes `gp_control(epochs = )` passes (default: the passes that
 #'   `iterations` minibatches make, at least one), each chunk in turn
 #'   trained by `ceiling(rows / batch_size)` Adam steps (Adam's state
@@ -406,10 +407,10 @@ update_moments <- function(mom, X) {
 # max(10000, 5 max(inducing)) rows (reservoir sampling, R's generator
 # seeded by the fit's seed) for the initialisation.  Training: `epochs`
 # passes over the chunks, each chunk ceiling(rows / batch_size) Adam steps
-# from the network and Adam state the last chunk left (N = all rows).  The reported objective is the energy of all rows, the
-# row-weighted mean of the chunks' energies.  At most one chunk and its
-# model matrix are held at once; the fit keeps no data, fitted values or
-# model frame.
+# from the network and Adam state the last chunk left (N = all rows).  The
+# reported objective is the energy of all rows, the row-weighted mean of
+# the chunks' energies.  At most one chunk and its model matrix are held at
+# once; the fit keeps no data, fitted values or model frame.
 dgp_chunked <- function(cl, formula, source, hidden, inducing, fam, control, opts, na_action) {
   probit <- fam$lik == "probit"
   na_action <- match.fun(na_action %||% getOption("na.action", "na.omit"))
