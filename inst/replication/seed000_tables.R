@@ -56,7 +56,9 @@ fit_one <- function(set, k, method) {
              test_ll = mean(stats::dnorm(s$test$y, p$fit, se, log = TRUE)),
              rmse = sqrt(mean((s$test$y - p$fit)^2)), seconds = sec, per_iteration = per_iter,
              iterations = if (method == "gpgam") f$iterations else iters,
-             version = as.character(utils::packageVersion("scalegp")), stringsAsFactors = FALSE)
+             version = as.character(utils::packageVersion("scalegp")),
+             commit = tryCatch(system("git rev-parse --short HEAD", intern = TRUE), error = function(e) NA_character_),
+             date = format(Sys.Date()), stringsAsFactors = FALSE)
 }
 
 res <- if (file.exists(out)) readRDS(out) else NULL
