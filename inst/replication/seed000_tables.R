@@ -19,6 +19,8 @@
 # e.g. `Rscript inst/replication/seed000_tables.R boston,concrete 0:4 gp_100,dgp2_50,dgp2_100,dgp3_100,gpgam`.
 # Rows are appended to the output (default inst/replication/results/seed000_tables.rds)
 # after every fit, split by split; a (set, split, method) already stored is skipped.
+# Each row records the package version, commit and date that made it (rows
+# stored before 2026-11-28 have no commit or date).
 suppressPackageStartupMessages(library(scalegp))
 args <- commandArgs(trailingOnly = TRUE)
 all_sets <- c(boston = "bostonHousing", concrete = "concrete", energy = "energy", kin8nm = "kin8nm",
@@ -62,6 +64,7 @@ fit_one <- function(set, k, method) {
 }
 
 res <- if (file.exists(out)) readRDS(out) else NULL
+if (!is.null(res)) for (v in c("commit", "date")) if (is.null(res[[v]])) res[[v]] <- NA_character_  # rows stored before the stamp
 for (k in splits) for (set in sets) for (m in methods) {
   if (!is.null(res) && any(res$set == set & res$split == k & res$method == m)) next
   r <- fit_one(set, k, m)
