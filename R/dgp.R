@@ -433,7 +433,11 @@ dgp_chunked <- function(cl, formula, source, hidden, inducing, fam, control, opt
       for (v in lev_vars) lev[[v]] <- union(lev[[v]], if (is.factor(ch[[v]])) levels(ch[[v]]) else unique(ch[[v]]))
       ch <- next_chunk(source)
     }
-    xlev <- lapply(lev, function(l) sort(stats::na.omit(l)))
+    # a factor keeps its levels' order (those first seen in later chunks after
+    # them); a character column gets factor()'s sorted levels
+    xlev <- lapply(lev_vars, function(v) if (is.factor(first[[v]])) as.character(stats::na.omit(lev[[v]]))
+                                         else sort(stats::na.omit(lev[[v]])))
+    names(xlev) <- lev_vars
     source(reset = TRUE)
     first <- next_chunk(source)
   }
@@ -514,7 +518,7 @@ dgp_chunked <- function(cl, formula, source, hidden, inducing, fam, control, opt
   if (!probit && !(ysd > 0)) stop_arg("formula", "has a constant response")
   scaling <- dgp_scaling(mom$mean, xsd, ymom$mean[[1]], ysd, probit, opts)
   b <- as.integer(control$batch_size %||% 50L)
-  steps <- pmax(1L, as.integer(ceiling(chunk_rows / b)))
+  steps <- as.integer(ceiling(chunk_rows / b))  # 0 for a chunk that na.action emptied
   epochs <- control$epochs %||% max(1, round(control$iterations * b / n))
   epochs <- as.integer(ceiling(epochs))
   threads <- as.integer(control$threads %||% RcppParallel::defaultNumThreads())
@@ -536,6 +540,7 @@ dgp_chunked <- function(cl, formula, source, hidden, inducing, fam, control, opt
     source(reset = TRUE)
     for (j in seq_along(steps)) {
       p <- prep(next_chunk(source, again = TRUE), scaling)
+      if (steps[j] == 0) next
       settings$iterations <- steps[j]
       off <- done
       res <- .dgp_train(net, p$X, matrix(p$y), rep(1, length(p$y)), settings, threads,
@@ -552,6 +557,7 @@ dgp_chunked <- function(cl, formula, source, hidden, inducing, fam, control, opt
   E <- 0
   for (j in seq_along(steps)) {
     p <- prep(next_chunk(source, again = TRUE), scaling)
+    if (nrow(p$X) == 0) next
     E <- E + nrow(p$X) / n * .dgp_energy(net, p$X, matrix(p$y), seq_len(nrow(p$X)), n, threads, numeric(0), FALSE)$energy
   }
   elapsed <- proc.time()[["elapsed"]] - t0

@@ -494,3 +494,19 @@ test_that("dgp() on chunks with a probit output and a factor response", {
   expect_lt(p[1], 0.2)
   expect_gt(p[2], 0.8)
 })
+
+test_that("dgp() on chunks: a chunk that na.action empties is skipped; a factor keeps its level order", {
+  d <- dgp_data(120)
+  d$g <- factor(as.character(d$g), levels = c("b", "a"))
+  chunks <- split(d, rep(1:3, each = 40))
+  chunks[[2]]$x1 <- NA
+  k <- 0
+  src <- function(reset = FALSE) if (reset) k <<- 0 else if (k < 3) chunks[[k <<- k + 1]]
+  fit <- dgp(y ~ x1 + g, data = src, inducing = 5, control = quiet(iterations = 40, batch_size = 20))
+  expect_equal(fit$n, 80)
+  expect_equal(fit$chunks, c(40L, 0L, 40L))
+  expect_equal(fit$iterations, fit$control$epochs * 4)
+  expect_equal(fit$xlevels$g, c("b", "a"))
+  expect_equal(fit$inputs, c("x1", "ga"))
+  expect_true(is.finite(fit$objective))
+})
