@@ -1,6 +1,9 @@
 // Rcpp glue of the deep-GP engine (inst/include/scalegp/dgp.hpp, Bui et al.
 // 2016): the network <-> an R list, the fit (on RcppParallel, with the R
-// progress monitor), prediction, and the energy with its gradient (tests).
+// progress monitor), the initialisation and the chunk-by-chunk training of
+// data read in chunks (with Adam's state carried between calls),
+// prediction, and the energy with its gradient (tests; without it, the
+// chunks' share of the objective).
 #include "glue.h"
 #include <scalegp/dgp.hpp>
 
