@@ -1,7 +1,8 @@
 # dgp(): deep Gaussian processes trained by approximate expectation
 # propagation (Bui et al. 2016; C++ core inst/include/scalegp/dgp.hpp), its
-# options (dgp_options(), given to gp_control() as the engines' are) and
-# its methods: print, summary, predict, sigma, logLik, plot.  Families:
+# options (dgp_options(), given to gp_control() as the engines' are), data
+# larger than memory read in chunks (chunked_csv(), dgp_chunked()) and its
+# methods: print, summary, predict, sigma, logLik, plot.  Families:
 # gaussian() and binomial(link = "probit").
 
 #' @include engine.R
