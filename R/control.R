@@ -230,3 +230,15 @@ resolve_control <- function(control, n, engine, family = "gaussian") {
 }
 
 `%||%` <- function(a, b) if (is.null(a)) b else a
+
+# The value of `expr`, evaluated (in the caller's frame) with R's generator
+# seeded by set.seed(seed); R's random number stream is left as it was.
+with_seed <- function(seed, expr) {
+  had <- exists(".Random.seed", envir = globalenv(), inherits = FALSE)
+  old <- if (had) get(".Random.seed", envir = globalenv(), inherits = FALSE)
+  on.exit(if (had) assign(".Random.seed", old, envir = globalenv())
+          else if (exists(".Random.seed", envir = globalenv(), inherits = FALSE))
+            rm(".Random.seed", envir = globalenv()))
+  set.seed(seed)
+  expr
+}

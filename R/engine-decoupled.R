@@ -329,13 +329,7 @@ decoupled_pilot <- function(setup, control, gp, rows) {
 # `size` of the integers 1..n drawn with the fit's seed, sorted; R's random
 # number stream is left as it was.
 seeded_sample <- function(n, size, seed) {
-  had <- exists(".Random.seed", envir = globalenv(), inherits = FALSE)
-  old <- if (had) get(".Random.seed", envir = globalenv(), inherits = FALSE)
-  on.exit(if (had) assign(".Random.seed", old, envir = globalenv())
-          else if (exists(".Random.seed", envir = globalenv(), inherits = FALSE))
-            rm(".Random.seed", envir = globalenv()))
-  set.seed(as.integer(seed %% .Machine$integer.max))
-  sort(sample.int(n, size))
+  with_seed(as.integer(seed %% .Machine$integer.max), sort(sample.int(n, size)))
 }
 
 engine_collect.engine_decoupled <- function(engine, fit, res) {
