@@ -170,20 +170,14 @@ dgp <- function(formula, data, hidden = 2, inducing = 50, family = gaussian(), c
   }
   check_finite_columns(mf, names(mf), "data")
   tt <- stats::delete.response(stats::terms(mf))
-  X <- stats::model.matrix(tt, mf)
+  X <- dgp_design(tt, mf)
   contrasts <- attr(X, "contrasts")
-  X <- X[, colnames(X) != "(Intercept)", drop = FALSE]
-  if (ncol(X) == 0) stop_arg("formula", "has no inputs on its right-hand side")
   xsd <- apply(X, 2, stats::sd)
-  if (any(!(xsd > 0)))
-    stop_arg("data", "input column(s) ", paste0("'", colnames(X)[!(xsd > 0)], "'", collapse = ", "),
-             " are constant: they cannot inform a kernel; drop them from the formula")
-  if (inducing[1] > n) stop_arg("inducing", "(", inducing[1], " in the first layer) exceeds the number of rows (", n, ")")
   ysd <- stats::sd(y)
-  if (!(ysd > 0)) stop_arg("formula", "has a constant response")
+  dgp_check_scales(xsd, n, inducing, ysd)
   if (probit) ysd <- 1
   scaling <- dgp_scaling(colMeans(X), xsd, mean(y), ysd, probit, opts)
-  Xs <- sweep(sweep(X, 2, scaling$x$center), 2, scaling$x$scale, "/")
+  Xs <- dgp_standardise(X, scaling)
   b <- min(n, control$batch_size %||% 50L)
   iterations <- if (!is.null(control$epochs)) as.integer(min(.Machine$integer.max, ceiling(control$epochs * n / b)))
                 else control$iterations
@@ -195,7 +189,7 @@ dgp <- function(formula, data, hidden = 2, inducing = 50, family = gaussian(), c
   control$priors <- FALSE  # dgp() puts no priors on its parameters (and the progress bar must not say so)
   monitor <- progress_monitor(control, "approx. log ML (minibatch)", shift = jac)
   t0 <- proc.time()[["elapsed"]]
-  yint <- if (probit) 2 * y - 1 else (y - scaling$y$center) / ysd
+  yint <- dgp_target(y, scaling, probit)
   res <- .dgp_fit(Xs, matrix(yint), w, hidden, inducing, settings,
                   control$jitter, probit, threads, seed, monitor)
   elapsed <- proc.time()[["elapsed"]] - t0
@@ -270,6 +264,33 @@ dgp_scaling <- function(xmean, xsd, ymean, ysd, probit, opts) {
        y = list(center = if (probit) 0 else ymean, scale = ysd))
 }
 
+# The inputs of a model frame for terms `tt`: its model matrix without the
+# intercept column (attribute "contrasts" kept).
+dgp_design <- function(tt, mf, contrasts = NULL) {
+  X <- stats::model.matrix(tt, mf, contrasts.arg = contrasts)
+  ctr <- attr(X, "contrasts")
+  X <- X[, colnames(X) != "(Intercept)", drop = FALSE]
+  attr(X, "contrasts") <- ctr
+  X
+}
+
+# Inputs on the network's scale, and the response as the network fits it
+# (standardised; -1/+1 with the probit output).
+dgp_standardise <- function(X, scaling) sweep(sweep(X, 2, scaling$x$center), 2, scaling$x$scale, "/")
+dgp_target <- function(y, scaling, probit) if (probit) 2 * y - 1 else (y - scaling$y$center) / scaling$y$scale
+
+# Checks on the whole data's summaries (in memory or over all chunks): the
+# sds `xsd` of the inputs (named), the row count, the first layer's
+# inducing count and the response sd.
+dgp_check_scales <- function(xsd, n, inducing, ysd) {
+  if (length(xsd) == 0) stop_arg("formula", "has no inputs on its right-hand side")
+  if (any(!(xsd > 0)))
+    stop_arg("data", "input column(s) ", paste0("'", names(xsd)[!(xsd > 0)], "'", collapse = ", "),
+             " are constant: they cannot inform a kernel; drop them from the formula")
+  if (inducing[1] > n) stop_arg("inducing", "(", inducing[1], " in the first layer) exceeds the number of rows (", n, ")")
+  if (!(ysd > 0)) stop_arg("formula", "has a constant response")
+}
+
 # The settings list the C++ fit reads (glue settings_from() and
 # options_from()): Adam, minibatch, what is held fixed, the starting noise.
 dgp_settings <- function(control, opts, probit, ysd, b, iterations) {
@@ -317,10 +338,9 @@ dgp_inputs <- function(object, newdata) {
   mf <- stats::model.frame(object$terms, newdata, xlev = object$xlevels, na.action = stats::na.pass)
   miss <- names(mf)[vapply(mf, anyNA, TRUE)]
   if (length(miss)) stop_arg("newdata", "has missing values in ", paste0("'", miss, "'", collapse = ", "))
-  X <- stats::model.matrix(object$terms, mf, contrasts.arg = object$contrasts)
-  X <- X[, object$inputs, drop = FALSE]
+  X <- dgp_design(object$terms, mf, object$contrasts)[, object$inputs, drop = FALSE]
   if (any(!is.finite(X))) stop_arg("newdata", "has non-finite values")
-  sweep(sweep(X, 2, object$scaling$x$center), 2, object$scaling$x$scale, "/")
+  dgp_standardise(X, object$scaling)
 }
 
 # ---- data read in chunks
@@ -452,9 +472,8 @@ dgp_chunked <- function(cl, formula, source, hidden, inducing, fam, control, opt
     for (v in names(xlev)) ch[[v]] <- factor(ch[[v]], levels = xlev[[v]])
     mf <- stats::model.frame(tt_full, ch, na.action = na_action, drop.unused.levels = FALSE)
     check_finite_columns(mf, names(mf), "data")
-    X <- stats::model.matrix(tt, mf)
+    X <- dgp_design(tt, mf)
     contr <- attr(X, "contrasts")
-    X <- X[, colnames(X) != "(Intercept)", drop = FALSE]
     y <- stats::model.response(mf)
     if (probit) {  # one class in a chunk is fine (prepare_response() checks whole data)
       if (is.matrix(y)) stop_arg("formula", "must have a vector response")
@@ -465,8 +484,8 @@ dgp_chunked <- function(cl, formula, source, hidden, inducing, fam, control, opt
       y <- as.numeric(y)
     }
     if (!is.null(scaling)) {
-      X <- sweep(sweep(X, 2, scaling$x$center), 2, scaling$x$scale, "/")
-      y <- if (probit) 2 * y - 1 else (y - scaling$y$center) / scaling$y$scale
+      X <- dgp_standardise(X, scaling)
+      y <- dgp_target(y, scaling, probit)
     }
     list(X = X, y = y, contrasts = contr)
   }
@@ -475,11 +494,6 @@ dgp_chunked <- function(cl, formula, source, hidden, inducing, fam, control, opt
   # pass 2: count, moments, sample
   seed <- control$seed %||% sample.int(.Machine$integer.max, 1)
   cap <- max(10000L, 5L * max(inducing))
-  had <- exists(".Random.seed", envir = globalenv(), inherits = FALSE)
-  old <- if (had) get(".Random.seed", envir = globalenv(), inherits = FALSE)
-  on.exit(add = TRUE, if (had) assign(".Random.seed", old, envir = globalenv())
-          else if (exists(".Random.seed", envir = globalenv(), inherits = FALSE)) rm(".Random.seed", envir = globalenv()))
-  set.seed(seed)
   mom <- NULL
   ymom <- NULL
   sample_X <- NULL
@@ -487,7 +501,7 @@ dgp_chunked <- function(cl, formula, source, hidden, inducing, fam, control, opt
   chunk_rows <- integer()
   ch <- first
   contrasts <- NULL
-  while (!is.null(ch)) {
+  with_seed(seed, while (!is.null(ch)) {
     p <- prep(ch)
     contrasts <- contrasts %||% p$contrasts
     k <- nrow(p$X)
@@ -504,19 +518,14 @@ dgp_chunked <- function(cl, formula, source, hidden, inducing, fam, control, opt
     }
     n <- n + k
     ch <- next_chunk(source)
-  }
+  })
   if (n < 2) stop_arg("data", "has ", n, " usable row(s); at least 2 are needed")
-  if (length(mom$mean) == 0) stop_arg("formula", "has no inputs on its right-hand side")
-  xsd <- sqrt(mom$ss / (n - 1))
-  if (any(!(xsd > 0)))
-    stop_arg("data", "input column(s) ", paste0("'", names(mom$mean)[!(xsd > 0)], "'", collapse = ", "),
-             " are constant: they cannot inform a kernel; drop them from the formula")
-  if (inducing[1] > n)
-    stop_arg("inducing", "(", inducing[1], " in the first layer) exceeds the number of rows (", n, ")")
   if (probit && ymom$ss[[1]] == 0)
     stop_arg("y", "has a single class over all chunks; binomial needs both")
-  ysd <- if (probit) 1 else sqrt(ymom$ss / (n - 1))
-  if (!probit && !(ysd > 0)) stop_arg("formula", "has a constant response")
+  xsd <- sqrt(mom$ss / (n - 1))
+  ysd <- sqrt(ymom$ss[[1]] / (n - 1))
+  dgp_check_scales(xsd, n, inducing, ysd)
+  if (probit) ysd <- 1
   scaling <- dgp_scaling(mom$mean, xsd, ymom$mean[[1]], ysd, probit, opts)
   b <- as.integer(control$batch_size %||% 50L)
   steps <- as.integer(ceiling(chunk_rows / b))  # 0 for a chunk that na.action emptied
@@ -529,8 +538,7 @@ dgp_chunked <- function(cl, formula, source, hidden, inducing, fam, control, opt
   control$priors <- FALSE
   monitor <- progress_monitor(control, "approx. log ML (minibatch)", shift = jac)
   t0 <- proc.time()[["elapsed"]]
-  Xs0 <- sweep(sweep(sample_X, 2, scaling$x$center), 2, scaling$x$scale, "/")
-  net <- .dgp_init(Xs0, 1L, hidden, inducing, settings, control$jitter, probit, seed)
+  net <- .dgp_init(dgp_standardise(sample_X, scaling), 1L, hidden, inducing, settings, control$jitter, probit, seed)
   t_init <- proc.time()[["elapsed"]] - t0
   trace <- numeric()
   failures <- 0L
