@@ -90,6 +90,8 @@ if (which_data %in% c("ringnorm", "both")) {
   d <- ringnorm_data(1e6 + 10000)
   res <- rbind(res, run("ringnorm (n = 1e6, d = 20)", d, seq_len(10000)))
 }
+source(file.path("inst", "replication", "stamp.R"))
+res <- cbind(res, stamp(), stringsAsFactors = FALSE)  # version, commit and date of the run
 dir.create(file.path("bench", "results"), showWarnings = FALSE)
 saveRDS(res, file.path("bench", "results", paste0("ep_large_", which_data, ".rds")))
 # the vignette "Scalable EP classification" shows the full run

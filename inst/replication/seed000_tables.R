@@ -33,6 +33,7 @@ iters <- if (length(args) >= 4) as.integer(args[4]) else 6000L
 out <- if (length(args) >= 5) args[5] else file.path("inst", "replication", "results", "seed000_tables.rds")
 stopifnot(all(sets %in% names(all_sets)))
 source(file.path("inst", "replication", "pbp_data.R"))
+source(file.path("inst", "replication", "stamp.R"))  # stamp()
 
 fit_one <- function(set, k, method) {
   s <- read_split(all_sets[[set]], k)
@@ -58,9 +59,7 @@ fit_one <- function(set, k, method) {
              test_ll = mean(stats::dnorm(s$test$y, p$fit, se, log = TRUE)),
              rmse = sqrt(mean((s$test$y - p$fit)^2)), seconds = sec, per_iteration = per_iter,
              iterations = if (method == "gpgam") f$iterations else iters,
-             version = as.character(utils::packageVersion("scalegp")),
-             commit = tryCatch(system("git rev-parse --short HEAD", intern = TRUE), error = function(e) NA_character_),
-             date = format(Sys.Date()), stringsAsFactors = FALSE)
+             stamp(), stringsAsFactors = FALSE)
 }
 
 res <- if (file.exists(out)) readRDS(out) else NULL

@@ -10,7 +10,8 @@
 # inst/replication/results/seed001_table1.rds; rows already there are kept)
 # after every split; the loop is split-major, so a partial run covers every
 # data set.  Runs over different splits can go to different files and be
-# combined with rbind().
+# combined with rbind().  Each row records the package version, commit and
+# date that made it (stamp()).
 library(scalegp)
 args <- commandArgs(trailingOnly = TRUE)
 splits <- if (length(args) >= 1) as.integer(args[1]) else 20L
@@ -21,6 +22,7 @@ threads <- if (length(args) >= 4) as.integer(args[4]) else NULL
 out <- if (length(args) >= 5) args[5] else file.path("inst", "replication", "results", "seed001_table1.rds")
 
 source(file.path("inst", "replication", "seed001_data.R"))  # load_set(), gp_formula()
+source(file.path("inst", "replication", "stamp.R"))  # stamp()
 
 fit_one <- function(d, tr, m, inference, seed) {
   fo <- gp_formula(d)
@@ -34,11 +36,12 @@ fit_one <- function(d, tr, m, inference, seed) {
   p <- predict(f, d[-tr, ], type = "response")
   y <- d$y[-tr]
   data.frame(nll = -mean(ifelse(y == 1, log(p), log1p(-p))), error = mean((p > 0.5) != (y == 1)), time = time,
-             iterations = f$iterations, M = M, n_train = length(tr))
+             iterations = f$iterations, M = M, n_train = length(tr), stamp(), stringsAsFactors = FALSE)
 }
 
 data_sets <- lapply(stats::setNames(sets, sets), load_set)
 res <- if (file.exists(out)) readRDS(out) else NULL
+if (!is.null(res)) for (v in c("version", "commit", "date")) if (is.null(res[[v]])) res[[v]] <- NA_character_  # rows stored before the stamp
 for (s in seq(first, length.out = splits)) {
   for (name in sets) {
     d <- data_sets[[name]]

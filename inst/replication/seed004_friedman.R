@@ -7,6 +7,7 @@
 # Writes inst/replication/results/seed004.rds, read by the vignette
 # "Additive GPs with a coupled posterior (seed 004)".
 suppressMessages(library(scalegp))
+source(file.path("inst", "replication", "stamp.R"))  # stamp()
 args <- commandArgs(TRUE)
 draws <- if (length(args)) as.integer(args[1]) else 5L
 out <- file.path("inst", "replication", "results", "seed004.rds")
@@ -92,8 +93,7 @@ res <- list(
                                   sum(vapply(fit_rank$params$gp, `[[`, 1, "edf")),
                                   sum(vapply(fit_mf$params$gp, `[[`, 1, "edf"))),
                     rank_loss = c(0, fit_rank$rank_loss, NA)),
-  repeated = rep_rows, draws = draws, date = Sys.Date(), version = as.character(packageVersion("scalegp")),
-  commit = tryCatch(system("git rev-parse --short HEAD", intern = TRUE), error = function(e) NA_character_),
+  repeated = rep_rows, draws = draws, date = Sys.Date(), version = stamp()$version, commit = stamp()$commit,
   command = sprintf("Rscript inst/replication/seed004_friedman.R %d", draws))
 saveRDS(res, out)
 print(res$sobol)
