@@ -53,8 +53,8 @@
     .Call(`_scalegp_lik_expect`, family, y, w, m, s2, noise_var, gh_points)
 }
 
-.lik_expect_param <- function(family, y, w, m, s2, log_param, gh_points) {
-    .Call(`_scalegp_lik_expect_param`, family, y, w, m, s2, log_param, gh_points)
+.lik_expect_param <- function(family, y, w, m, s2, log_param, gh_points, df = NULL) {
+    .Call(`_scalegp_lik_expect_param`, family, y, w, m, s2, log_param, gh_points, df)
 }
 
 .digamma <- function(x) {

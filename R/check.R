@@ -155,7 +155,7 @@ residuals_at <- function(object, type) {
   switch(type,
          response = y - mu,
          pearson = {
-           v <- switch(object$likelihood, gaussian = sigma(object)^2 / w, poisson = mu / pmax(w, 1e-300),
+           v <- switch(object$likelihood, gaussian = , scat = sigma(object)^2 / w, poisson = mu / pmax(w, 1e-300),
                        gamma = mu^2 / (object$params$shape * pmax(w, 1e-300)),
                        negbin = (mu + mu^2 / object$params$theta) / pmax(w, 1e-300),
                        mu * (1 - mu) / pmax(w, 1e-300))
@@ -191,7 +191,8 @@ residuals.scalegp <- function(object, type = c("deviance", "pearson", "working",
 #' noise of sd `sigma / sqrt(weight)`; binomial trials from the weights;
 #' Poisson counts; Gamma responses of mean `exp(eta)` and shape `shape *
 #' weight`; negative binomial counts of mean `exp(eta)` and the fitted
-#' theta, weights not used).
+#' theta, weights not used; scaled t of scale `sigma / sqrt(weight)` and the
+#' fitted df).
 #'
 #' @param object a fit made by [gpgam()] (with its model frame).
 #' @param nsim number of draws.
@@ -226,6 +227,7 @@ simulate.scalegp <- function(object, nsim = 1, seed = NULL, ...) {
       matrix(stats::rgamma(n * nsim, shape = a, rate = a / exp(pmin(eta, 700))), n)
     },
     negbin = matrix(stats::rnbinom(n * nsim, size = object$params$theta, mu = exp(pmin(eta, 700))), n),
+    scat = eta + sigma(object) / sqrt(pmax(w, 1e-300)) * matrix(stats::rt(n * nsim, object$params$df), n),
     {
       p <- family(object)$linkinv(eta)
       size <- if (all(abs(w - round(w)) < 1e-8) && all(w >= 1)) round(w) else rep(1, n)

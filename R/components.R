@@ -166,7 +166,8 @@ inducing_init <- function(Xg, Xs, spec, sc, control) {
 #   M^(1/d)) and 1% above the input's range.
 
 # The scale of the half-normal prior of a kernel sd: 1 for a standardised
-# Gaussian response (whose sd is 1), 2 on the link scale of the other families.
+# response (Gaussian, scaled t: its sd is 1), 2 on the link scale of the
+# other families.
 sd_prior_scale <- function(ysc) if (isTRUE(ysc$gaussian)) 1 else 2
 
 # (`raw`: 2 x d, the ranges of the inputs on the data scale; `sc`: their
@@ -325,6 +326,7 @@ hilbert_adapt <- function(setup, res, max_basis = 2000L) {
   }
   setup$comps <- comps
   if (!is.null(res$log_noise)) setup$log_noise <- res$log_noise
+  if (!is.null(res$log_df)) setup$log_df <- res$log_df
   setup
 }
 

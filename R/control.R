@@ -70,10 +70,12 @@
 #'   (lengthscales and variances, see the `lengthscale` and `variance`
 #'   arguments of [gp()]; in [dgp()], of every layer), `"inducing"`
 #'   (inducing inputs; in [dgp()], of every layer) and `"sigma"` (the
-#'   Gaussian noise sd; in [dgp()], of the output layer).
+#'   Gaussian noise sd or the scale of a scaled t, `mgcv::scat()`; in
+#'   [dgp()], of the output layer).
 #' @param sigma initial (or, with `fixed = "sigma"`, fixed) residual standard
-#'   deviation of a Gaussian model on the scale of the response; `NULL` uses
-#'   `sd(y) / 3` (in [dgp()], `sd(y) / 10`, the authors' start).
+#'   deviation of a Gaussian model (the scale of a scaled t) on the scale of
+#'   the response; `NULL` uses `sd(y) / 3` (in [dgp()], `sd(y) / 10`, the
+#'   authors' start; for the scaled t, the scale `scat(theta = )` gives first).
 #' @param jitter relative jitter added to inducing-point covariances
 #'   (`jitter * mean(diag(K))`), multiplied by 10 up to three times when a
 #'   Cholesky factorisation fails.

@@ -4,14 +4,16 @@
 
 supported_families <- function() {
   paste("gaussian(identity), binomial(probit), binomial(logit), poisson(log), Gamma(link = \"log\"),",
-        "negative binomial (log): mgcv::nb() (theta estimated) or MASS::negative.binomial(theta) (theta given)")
+        "negative binomial (log): mgcv::nb() (theta estimated) or MASS::negative.binomial(theta) (theta given),",
+        "scaled t (identity): mgcv::scat()")
 }
 
-# Maps a stats family object (or mgcv's nb(), MASS's negative.binomial()) to
-# the C++ likelihood name: list(family, lik, theta, theta_start).  `theta`:
-# the negative binomial theta when the family gives it (fixed in the fit),
-# else NULL; `theta_start`: a start value for an estimated theta (mgcv's
-# nb(theta = -t)), else NULL.
+# Maps a stats family object (or mgcv's nb(), MASS's negative.binomial(),
+# mgcv's scat()) to the C++ likelihood name: list(family, lik, theta,
+# theta_start).  `theta`: the negative binomial theta, or the scaled t's
+# c(df, sigma), when the family gives it (fixed in the fit), else NULL;
+# `theta_start`: start values for an estimated theta (mgcv's nb(theta = -t),
+# scat(theta = -c(df, sigma))), else NULL; for the scaled t also `min_df`.
 likelihood_name <- function(family) {
   if (is.character(family) && length(family) == 1)
     family <- get0(family, mode = "function", envir = asNamespace("stats")) %||%
@@ -31,7 +33,10 @@ likelihood_name <- function(family) {
   key <- paste(if (nb) "negbin" else family$family, family$link)
   name <- switch(key, "gaussian identity" = "gaussian", "binomial probit" = "probit",
                  "binomial logit" = "logit", "poisson log" = "poisson", "Gamma log" = "gamma",
-                 "negbin log" = "negbin", NULL)
+                 "negbin log" = "negbin", "scaled t identity" = "scat", NULL)
+  if (is.null(name) && family$family == "scaled t")
+    stop_arg("family", "scat() with link '", family$link, "' is not supported (use scat(link = \"identity\")); ",
+             "supported: ", supported_families())
   if (is.null(name) && family$family == "Gamma")
     stop_arg("family", "Gamma with link '", family$link, "' is not supported (use Gamma(link = \"log\")); ",
              "supported: ", supported_families())
@@ -40,7 +45,29 @@ likelihood_name <- function(family) {
              "supported: ", supported_families())
   out <- list(family = family, lik = name, theta = NULL, theta_start = NULL)
   if (nb) out[c("theta", "theta_start")] <- negbin_theta(family)
+  if (name == "scat") out[c("theta", "theta_start", "min_df")] <- scat_theta(family)
   out
+}
+
+# The parameters of mgcv's scat(theta, min.df): list(theta = c(df, sigma)
+# when both are given as positive numbers (held in the fit), theta_start =
+# c(df, sigma) when given as negative numbers (start values, as mgcv), or
+# NULL, min_df = min.df).  scat() keeps them in the environment of its
+# functions (.Theta: log(df - min.df), log(sigma); n.theta 0 when given).
+scat_theta <- function(family) {
+  env <- environment(family$getTheta)
+  min_df <- get0(".min.df", envir = env, inherits = FALSE)
+  if (!is.numeric(min_df) || length(min_df) != 1 || !is.finite(min_df) || min_df <= 0)
+    stop_arg("family", "scat() has min.df ", format(min_df), "; it must be a positive number")
+  th <- family$getTheta(TRUE)  # c(df, sigma)
+  if (!is.numeric(th) || length(th) != 2 || any(!is.finite(th)) || th[1] <= min_df || th[2] <= 0)
+    stop_arg("family", "scat() has theta ", paste(format(th), collapse = ", "),
+             "; it must give df above min.df and a positive scale")
+  th <- stats::setNames(as.numeric(th), c("df", "sigma"))
+  given <- identical(as.numeric(family$n.theta), 0)
+  # (scat()'s own start without a theta, df = min.df + exp(-2): gp_setup() starts from its own instead)
+  start <- if (!given && !isTRUE(all.equal(unname(th), c(min_df + exp(-2), exp(-1))))) th
+  list(theta = if (given) th, theta_start = start, min_df = min_df)
 }
 
 # The theta of a negative binomial family object: list(theta = the given
@@ -75,7 +102,33 @@ check_theta <- function(th) {
 glm_family <- function(lik, theta = NULL) {
   switch(lik, gaussian = stats::gaussian(), probit = stats::binomial("probit"),
          logit = stats::binomial("logit"), poisson = stats::poisson(), gamma = stats::Gamma("log"),
-         negbin = negbin_family(theta))
+         negbin = negbin_family(theta), scat = scat_family(theta))
+}
+
+# The scaled t at theta = c(df, sigma) as a glm-style family, weights as
+# precision weights (the scale of a row sigma / sqrt(w), as the fit's):
+# mgcv's scat() deviance (df + 1) log(1 + w (y - mu)^2 / (df sigma^2)) per
+# row; the variance function 1, as gaussian()'s (the scale is in theta).
+scat_family <- function(theta) {
+  force(theta)
+  nu <- theta[[1]]
+  s2 <- theta[[2]]^2
+  lk <- stats::make.link("identity")
+  structure(list(family = sprintf("scaled t(%s,%s)", format(round(nu, 3)), format(signif(theta[[2]], 4))),
+                 link = "identity", linkfun = lk$linkfun, linkinv = lk$linkinv,
+                 variance = function(mu) rep(1, length(mu)),
+                 initialize = expression({
+                   n <- rep(1, nobs)
+                   mustart <- y
+                 }),
+                 dev.resids = function(y, mu, wt) (nu + 1) * log1p(wt * (y - mu)^2 / (nu * s2)),
+                 aic = function(y, n, mu, wt, dev) {
+                   ok <- wt > 0
+                   -2 * sum(lgamma((nu + 1) / 2) - lgamma(nu / 2) - 0.5 * log(nu * pi * s2 / wt[ok]) -
+                              0.5 * (nu + 1) * log1p(wt[ok] * (y[ok] - mu[ok])^2 / (nu * s2)))
+                 },
+                 mu.eta = lk$mu.eta, validmu = function(mu) TRUE, valideta = lk$valideta, theta = theta),
+            class = "family")
 }
 
 negbin_family <- function(theta) {
@@ -133,7 +186,7 @@ prepare_response <- function(y, lik) {
       stop_arg("y", "must be non-negative integer counts for the negative binomial: ", length(bad),
                " value(s) are not (the first, in row ", bad[1], ", is ", format(y[bad[1]]), ")")
   } else {
-    if (!is.numeric(y)) stop_arg("y", "must be numeric for gaussian()")
+    if (!is.numeric(y)) stop_arg("y", "must be numeric for ", if (lik == "scat") "scat()" else "gaussian()")
   }
   if (any(!is.finite(y))) stop_arg("y", "has non-finite values (Inf)")
   structure(as.numeric(y), levels = lev)

@@ -177,8 +177,10 @@ engine_fit.engine_vi <- function(engine, setup, control) {
   moves <- vi_inducing_iterations(setup, control)
   settings$learn_inducing <- moves > 0
   settings$inducing_iterations <- if (is.finite(moves)) as.integer(moves) else -1L
-  # the Gamma shape, the negative binomial theta: estimated unless the family gives it
-  if (setup$lik %in% c("gamma", "negbin")) settings$learn_noise <- learns_lik_param(setup, control)
+  # the Gamma shape, the negative binomial theta, the scaled t's scale and
+  # df: estimated unless the family gives them
+  if (setup$lik %in% c("gamma", "negbin", "scat")) settings$learn_noise <- learns_lik_param(setup, control)
+  settings <- c(settings, lik_df_settings(setup))
   options <- vi_core_options(control, setup)
   shards <- remote <- NULL
   if (!is.null(control$options$cluster)) {

@@ -114,7 +114,7 @@ collect_fit <- function(setup, res, control, engine) {
     gradient = res$gradient,
     control = control, n = setup$n,
     intercept = setup$intercept, y = setup$y_raw, ylevels = setup$ylevels, prior.weights = setup$w_raw,
-    offset = setup$offset_raw)
+    offset = setup$offset_raw, min_df = setup$min_df, lik_fixed = isTRUE(setup$lik_fixed))
   fit$control$options$cluster <- NULL  # connections; not part of the result
   class(fit) <- c(paste0("gpgam_", engine$name), "gpgam", "scalegp")
   fit$state <- posterior_state(fit, res)
@@ -124,12 +124,15 @@ collect_fit <- function(setup, res, control, engine) {
   fit$title <- "Gaussian-process additive model"
   fit$params <- natural_params(fit, fixed = isTRUE(setup$lik_fixed))
   # mgcv's scale: the Gaussian noise variance, the Gamma 1 / shape, else 1
-  fit$scale <- if (!is.na(fit$params$sigma)) fit$params$sigma^2 else if (!is.null(fit$params$shape))
+  # (the scaled t's scale is in its theta, as mgcv's scat())
+  fit$scale <- if (fit$likelihood == "gaussian") fit$params$sigma^2 else if (!is.null(fit$params$shape))
     1 / fit$params$shape else 1
   # estimated quantities: kernel variances and lengthscales, coefficients, the
-  # likelihood's own parameter (noise sd, shape, theta unless given)
+  # likelihood's own parameters (noise sd, shape, theta unless given; the
+  # scaled t's scale and df unless given)
   fit$df <- sum(vapply(fit$params$gp, function(g) 1 + length(g$lengthscale), 1)) + length(coef(fit)) +
-    (!is.na(fit$params$sigma) || !is.null(fit$params$shape) || (!is.null(fit$params$theta) && !fixed_theta(fit)))
+    if (fit$likelihood == "scat") length(scat_param_names(fit)) else
+      (!is.na(fit$params$sigma) || !is.null(fit$params$shape) || (!is.null(fit$params$theta) && !fixed_theta(fit)))
   lp <- fitted_latent(fit, setup, res)
   fit$linear.predictors <- lp$fit
   # (the mean response: the linear predictor itself under the identity link)
@@ -152,9 +155,11 @@ to_data_scale <- function(setup, eta, offset = 0) {
 # Hyperparameters on the scale of the data: per gp() term its label, type,
 # kernel, variance, lengthscales (named by input), edf, the size of its basis
 # and, for an inducing-point posterior, its inducing inputs; the noise sd
-# (`sigma`, NA but for Gaussian models); the Gamma `shape`, the negative
-# binomial `theta` (with `theta_fixed`: whether the family gave it), from
-# the likelihood's own parameter fit$state$log_noise.
+# (`sigma`, NA but for Gaussian models; the scale of a scaled t); the Gamma
+# `shape`, the negative binomial `theta` (with `theta_fixed`: whether the
+# family gave it), the scaled t's `df` and `theta` = c(df, sigma) as
+# mgcv's scat() (with `theta_fixed`), from the likelihood's own parameters
+# fit$state$log_noise and fit$state$log_df.
 natural_params <- function(fit, fixed = FALSE) {
   ysc <- fit$scaling$y$scale
   edf <- component_edf(fit)
@@ -170,19 +175,33 @@ natural_params <- function(fit, fixed = FALSE) {
     c(out, list(kernel = s$kernel, lengthscale = ls), b)
   })
   names(gp) <- vapply(gp, `[[`, "", "label")
-  sigma <- if (fit$likelihood == "gaussian") sqrt(exp(fit$state$log_noise) + 1e-6) * ysc else NA_real_
+  sigma <- if (fit$likelihood %in% c("gaussian", "scat")) sqrt(exp(fit$state$log_noise) + 1e-6) * ysc else NA_real_
   c(list(gp = gp, sigma = sigma),
     switch(fit$likelihood, gamma = list(shape = exp(fit$state$log_noise)),
-           negbin = list(theta = exp(fit$state$log_noise), theta_fixed = fixed)))
+           negbin = list(theta = exp(fit$state$log_noise), theta_fixed = fixed),
+           scat = {
+             df <- fit$min_df + exp(fit$state$log_df)
+             list(df = df, min_df = fit$min_df, theta = c(df = df, sigma = sigma), theta_fixed = fixed)
+           }))
 }
 
-fixed_theta <- function(fit) isTRUE(fit$params$theta_fixed)
+fixed_theta <- function(fit) isTRUE(fit$lik_fixed) || isTRUE(fit$params$theta_fixed)
+
+# The scaled t's estimated parameters, as the fit moves them: its log squared
+# scale unless held (gp_control(fixed = "sigma")) or given, then its
+# log(df - min_df) unless given.
+scat_param_names <- function(fit) {
+  c(if (!fixed_theta(fit) && !"sigma" %in% fit$control$fixed) lik_param_label("scat"),
+    if (!fixed_theta(fit)) "log(df - min_df)")
+}
 
 # The likelihood's own parameter on its natural scale, as the C++ helpers
 # (.lik_predictive()) take it: Gaussian noise variance (data scale), Gamma
-# shape, negative binomial theta; 1 for the other families.
+# shape, negative binomial theta, the scaled t's c(scale^2, df, min_df); 1
+# for the other families.
 lik_param_value <- function(fit) {
-  switch(fit$likelihood, gaussian = fit$params$sigma^2, gamma = fit$params$shape, negbin = fit$params$theta, 1)
+  switch(fit$likelihood, gaussian = fit$params$sigma^2, gamma = fit$params$shape, negbin = fit$params$theta,
+         scat = c(fit$params$sigma^2, fit$params$df, fit$params$min_df), 1)
 }
 
 # Which gp() terms are reported centred over the data (as mgcv constrains

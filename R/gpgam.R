@@ -46,8 +46,8 @@
 #' its last refinement, recomputed from stored hyperparameters instead of the
 #' paper's stored O(NM) vectors.
 #'
-#' Inputs and (for the Gaussian family) the response are standardised
-#' internally; with a log link (poisson, Gamma, negative binomial) the
+#' Inputs and (for the Gaussian and scaled t families) the response are
+#' standardised internally; with a log link (poisson, Gamma, negative binomial) the
 #' response is used as it is and the predictor is centred at the log of its
 #' mean.  Every reported number is on the scale of the data.
 #'
@@ -60,7 +60,8 @@
 #'   `binomial()` (logit), `poisson()`, `Gamma(link = "log")` or a negative
 #'   binomial with log link, `mgcv::nb()` (theta estimated; `nb(theta = t)`
 #'   gives it, `nb(theta = -t)` starts it at t) or
-#'   `MASS::negative.binomial(theta)` (theta given).  For binomial, `y` may be 0/1,
+#'   `MASS::negative.binomial(theta)` (theta given), or the scaled t
+#'   `mgcv::scat()` (identity link).  For binomial, `y` may be 0/1,
 #'   logical, a two-level factor (the first level is failure, as in [glm()]), a
 #'   proportion with `weights` giving the number of trials, or
 #'   `cbind(successes, failures)`.  For Gamma, `y` must be positive: the
@@ -72,12 +73,21 @@
 #'   the negative binomial, `y` must be non-negative integer counts: mean
 #'   \eqn{\mu = e^\eta}{mu = exp(eta)}, variance
 #'   \eqn{\mu + \mu^2 / \theta}{mu + mu^2 / theta}; the fitted or given theta is
-#'   `fit$params$theta` (`fit$scale` is 1).  Gamma and the negative binomial
-#'   run with `inference = "vi"` only (their expected log-likelihoods are in
-#'   closed form for Gamma and by Gauss-Hermite quadrature for the negative
-#'   binomial; their parameter is estimated as the Gaussian noise is).  Any
-#'   other family (mgcv's `gaulss()`, `scat()`, `ocat()`, `tw()`, ...) is
-#'   refused with the list of those supported.
+#'   `fit$params$theta` (`fit$scale` is 1).  For the scaled t, `y` is numeric:
+#'   location \eqn{\eta}{eta}, scale sigma and degrees of freedom df > min.df
+#'   (`scat(min.df = 3)`), both estimated unless `scat(theta = c(df, sigma))`
+#'   gives them (negative values start them, as in mgcv); `print()` and
+#'   `summary()` report `scale` and `df`, the fit holds them in
+#'   `fit$params$sigma`, `$df` and `$theta` (`sigma(fit)` is the scale,
+#'   `fit$scale` is 1), and `gp_control(fixed = "sigma", sigma = )` holds the
+#'   scale.  Its log density is not concave, so the posterior can have
+#'   several modes; the fit finds one.  Gamma, the negative binomial and the
+#'   scaled t run with `inference = "vi"` only (their expected
+#'   log-likelihoods are in closed form for Gamma and by Gauss-Hermite or
+#'   composite Gauss-Legendre quadrature for the others; their parameters
+#'   are estimated as the Gaussian noise is).  Any other family (mgcv's
+#'   `gaulss()`, `ocat()`, `tw()`, ...) is refused with the list of those
+#'   supported.
 #' @param inference inference engine: `"vi"` (sparse variational GP, any
 #'   family), `"ep"` (expectation propagation, binary probit
 #'   classification) or `"decoupled"` (decoupled variational GP of Cheng and
@@ -90,7 +100,8 @@
 #' @param weights optional prior weights (Gaussian: precision weights;
 #'   binomial: number of trials; poisson and negative binomial: multiplies
 #'   the log-likelihood; Gamma: multiplies the shape, as [glm()]'s weights
-#'   divide the dispersion).
+#'   divide the dispersion; scaled t: the scale of a row is
+#'   `sigma / sqrt(weight)`).
 #' @param subset optional subset of rows, as in [lm()].
 #' @param offset an optional offset (link scale), as in [glm()]: a variable of
 #'   `data` or an expression of them; `predict()` evaluates it in `newdata`.
@@ -136,6 +147,11 @@
 #' if (requireNamespace("mgcv", quietly = TRUE)) {
 #'   fnb <- gpgam(cnt ~ gp(x), data = d, family = mgcv::nb(), control = gp_control(inducing = 15))
 #'   fnb$params$theta
+#'
+#'   # heavy-tailed noise: the scaled t, scale and df estimated
+#'   d$yt <- sin(2 * d$x) + 0.2 * rt(300, df = 3)
+#'   ft <- gpgam(yt ~ gp(x), data = d, family = mgcv::scat(), control = gp_control(inducing = 15))
+#'   ft$params$theta    # c(df, sigma), as mgcv's scat()
 #' }
 #' @export
 gpgam <- function(formula, data, family = gaussian(), inference = "vi", control = gp_control(),
@@ -150,7 +166,7 @@ gpgam <- function(formula, data, family = gaussian(), inference = "vi", control 
     stop_arg("inference", "= \"", engine$name, "\" does not support gp(basis = \"hilbert\") yet; use inference = \"vi\"")
   mf <- gp_model_frame(cl, parent.frame(), parsed$full)
   control <- resolve_control(control, nrow(mf), engine, fam$lik)
-  if (fam$lik != "gaussian" && (!is.null(control$sigma) || "sigma" %in% control$fixed))
+  if (!fam$lik %in% c("gaussian", "scat") && (!is.null(control$sigma) || "sigma" %in% control$fixed))
     warning("'control': gp_control(sigma = , fixed = \"sigma\") set the residual sd of a Gaussian model; ",
             "family ", fam$family$family, " has none, so they are ignored",
             switch(fam$lik, gamma = " (its shape is estimated)",
@@ -183,14 +199,15 @@ gpgam <- function(formula, data, family = gaussian(), inference = "vi", control 
   fit
 }
 
-# Gamma and the negative binomial (a likelihood with its own parameter other
-# than the Gaussian noise) run with inference = "vi" only: the other engines
-# refuse them, naming the families they fit.
+# Gamma, the negative binomial and the scaled t (likelihoods with their own
+# parameters other than the Gaussian noise) run with inference = "vi" only:
+# the other engines refuse them, naming the families they fit.
 check_engine_family <- function(engine, fam) {
-  if (!fam$lik %in% c("gamma", "negbin") || engine$name == "vi") return(invisible())
+  if (!fam$lik %in% c("gamma", "negbin", "scat") || engine$name == "vi") return(invisible())
   supports <- switch(engine$name, ep = "binomial(link = \"probit\")",
                      decoupled = , qsgp = "gaussian(), binomial(link = \"logit\" or \"probit\") and poisson()", NULL)
-  stop_arg("family", if (fam$lik == "gamma") "Gamma(link = \"log\")" else "the negative binomial",
+  stop_arg("family", switch(fam$lik, gamma = "Gamma(link = \"log\")", negbin = "the negative binomial",
+                            scat = "the scaled t (scat())"),
            " is not supported by inference = \"", engine$name, "\"",
            if (!is.null(supports)) paste0(", which fits ", supports),
            "; use inference = \"vi\" (the default)")

@@ -27,7 +27,7 @@ print.gpgam <- function(x, digits = max(3L, getOption("digits") - 3L), ...) {
     cat("Coefficients:\n")
     print(cf, digits = digits)
   }
-  if (!is.na(x$params$sigma)) cat("sigma: ", format(x$params$sigma, digits = digits), "\n", sep = "")
+  if (x$likelihood == "gaussian") cat("sigma: ", format(x$params$sigma, digits = digits), "\n", sep = "")
   cat(lik_param_line(x, digits))
   print_objective(x, digits)
   invisible(x)
@@ -45,12 +45,16 @@ print_objective <- function(x, digits) {
 }
 
 link_name <- function(x) switch(x$likelihood, gaussian = "identity", probit = "probit",
-                                logit = "logit", poisson = "log", gamma = "log", negbin = "log")
+                                logit = "logit", poisson = "log", gamma = "log", negbin = "log",
+                                scat = "identity")
 
-# The line of print() and summary() on the Gamma shape or the negative
-# binomial theta ("" for the other families).
+# The line of print() and summary() on the Gamma shape, the negative
+# binomial theta or the scaled t's scale and df ("" for the other families).
 lik_param_line <- function(x, digits) {
   p <- x$params
+  if (!is.null(p$df))
+    return(paste0("scale: ", format(p$sigma, digits = digits), ", df: ", format(p$df, digits = digits),
+                  if (isTRUE(p$theta_fixed)) " (given)", "\n"))
   if (!is.null(p$shape))
     return(paste0("shape: ", format(p$shape, digits = digits), " (scale = 1/shape = ",
                   format(1 / p$shape, digits = digits), ")\n"))

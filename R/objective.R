@@ -20,8 +20,9 @@
 #' standardised response and inputs), then the likelihood's own parameter
 #' when the fit estimates it: the log noise variance of a Gaussian model (of
 #' the standardised response), the log shape of a Gamma model, the log theta
-#' of a negative binomial model; `attr(f, "start")` holds the fitted values
-#' with their names.
+#' of a negative binomial model, the log squared scale of a scaled t (of the
+#' standardised response) followed by its `log(df - min.df)`;
+#' `attr(f, "start")` holds the fitted values with their names.
 #'
 #' @param fit a full-batch fit made by [gpgam()] with `inference = "vi"` or
 #'   `"ep"`, with its model frame.
@@ -53,12 +54,14 @@ gp_objective <- function(fit) {
   # the fitted kernels and inducing inputs; the noise
   setup$comps <- fit$state$specs
   setup$log_noise <- fit$state$log_noise
+  if (!is.null(fit$state$log_df)) setup$log_df <- fit$state$log_df
   learned <- which(vapply(setup$comps, function(s) isTRUE(s$learn_kernel), TRUE))
   noise <- learns_lik_param(setup, control)  # the likelihood's own parameter, when estimated
+  ldf <- learns_lik_df(setup)                # the scaled t's log(df - min_df), when estimated
   start <- c(unlist(lapply(learned, function(i) c(setup$comps[[i]]$log_var, setup$comps[[i]]$log_ls))),
-             if (noise) setup$log_noise)
+             if (noise) setup$log_noise, if (ldf) setup$log_df)
   names(start) <- c(unlist(lapply(learned, function(i) kernel_parameter_names(fit, i))),
-                    if (noise) lik_param_label(setup$lik))
+                    if (noise) lik_param_label(setup$lik), if (ldf) "log(df - min_df)")
   jac <- jacobian(setup)
   f <- function(theta) {
     if (!is.numeric(theta) || length(theta) != length(start) || any(!is.finite(theta)))
@@ -74,6 +77,7 @@ gp_objective <- function(fit) {
       k <- k + 1L + nl
     }
     if (noise) at$log_noise <- unname(theta[k + 1L])
+    if (ldf) at$log_df <- unname(theta[length(theta)])
     res <- engine_fit(engine, at, control)
     g <- res$gradient
     if (length(g) != length(start))

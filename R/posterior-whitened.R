@@ -17,7 +17,7 @@ component_blocks <- function(fit) {
 
 # The posterior as kept in a fit, from the engine's raw result.
 posterior_state.gpgam <- function(fit, res) {
-  list(specs = res$specs, log_noise = res$log_noise %||% 0, P = res$state$P, h = res$state$h, m = res$m, S = res$S)
+  list(specs = res$specs, log_noise = res$log_noise %||% 0, log_df = res$log_df, P = res$state$P, h = res$state$h, m = res$m, S = res$S)
 }
 
 # Per gp() term: its inducing points (the basis of its posterior) on the data
@@ -243,7 +243,8 @@ parameter_names.gpgam <- function(fit, n, learn_z = !("inducing" %in% fit$contro
       out <- c(out, paste0(lab, ": inducing input ", rep(seq_len(nrow(s$Z)), ncol(s$Z)), ",",
                            rep(seq_len(ncol(s$Z)), each = nrow(s$Z))))
   }
-  if (length(out) < n) out <- c(out, lik_param_label(fit$likelihood) %||% "log noise variance")
+  lik <- if (fit$likelihood == "scat") scat_param_names(fit) else lik_param_label(fit$likelihood) %||% "log noise variance"
+  if (length(out) < n) out <- c(out, utils::head(lik, n - length(out)))
   # (a fit that stopped moving the inducing inputs reports the gradient without them)
   if (length(out) != n) out <- if (learn_z) parameter_names(fit, n, FALSE) else paste0("parameter ", seq_len(n))
   out

@@ -54,9 +54,11 @@ gp_setup <- function(parsed, mf, fam, control) {
   off <- as.numeric(stats::model.offset(mf) %||% rep(0, n))
   if (any(!is.finite(off))) stop_arg("offset", "has non-finite values")
   check_finite_columns(mf, names(mf), "data")
-  gaussian <- fam$lik == "gaussian"
+  # the identity-link families, whose response is standardised
+  gaussian <- fam$lik %in% c("gaussian", "scat")
   # The link-scale centre and scale of the internal model (no centring
-  # without an intercept): Gaussian, the response is centred and scaled;
+  # without an intercept): Gaussian and scaled t, the response is centred
+  # and scaled;
   # the log links (Poisson, Gamma, negative binomial), the response is kept
   # as it is and the predictor is centred at log(mean(y)) through the
   # internal offset, so that responses of any size start near their mean.
@@ -105,12 +107,16 @@ gp_setup <- function(parsed, mf, fam, control) {
   terms$full_xlevels <- stats::.getXlevels(terms$full, mf)
   X <- internal_design(mf, terms, Xs, if (has_param) Xp)
   rm(Xs)
-  noise0 <- if (gaussian) (control$sigma %||% (sdy / 3)) / ysc$scale else 1
+  # the noise sd (Gaussian) or scale (scaled t) to start from, or the given one
+  t_sigma <- if (fam$lik == "scat") (fam$theta %||% fam$theta_start)[["sigma"]]
+  noise0 <- if (gaussian) (t_sigma %||% control$sigma %||% (sdy / 3)) / ysc$scale else 1
   list(X = X, y = if (gaussian) (y - ysc$center) / ysc$scale else y, w = w,
        offset = if (gaussian) off / ysc$scale else off + ysc$center, comps = comps, terms = terms,
        yscaling = ysc, family = fam$family, lik = fam$lik,
        log_noise = if (fam$lik %in% c("gamma", "negbin")) log(lik_param_start(fam, y, w))
                    else log(max(noise0^2 - 1e-6, 1e-12)),
+       log_df = if (fam$lik == "scat") log((fam$theta %||% fam$theta_start)[["df"]] %||% (fam$min_df + 7) - fam$min_df),
+       min_df = fam$min_df,
        lik_fixed = !is.null(fam$theta),
        intercept = parsed$intercept, n = n, y_raw = y, w_raw = w, offset_raw = off, ylevels = ylevels)
 }
@@ -135,11 +141,20 @@ lik_param_start <- function(fam, y, w) {
 # scale, after the kernel hyperparameters), or NULL for a family without
 # one; and whether a fit estimates it.
 lik_param_label <- function(lik) {
-  switch(lik, gaussian = "log noise variance", gamma = "log shape", negbin = "log theta", NULL)
+  switch(lik, gaussian = "log noise variance", gamma = "log shape", negbin = "log theta",
+         scat = "log squared scale", NULL)
 }
 learns_lik_param <- function(setup, control) {
   !is.null(lik_param_label(setup$lik)) && !isTRUE(setup$lik_fixed) &&
-    !(setup$lik == "gaussian" && "sigma" %in% control$fixed)
+    !(setup$lik %in% c("gaussian", "scat") && "sigma" %in% control$fixed)
+}
+# The scaled t's second parameter, log(df - min_df) (C++ Likelihood::log_df):
+# whether a fit estimates it (unless scat() gave theta), and the settings
+# that carry it and min_df to the engine (empty for the other families).
+learns_lik_df <- function(setup) setup$lik == "scat" && !isTRUE(setup$lik_fixed)
+lik_df_settings <- function(setup) {
+  if (setup$lik != "scat") return(list())
+  list(log_df = setup$log_df, min_df = setup$min_df, learn_df = learns_lik_df(setup))
 }
 
 # The setup of the rows `rows` of `setup` (a nested fit, such as the pilot of

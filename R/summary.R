@@ -60,8 +60,10 @@ summary.gpgam <- function(object, ...) {
   fit_stats <- deviance_explained(object)
   structure(list(call = object$call, family = object$family$family, link = link_name(object), n = object$n,
                  engine = engine_label(object), terms = terms, s.table = term_tests(object),
-                 coefficients = coefs, sigma = object$params$sigma,
-                 lik_params = object$params[intersect(c("shape", "theta", "theta_fixed"), names(object$params))],
+                 coefficients = coefs, sigma = if (object$likelihood == "gaussian") object$params$sigma else NA_real_,
+                 lik_params = object$params[intersect(c("shape", "theta", "theta_fixed", "df",
+                                                        if (object$likelihood == "scat") "sigma"),
+                                                      names(object$params))],
                  objective = object$objective,
                  log_prior = object$log_prior, objective_label = object$engine$objective,
                  objective_note = object$engine$objective_note, dev.expl = fit_stats$dev.expl,
@@ -162,7 +164,7 @@ deviance_explained <- function(object) {
   x0 <- matrix(1, length(y), as.integer(object$intercept))
   null <- suppressWarnings(stats::glm.fit(x0, y, weights = w, offset = object$offset, family = fam))$deviance
   edf <- sum(vapply(object$params$gp, `[[`, 1, "edf")) + length(coef(object))
-  r.sq <- if (object$likelihood == "gaussian") {
+  r.sq <- if (object$likelihood %in% c("gaussian", "scat")) {
     df <- max(1, length(y) - edf)
     1 - sum(w * (y - mu)^2) / df / (sum(w * (y - stats::weighted.mean(y, w))^2) / (length(y) - 1))
   }

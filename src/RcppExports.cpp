@@ -232,7 +232,7 @@ BEGIN_RCPP
 END_RCPP
 }
 // lik_expect
-Rcpp::NumericMatrix lik_expect(std::string family, Rcpp::NumericVector y, Rcpp::NumericVector w, Rcpp::NumericVector m, Rcpp::NumericVector s2, double noise_var, int gh_points);
+Rcpp::NumericMatrix lik_expect(std::string family, Rcpp::NumericVector y, Rcpp::NumericVector w, Rcpp::NumericVector m, Rcpp::NumericVector s2, Rcpp::NumericVector noise_var, int gh_points);
 RcppExport SEXP _scalegp_lik_expect(SEXP familySEXP, SEXP ySEXP, SEXP wSEXP, SEXP mSEXP, SEXP s2SEXP, SEXP noise_varSEXP, SEXP gh_pointsSEXP) {
 BEGIN_RCPP
     Rcpp::RObject rcpp_result_gen;
@@ -242,15 +242,15 @@ BEGIN_RCPP
     Rcpp::traits::input_parameter< Rcpp::NumericVector >::type w(wSEXP);
     Rcpp::traits::input_parameter< Rcpp::NumericVector >::type m(mSEXP);
     Rcpp::traits::input_parameter< Rcpp::NumericVector >::type s2(s2SEXP);
-    Rcpp::traits::input_parameter< double >::type noise_var(noise_varSEXP);
+    Rcpp::traits::input_parameter< Rcpp::NumericVector >::type noise_var(noise_varSEXP);
     Rcpp::traits::input_parameter< int >::type gh_points(gh_pointsSEXP);
     rcpp_result_gen = Rcpp::wrap(lik_expect(family, y, w, m, s2, noise_var, gh_points));
     return rcpp_result_gen;
 END_RCPP
 }
 // lik_expect_param
-Rcpp::NumericMatrix lik_expect_param(std::string family, Rcpp::NumericVector y, Rcpp::NumericVector w, Rcpp::NumericVector m, Rcpp::NumericVector s2, double log_param, int gh_points);
-RcppExport SEXP _scalegp_lik_expect_param(SEXP familySEXP, SEXP ySEXP, SEXP wSEXP, SEXP mSEXP, SEXP s2SEXP, SEXP log_paramSEXP, SEXP gh_pointsSEXP) {
+Rcpp::NumericMatrix lik_expect_param(std::string family, Rcpp::NumericVector y, Rcpp::NumericVector w, Rcpp::NumericVector m, Rcpp::NumericVector s2, double log_param, int gh_points, Rcpp::Nullable<Rcpp::NumericVector> df);
+RcppExport SEXP _scalegp_lik_expect_param(SEXP familySEXP, SEXP ySEXP, SEXP wSEXP, SEXP mSEXP, SEXP s2SEXP, SEXP log_paramSEXP, SEXP gh_pointsSEXP, SEXP dfSEXP) {
 BEGIN_RCPP
     Rcpp::RObject rcpp_result_gen;
     Rcpp::RNGScope rcpp_rngScope_gen;
@@ -261,7 +261,8 @@ BEGIN_RCPP
     Rcpp::traits::input_parameter< Rcpp::NumericVector >::type s2(s2SEXP);
     Rcpp::traits::input_parameter< double >::type log_param(log_paramSEXP);
     Rcpp::traits::input_parameter< int >::type gh_points(gh_pointsSEXP);
-    rcpp_result_gen = Rcpp::wrap(lik_expect_param(family, y, w, m, s2, log_param, gh_points));
+    Rcpp::traits::input_parameter< Rcpp::Nullable<Rcpp::NumericVector> >::type df(dfSEXP);
+    rcpp_result_gen = Rcpp::wrap(lik_expect_param(family, y, w, m, s2, log_param, gh_points, df));
     return rcpp_result_gen;
 END_RCPP
 }
@@ -277,7 +278,7 @@ BEGIN_RCPP
 END_RCPP
 }
 // lik_predictive
-Rcpp::NumericMatrix lik_predictive(std::string family, Rcpp::NumericVector y, Rcpp::NumericVector m, Rcpp::NumericVector s2, double noise_var, int gh_points);
+Rcpp::NumericMatrix lik_predictive(std::string family, Rcpp::NumericVector y, Rcpp::NumericVector m, Rcpp::NumericVector s2, Rcpp::NumericVector noise_var, int gh_points);
 RcppExport SEXP _scalegp_lik_predictive(SEXP familySEXP, SEXP ySEXP, SEXP mSEXP, SEXP s2SEXP, SEXP noise_varSEXP, SEXP gh_pointsSEXP) {
 BEGIN_RCPP
     Rcpp::RObject rcpp_result_gen;
@@ -286,7 +287,7 @@ BEGIN_RCPP
     Rcpp::traits::input_parameter< Rcpp::NumericVector >::type y(ySEXP);
     Rcpp::traits::input_parameter< Rcpp::NumericVector >::type m(mSEXP);
     Rcpp::traits::input_parameter< Rcpp::NumericVector >::type s2(s2SEXP);
-    Rcpp::traits::input_parameter< double >::type noise_var(noise_varSEXP);
+    Rcpp::traits::input_parameter< Rcpp::NumericVector >::type noise_var(noise_varSEXP);
     Rcpp::traits::input_parameter< int >::type gh_points(gh_pointsSEXP);
     rcpp_result_gen = Rcpp::wrap(lik_predictive(family, y, m, s2, noise_var, gh_points));
     return rcpp_result_gen;
@@ -573,7 +574,7 @@ static const R_CallMethodDef CallEntries[] = {
     {"_scalegp_gp_feature_means", (DL_FUNC) &_scalegp_gp_feature_means, 4},
     {"_scalegp_gp_features", (DL_FUNC) &_scalegp_gp_features, 4},
     {"_scalegp_lik_expect", (DL_FUNC) &_scalegp_lik_expect, 7},
-    {"_scalegp_lik_expect_param", (DL_FUNC) &_scalegp_lik_expect_param, 7},
+    {"_scalegp_lik_expect_param", (DL_FUNC) &_scalegp_lik_expect_param, 8},
     {"_scalegp_digamma_cpp", (DL_FUNC) &_scalegp_digamma_cpp, 1},
     {"_scalegp_lik_predictive", (DL_FUNC) &_scalegp_lik_predictive, 6},
     {"_scalegp_kmeans_centres", (DL_FUNC) &_scalegp_kmeans_centres, 3},

@@ -126,16 +126,21 @@ inline Settings settings_from(const Rcpp::List& c) {
   s.learn_inducing = Rcpp::as<bool>(c["learn_inducing"]);
   if (c.containsElementNamed("inducing_iterations")) s.inducing_iterations = Rcpp::as<int>(c["inducing_iterations"]);
   s.learn_noise = Rcpp::as<bool>(c["learn_noise"]);
+  if (c.containsElementNamed("learn_df")) s.learn_df = Rcpp::as<bool>(c["learn_df"]);
   return s;
 }
 
 // The likelihood of a fit: `family` with control$gh_points Gauss-Hermite
 // nodes (R: common_settings()) and its own parameter `log_noise`
 // (Likelihood::log_noise: the Gaussian log noise variance, the Gamma log
-// shape, the negative binomial log theta).
+// shape, the negative binomial log theta, the Student-t log squared scale);
+// the Student-t's log_df and min_df from control$log_df, control$min_df
+// (R: lik_settings()).
 inline Likelihood likelihood_from(const std::string& family, const Rcpp::List& control, double log_noise) {
   Likelihood lik(family_from_string(family), Rcpp::as<int>(control["gh_points"]));
   lik.log_noise = log_noise;
+  if (control.containsElementNamed("log_df")) lik.log_df = Rcpp::as<double>(control["log_df"]);
+  if (control.containsElementNamed("min_df")) lik.min_df = Rcpp::as<double>(control["min_df"]);
   return lik;
 }
 

@@ -100,11 +100,18 @@ namespace {
 
 // The likelihood `family` with its own parameter given on its natural
 // scale: the Gaussian noise variance, the Gamma shape, the negative binomial
-// theta (ignored by the other families).
-Likelihood likelihood_at(const std::string& family, double param, int gh_points) {
+// theta, the Student-t squared scale (ignored by the other families); for
+// the Student-t, param[1] its degrees of freedom and param[2] their lower
+// bound min_df.
+Likelihood likelihood_at(const std::string& family, const Rcpp::NumericVector& param, int gh_points) {
   Likelihood lik(family_from_string(family), gh_points);
-  lik.log_noise = lik.family == Family::gaussian ? std::log(std::max(param - Likelihood::kNoiseFloor, 1e-300))
-                                                 : std::log(param);
+  const bool var = lik.family == Family::gaussian || lik.family == Family::scat;
+  lik.log_noise = var ? std::log(std::max(param[0] - Likelihood::kNoiseFloor, 1e-300)) : std::log(param[0]);
+  if (lik.has_df()) {
+    if (param.size() < 3) throw std::invalid_argument("the Student-t needs its scale^2, df and min_df");
+    lik.min_df = param[2];
+    lik.log_df = std::log(std::max(param[1] - param[2], 1e-300));
+  }
   return lik;
 }
 
@@ -112,10 +119,12 @@ Likelihood likelihood_at(const std::string& family, double param, int gh_points)
 
 // Expected log-likelihood E[log p(y | f)], f ~ N(m, s2), and its derivatives
 // (columns v, dm, ds2), for tests against numerical integration; `noise_var`
-// is the likelihood's own parameter (likelihood_at()).
+// is the likelihood's own parameter (likelihood_at(); for the Student-t
+// c(scale^2, df, min_df)).
 // [[Rcpp::export(.lik_expect)]]
 Rcpp::NumericMatrix lik_expect(std::string family, Rcpp::NumericVector y, Rcpp::NumericVector w,
-                               Rcpp::NumericVector m, Rcpp::NumericVector s2, double noise_var, int gh_points) {
+                               Rcpp::NumericVector m, Rcpp::NumericVector s2, Rcpp::NumericVector noise_var,
+                               int gh_points) {
   const Likelihood lik = likelihood_at(family, noise_var, gh_points);
   Rcpp::NumericMatrix out(y.size(), 3);
   for (R_xlen_t i = 0; i < y.size(); ++i) {
@@ -129,20 +138,30 @@ Rcpp::NumericMatrix lik_expect(std::string family, Rcpp::NumericVector y, Rcpp::
 
 // As .lik_expect() with the likelihood's own parameter on the log scale as
 // the fit moves it (Likelihood::log_noise: the Gaussian log(noise variance -
-// 1e-6), the Gamma log shape, the negative binomial log theta), and a fourth
-// column, the derivative in it.
+// 1e-6), the Gamma log shape, the negative binomial log theta, the
+// Student-t log(scale^2 - 1e-6)), and a fourth column, the derivative in it;
+// for the Student-t `df` = c(log_df, min_df) (Likelihood::log_df) and a
+// fifth column, the derivative in log_df.
 // [[Rcpp::export(.lik_expect_param)]]
 Rcpp::NumericMatrix lik_expect_param(std::string family, Rcpp::NumericVector y, Rcpp::NumericVector w,
-                                     Rcpp::NumericVector m, Rcpp::NumericVector s2, double log_param, int gh_points) {
+                                     Rcpp::NumericVector m, Rcpp::NumericVector s2, double log_param, int gh_points,
+                                     Rcpp::Nullable<Rcpp::NumericVector> df = R_NilValue) {
   Likelihood lik(family_from_string(family), gh_points);
   lik.log_noise = log_param;
-  Rcpp::NumericMatrix out(y.size(), 4);
+  if (df.isNotNull()) {
+    const Rcpp::NumericVector d(df.get());
+    if (d.size() != 2) throw std::invalid_argument("df must be c(log_df, min_df)");
+    lik.log_df = d[0];
+    lik.min_df = d[1];
+  }
+  Rcpp::NumericMatrix out(y.size(), lik.has_df() ? 5 : 4);
   for (R_xlen_t i = 0; i < y.size(); ++i) {
     const Expectation e = lik.expect(y[i], w[i], m[i], s2[i]);
     out(i, 0) = e.v;
     out(i, 1) = e.dm;
     out(i, 2) = e.dv;
     out(i, 3) = e.dlognoise;
+    if (lik.has_df()) out(i, 4) = e.dlogdf;
   }
   return out;
 }
@@ -159,7 +178,7 @@ Rcpp::NumericVector digamma_cpp(Rcpp::NumericVector x) {
 // `noise_var` is the likelihood's own parameter (likelihood_at()).
 // [[Rcpp::export(.lik_predictive)]]
 Rcpp::NumericMatrix lik_predictive(std::string family, Rcpp::NumericVector y, Rcpp::NumericVector m,
-                                   Rcpp::NumericVector s2, double noise_var, int gh_points) {
+                                   Rcpp::NumericVector s2, Rcpp::NumericVector noise_var, int gh_points) {
   const Likelihood lik = likelihood_at(family, noise_var, gh_points);
   Rcpp::NumericMatrix out(m.size(), 3);
   for (R_xlen_t i = 0; i < m.size(); ++i) {

@@ -193,7 +193,7 @@ static DiscreteData discrete_from_shards(const std::vector<Component>& comps, co
 // ---- the row pass of a discretised fit on the workers of a cluster (R: engine-vi.R) ----
 // Other likelihoods than Gaussian: the master sends each worker its rows'
 // keys once (remote("init", keys, C)), then per evaluation the parts of the
-// rows' moments and the likelihood's log_noise (remote("rows", parts,
+// rows' moments and the likelihood's parameters (remote("rows", parts,
 // stats, gradient)); each worker
 // returns the sums of its groups of rows (.discrete_row_sums()), and the
 // master adds the groups in order (DataPass::evaluate_discrete_rows()).
@@ -202,7 +202,7 @@ static Rcpp::List groups_to(const std::vector<RowGroupSums>& groups) {
   Rcpp::List out(groups.size());
   for (std::size_t g = 0; g < groups.size(); ++g) {
     const RowGroupSums& s = groups[g];
-    out[g] = Rcpp::List::create(Rcpp::Named("v") = s.v, Rcpp::Named("dn") = s.dn,
+    out[g] = Rcpp::List::create(Rcpp::Named("v") = s.v, Rcpp::Named("dn") = s.dn, Rcpp::Named("ddf") = s.ddf,
                                 Rcpp::Named("positive") = s.positive, Rcpp::Named("g") = vectors_to(s.g),
                                 Rcpp::Named("gq") = vectors_to(s.gq), Rcpp::Named("raw") = vectors_to(s.raw));
   }
@@ -212,6 +212,7 @@ static RowGroupSums group_from(const Rcpp::List& l) {
   RowGroupSums s;
   s.v = Rcpp::as<double>(l["v"]);
   s.dn = Rcpp::as<double>(l["dn"]);
+  s.ddf = Rcpp::as<double>(l["ddf"]);
   s.positive = Rcpp::as<bool>(l["positive"]);
   s.g = vectors_from(l["g"]);
   s.gq = vectors_from(l["gq"]);
@@ -288,6 +289,8 @@ Rcpp::List discrete_row_sums(Eigen::Map<Eigen::VectorXd> y, Eigen::Map<Eigen::Ve
     }
     Likelihood lik(family_from_string(family), gh_points);
     lik.log_noise = Rcpp::as<double>(parts["log_noise"]);
+    lik.log_df = Rcpp::as<double>(parts["log_df"]);
+    lik.min_df = Rcpp::as<double>(parts["min_df"]);
     const DiscreteRowParts p = parts_from(parts);
     std::vector<RowGroupSums> groups;
     row_groups_sums(p, k, loc, size, b, lik, y.data(), w.data(), offset.data(), stats, gradient, make_pfor(threads),
@@ -328,6 +331,8 @@ Rcpp::List svgp_fit(Eigen::Map<Eigen::MatrixXd> X, Eigen::Map<Eigen::VectorXd> y
         }
         Rcpp::List parts = parts_to(p);
         parts["log_noise"] = model.lik.log_noise;
+        parts["log_df"] = model.lik.log_df;
+        parts["min_df"] = model.lik.min_df;
         const Rcpp::List groups = (*call)("rows", parts, stats, gradient);
         std::vector<RowGroupSums> out;
         for (R_xlen_t g = 0; g < groups.size(); ++g) out.push_back(group_from(groups[g]));
@@ -339,6 +344,7 @@ Rcpp::List svgp_fit(Eigen::Map<Eigen::MatrixXd> X, Eigen::Map<Eigen::VectorXd> y
     const FitInfo info = model.fit(pfor, rng, monitor_from(monitor));
     Rcpp::List out = fit_result(model, info, specs);
     out["log_noise"] = model.lik.log_noise;
+    if (model.lik.has_df()) out["log_df"] = model.lik.log_df;
     out["kl"] = model.kl();
     out["rank_loss"] = model.rank_loss();
     out["discrete"] = model.data().discrete();

@@ -122,6 +122,11 @@ inline Data make_data(std::size_t n, Family fam, unsigned seed, bool unit_weight
         d.y(i) = pd(rng);
         break;
       }
+      case Family::scat: {  // f + 0.3 t_3: heavy tails, rows far from f
+        std::student_t_distribution<double> td(3.0);
+        d.y(i) = f + 0.3 * td(rng);
+        break;
+      }
     }
   }
   return d;

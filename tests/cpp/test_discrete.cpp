@@ -141,10 +141,13 @@ TEST_CASE("discretised sums for binary and count responses equal the sums over r
   }
 }
 
-TEST_CASE("discretised sums for Gamma and negative binomial responses equal the sums over rows", "[discrete]") {
-  // (incl. the derivative in the likelihood's own parameter, the log shape / log theta)
+TEST_CASE("discretised sums for Gamma, negative binomial and scaled t responses equal the sums over rows",
+          "[discrete]") {
+  // (incl. the derivatives in the likelihood's own parameters, the log shape /
+  // log theta / the t's log squared scale and log(df - min_df); the t keeps the
+  // sign of E[l''] > 0 in Q)
   const Data g = coarse_data(400, 88, 12);
-  for (Family f : {Family::gamma, Family::negbin}) {
+  for (Family f : {Family::gamma, Family::negbin, Family::scat}) {
     INFO("family " << static_cast<int>(f));
     Data d = with_family(g, Family::poisson);  // counts around exp(y / 2)
     if (f == Family::gamma)
@@ -152,7 +155,7 @@ TEST_CASE("discretised sums for Gamma and negative binomial responses equal the 
     Svgp s = make(d, model_components(), 1, 0, Settings(), f);
     Svgp t = make(d, model_components(), 0, 0, Settings(), f);
     REQUIRE(s.data().use_discrete(true) > 0);
-    REQUIRE(s.n_theta() == s.n_hyper() + 1);
+    REQUIRE(s.n_theta() == s.n_hyper() + 1 + (f == Family::scat));
     check_same_pass(s, t, 1e-10);
     check_same_pass(s, t, 1e-10, thread_for(3));
   }

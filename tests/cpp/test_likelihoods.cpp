@@ -71,9 +71,10 @@ double ref_mills(double z) {
 // Independent log-likelihoods (the documented conventions of the R front end:
 // Gaussian weights are precision weights, binomial weights are trials with y a
 // proportion, Poisson and negative binomial weights multiply the
-// log-likelihood, Gamma weights multiply the shape).  `noise_var` is the
-// likelihood's own parameter: Gaussian noise variance, Gamma shape, negative
-// binomial theta.
+// log-likelihood, Gamma weights multiply the shape, scaled t weights divide
+// its squared scale).  `noise_var` is the likelihood's own parameter:
+// Gaussian noise variance, Gamma shape, negative binomial theta, the t's
+// squared scale (its df fixed at 4).
 double ref_loglik(Family fam, double y, double w, double f, double noise_var) {
   switch (fam) {
     case Family::gamma: {  // y ~ Gamma(shape a = k w, mean e^f)
@@ -86,6 +87,10 @@ double ref_loglik(Family fam, double y, double w, double f, double noise_var) {
                   y * std::log(mu / (th + mu)));
     }
     case Family::gaussian: return -0.5 * std::log(2.0 * kPi * noise_var / w) - 0.5 * w * (y - f) * (y - f) / noise_var;
+    case Family::scat: {  // scaled t, df 4 (Likelihood's default log_df 0 over min_df 3), squared scale noise_var / w
+      const double nu = 4.0, a = nu * noise_var / w;
+      return std::lgamma(2.5) - std::lgamma(2.0) - 0.5 * std::log(kPi * a) - 2.5 * std::log1p((y - f) * (y - f) / a);
+    }
     case Family::poisson: return w * (y * f - std::exp(f) - std::lgamma(y + 1.0));
     case Family::probit: {
       // below -30 long double erfc loses its digits: the asymptotic series

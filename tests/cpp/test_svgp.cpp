@@ -220,13 +220,16 @@ TEST_CASE("gradient() matches finite differences of the data term", "[svgp][grad
       {Family::probit, KernelType::matern52, true, 1e-6},   {Family::logit, KernelType::se, false, 1e-6},
       {Family::logit, KernelType::matern32, true, 1e-6},    {Family::gamma, KernelType::matern52, true, 1e-6},
       {Family::gamma, KernelType::se, false, 1e-6},         {Family::negbin, KernelType::matern32, true, 1e-6},
-      {Family::negbin, KernelType::se, false, 1e-6}};
+      {Family::negbin, KernelType::se, false, 1e-6},        {Family::scat, KernelType::matern52, true, 1e-6},
+      {Family::scat, KernelType::se, false, 1e-6}};
   for (const Case& c : cases) {
     CAPTURE(static_cast<int>(c.fam), kname(c.kt), c.ard);
     const Data d = make_data(60, c.fam, 11);
     Svgp s = make_svgp(d, {gp_component(c.kt, c.ard, Z), linear_component({2}, tau)}, c.fam);
-    // (the likelihood's own parameter last: Gaussian, Gamma, negative binomial)
-    CHECK(s.n_theta() == 1 + (c.ard ? 2 : 1) + 16 + (Likelihood(c.fam).has_noise() ? 1 : 0));
+    // (the likelihood's own parameter last: Gaussian, Gamma, negative binomial;
+    // the scaled t's scale, then its log(df - min_df))
+    CHECK(s.n_theta() == 1 + (c.ard ? 2 : 1) + 16 + (Likelihood(c.fam).has_noise() ? 1 : 0) +
+                             (Likelihood(c.fam).has_df() ? 1 : 0));
     check_gradient(s, nullptr, 1.0, c.tol);
   }
   SECTION("minibatch rows with scale N / |b|") {

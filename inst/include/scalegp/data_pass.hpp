@@ -37,13 +37,14 @@ struct ValueShift {
 
 // The sums of one pass over a set of rows (unscaled).
 struct PassSums {
-  double sum_v = 0, dlognoise = 0;
+  double sum_v = 0, dlognoise = 0, dlogdf = 0;
   VectorXd r;      // Phi' g
   MatrixXd Q;      // Phi' diag(gamma) Phi (lower triangle)
   GradAccum grad;  // data part of the hyperparameter gradient
   PassSums& operator+=(const PassSums& a) {
     sum_v += a.sum_v;
     dlognoise += a.dlognoise;
+    dlogdf += a.dlogdf;
     r += a.r;
     Q += a.Q;
     grad += a.grad;
@@ -137,6 +138,7 @@ class DataPass {
       const Expectation e = plug_in ? lik_->start_expect(b.y(i), b.w(i), mu(i)) : lik_->expect(b.y(i), b.w(i), mu(i), s2(i));
       acc.sum_v += e.v;
       acc.dlognoise += e.dlognoise;
+      acc.dlogdf += e.dlogdf;
       g(i) = e.dm;
       gam(i) = e.dv;
     }
@@ -145,6 +147,10 @@ class DataPass {
     acc.r.noalias() += b.Phi.transpose() * g;
     const MatrixXd U = b.Phi.transpose() * (-gam.array()).max(0.0).sqrt().matrix().asDiagonal();
     acc.Q.selfadjointView<Eigen::Lower>().rankUpdate(U, -1.0);
+    if (!lik_->log_concave() && (gam.array() > 0).any()) {  // (Student-t) rows where E[l''] > 0: their part, signed
+      const MatrixXd Up = b.Phi.transpose() * gam.array().max(0.0).sqrt().matrix().asDiagonal();
+      acc.Q.selfadjointView<Eigen::Lower>().rankUpdate(Up, 1.0);
+    }
     if (!grad) return;
     MatrixXd Phibar = g * q_->m.transpose();
     Phibar.noalias() += 2.0 * gam.asDiagonal() * (T - b.Phi);
@@ -651,6 +657,7 @@ class DataPass {
     PassSums acc = make_accum();
     acc.sum_v = tot.v;
     acc.dlognoise = tot.dn;
+    acc.dlogdf = tot.ddf;
     if (pass == Pass::elbo) return acc;
     const bool raw = gradient && tot.positive;
     std::vector<VectorXd>& G = tot.g;

@@ -99,12 +99,14 @@ inline std::vector<std::vector<Index>> row_group_sizes(const RowGroupIndex& gi) 
   return size;
 }
 
-// One group's sums: the expected log-likelihood and its noise derivative,
-// and (with `stats`) per stream, at the group's keys, the sums of the rows'
-// dE/dmu (components only), of min(dE/ds2, 0) and, for the gradient when a
-// row of the group has dE/ds2 > 0, of dE/ds2 itself.
+// One group's sums: the expected log-likelihood and its derivatives in the
+// likelihood's parameters (log_noise, log_df), and (with `stats`) per
+// stream, at the group's keys, the sums of the rows' dE/dmu (components
+// only), of min(dE/ds2, 0) (of dE/ds2 itself when the likelihood is not
+// log-concave) and, for the gradient when a row of the group has
+// dE/ds2 > 0, of dE/ds2 itself.
 struct RowGroupSums {
-  double v = 0, dn = 0;
+  double v = 0, dn = 0, ddf = 0;
   bool positive = false;
   std::vector<VectorXd> g, gq, raw;
   VectorXd row_g, row_gam;  // (the rows' derivatives: room reused between passes)
@@ -118,7 +120,7 @@ inline void row_group_sums(const DiscreteRowParts& p, const RowKeys& k, const st
                            const std::vector<Index>& size, std::size_t begin, std::size_t end, std::size_t n,
                            const Likelihood& lik, const double* y, const double* w, const double* o, bool stats,
                            bool gradient, RowGroupSums& s) {
-  s.v = s.dn = 0;
+  s.v = s.dn = s.ddf = 0;
   s.positive = false;
   const std::size_t nr = end - begin, S = k.key.size();
   VectorXd& g = s.row_g;
@@ -131,6 +133,7 @@ inline void row_group_sums(const DiscreteRowParts& p, const RowKeys& k, const st
     const Expectation e = p.var ? lik.expect(y[i], w[i], mu, s2) : lik.start_expect(y[i], w[i], mu);
     s.v += e.v;
     s.dn += e.dlognoise;
+    s.ddf += e.dlogdf;
     g(static_cast<Index>(i - begin)) = e.dm;
     gam(static_cast<Index>(i - begin)) = e.dv;
   }
@@ -140,14 +143,16 @@ inline void row_group_sums(const DiscreteRowParts& p, const RowKeys& k, const st
     s.raw.clear();
     return;
   }
-  s.positive = gradient && (gam.array() > 0.0).any();
+  // (a likelihood that is not log-concave keeps the sign in gq itself)
+  const bool clamp = lik.log_concave();
+  s.positive = clamp && gradient && (gam.array() > 0.0).any();
   s.g.resize(k.C);
   s.gq.resize(S);
   s.raw.resize(s.positive ? S : 0);
   for (std::size_t t = 0; t < S; ++t) {
     const int* l = loc[t] + begin;
     s.gq[t].setZero(size[t]);
-    for (std::size_t r = 0; r < nr; ++r) s.gq[t](l[r]) += std::min(gam(static_cast<Index>(r)), 0.0);
+    for (std::size_t r = 0; r < nr; ++r) s.gq[t](l[r]) += clamp ? std::min(gam(static_cast<Index>(r)), 0.0) : gam(static_cast<Index>(r));
     if (t < k.C) {
       s.g[t].setZero(size[t]);
       for (std::size_t r = 0; r < nr; ++r) s.g[t](l[r]) += g(static_cast<Index>(r));
@@ -177,7 +182,7 @@ inline void row_groups_sums(const DiscreteRowParts& p, const RowKeys& k, const s
 // (D: the streams' numbers of keys).  `raw` totals (for the gradient) are
 // made when a row has dE/ds2 > 0: from groups without one, their gq.
 struct RowTotals {
-  double v = 0, dn = 0;
+  double v = 0, dn = 0, ddf = 0;
   bool positive = false;
   std::vector<VectorXd> g, gq, raw;
 };
@@ -189,6 +194,7 @@ inline RowTotals add_row_groups(const std::vector<RowGroupSums>& groups,
   for (const RowGroupSums& s : groups) {
     t.v += s.v;
     t.dn += s.dn;
+    t.ddf += s.ddf;
     t.positive = t.positive || s.positive;
   }
   if (!stats) return t;

@@ -1,12 +1,20 @@
 // Likelihoods of a latent f with prior weights w: Gaussian (identity link),
 // Bernoulli (probit, logit; y may be a proportion in [0, 1]), Poisson (log),
-// Gamma (log) and negative binomial (log).
+// Gamma (log), negative binomial (log) and the scaled Student-t (identity;
+// mgcv's scat()).
 // For q(f) = N(m, s2) they give the expected log-likelihood
 //   v = E[log p(y | f)],  dv/dm,  dv/ds2 (= E[l''] / 2, Price's theorem)
 // and its derivative in the likelihood's own parameter (Likelihood::log_noise:
 // the Gaussian log noise variance, the Gamma log shape, the negative
-// binomial log theta), in closed form where one exists and by quadrature
-// otherwise, plus predictive densities and response moments.
+// binomial log theta, the Student-t log squared scale) and, for the
+// Student-t, in its second parameter Likelihood::log_df (log(df - min_df)),
+// in closed form where one exists and by quadrature otherwise, plus
+// predictive densities and response moments.
+//
+// The Student-t's log density is not concave in f: E[l''] / 2 (dv) is
+// positive for rows far from the mean (|y - f| > sqrt(df) scale), and the
+// callers keep its sign.  Its expectations use expect_t()'s own rules (the
+// log density has poles at y +- i sqrt(df scale^2), not a transition at 0).
 //
 // Quadrature (binomial, negative binomial): for s2 <= 1 Gauss-Hermite with nodes
 // m + sqrt(2 s2) t_i, whose derivatives in m and s2 are those of the rule
@@ -48,11 +56,14 @@ struct GaussLegendre {
 
 // Calls add(f, weight) for the nodes of a composite Gauss-Legendre rule for
 // E[h(f)], f ~ N(m, s2): over t = (f - m) / sd in [-10, 10], panels of width
-// 1 in t, split to width at most 2 in f where |f| < 12.
+// 1 in t, split to width at most `width` in f in the zone
+// |f - centre| < half (by default |f| < 12, width 2: the transition of the
+// binomial and negative binomial likelihoods).
 template <class Add>
-void composite_normal_rule(const GaussLegendre& gl, double m, double s2, Add&& add) {
+void composite_normal_rule(const GaussLegendre& gl, double m, double s2, Add&& add, double centre = 0.0,
+                           double half = 12.0, double width = 2.0) {
   const double sd = std::sqrt(s2);
-  const double z0 = (-12.0 - m) / sd, z1 = (12.0 - m) / sd;  // the zone |f| < 12, in t
+  const double z0 = (centre - half - m) / sd, z1 = (centre + half - m) / sd;  // the zone, in t
   const double cst = 1.0 / std::sqrt(2.0 * kPi);
   for (int k = -10; k < 10; ++k) {
     double a = k, b = k + 1.0;
@@ -61,8 +72,8 @@ void composite_normal_rule(const GaussLegendre& gl, double m, double s2, Add&& a
     for (int p = 0; p < 3; ++p) {
       const double lo = cuts[p], hi = cuts[p + 1];
       if (!(hi > lo)) continue;
-      const double width = p == 1 ? std::min(1.0, 2.0 / sd) : 1.0;
-      const int pieces = std::max(1, static_cast<int>(std::ceil((hi - lo) / width - 1e-12)));
+      const double panel = p == 1 ? std::min(1.0, width / sd) : 1.0;
+      const int pieces = std::max(1, static_cast<int>(std::ceil((hi - lo) / panel - 1e-12)));
       const double step = (hi - lo) / pieces;
       for (int q = 0; q < pieces; ++q) {
         const double c = lo + (q + 0.5) * step, half = 0.5 * step;
@@ -128,7 +139,7 @@ inline double digamma(double x) {
   return r + std::log(x) - 0.5 / x - series;
 }
 
-enum class Family { gaussian, probit, logit, poisson, gamma, negbin };
+enum class Family { gaussian, probit, logit, poisson, gamma, negbin, scat };
 
 inline Family family_from_string(const std::string& s) {
   if (s == "gaussian") return Family::gaussian;
@@ -137,15 +148,17 @@ inline Family family_from_string(const std::string& s) {
   if (s == "poisson") return Family::poisson;
   if (s == "gamma") return Family::gamma;
   if (s == "negbin") return Family::negbin;
+  if (s == "scat") return Family::scat;
   throw std::invalid_argument("unknown likelihood '" + s + "'");
 }
 
 struct Expectation {
   double v = 0, dm = 0, dv = 0;  // E log p, d/dm, d/ds2
   // d/d Likelihood::log_noise, the likelihood's own parameter: the Gaussian
-  // log noise variance, the Gamma log shape, the negative binomial log theta
-  // (0 for the families without one)
+  // log noise variance, the Gamma log shape, the negative binomial log theta,
+  // the Student-t log squared scale (0 for the families without one)
   double dlognoise = 0;
+  double dlogdf = 0;  // d/d Likelihood::log_df (Student-t; else 0)
 };
 
 class Likelihood {
@@ -154,8 +167,14 @@ class Likelihood {
   // The likelihood's own parameter, on the log scale (has_noise()):
   // Gaussian: log(noise variance - kNoiseFloor); Gamma: log shape k
   // (variance mu^2 / k); negative binomial: log theta (variance
-  // mu + mu^2 / theta).  Unused by the other families.
+  // mu + mu^2 / theta); Student-t: log(scale^2 - kNoiseFloor).  Unused by
+  // the other families.
   double log_noise = 0.0;
+  // The Student-t's degrees of freedom df = min_df + exp(log_df) (mgcv's
+  // scat(): df above min.df, by default 3, where the variance is finite).
+  double log_df = 0.0, min_df = 3.0;
+  static constexpr double kMinLogDf = -15.0, kMaxLogDf = 12.0;
+  static double clamp_log_df(double v) { return std::min(kMaxLogDf, std::max(kMinLogDf, v)); }
   static constexpr double kNoiseFloor = 1e-6;
   // Bounds of log_noise in every fit (the search's box, and the closed-form
   // noise rounds of the decoupled engine).
@@ -171,12 +190,23 @@ class Likelihood {
       if (r.nodes < gh_points) ladder_.push_back({r.max_var, GaussHermite(r.nodes)});
   }
 
+  // The Gaussian noise variance, the Student-t squared scale.
   double noise_var() const { return kNoiseFloor + std::exp(log_noise); }
   // Whether the family has its own parameter in log_noise (estimated unless
   // Settings::learn_noise is false).
   bool has_noise() const {
-    return family == Family::gaussian || family == Family::gamma || family == Family::negbin;
+    return family == Family::gaussian || family == Family::gamma || family == Family::negbin ||
+           family == Family::scat;
   }
+  // Whether it has a second one in log_df (the Student-t; estimated unless
+  // Settings::learn_df is false).
+  bool has_df() const { return family == Family::scat; }
+  // Whether log p(y | f) is concave in f (all but the Student-t): then a
+  // positive E[l''] / 2 is quadrature rounding, and the passes over the data
+  // drop it from the natural steps' Q (so their precision stays positive
+  // definite); otherwise they keep its sign.
+  bool log_concave() const { return family != Family::scat; }
+  double df() const { return min_df + std::exp(log_df); }
   // The Gamma shape k, the negative binomial theta: exp(log_noise).
   double param() const { return std::exp(log_noise); }
   // The shift of the quadrature variable, g = f - shift(): log theta for the
@@ -242,7 +272,72 @@ class Likelihood {
         if (dp) *dp = w * (th * (digamma(y + th) - digamma(th) + 1.0 - sp) - (y + th) * (1.0 - p));
         return;
       }
+      case Family::scat: {  // squared scale s2 / w (precision weight, as the Gaussian's)
+        if (!(w > 0)) {
+          l = d1 = d2 = 0;
+          if (dp) *dp = 0;
+          return;
+        }
+        const double nu = df(), sc2 = noise_var() / w, a = nu * sc2, r = y - f, q = a + r * r;
+        l = t_constant(nu, sc2) - 0.5 * (nu + 1.0) * std::log1p(r * r / a);
+        d1 = (nu + 1.0) * r / q;
+        d2 = (nu + 1.0) * (r * r - a) / (q * q);
+        if (dp) *dp = (noise_var() - kNoiseFloor) / noise_var() * (-0.5 + 0.5 * (nu + 1.0) * r * r / q);
+        return;
+      }
     }
+  }
+
+  // The Student-t's log normalising constant lgamma((nu + 1) / 2) -
+  // lgamma(nu / 2) - log(nu pi sc2) / 2 (squared scale sc2).
+  static double t_constant(double nu, double sc2) {
+    return std::lgamma(0.5 * (nu + 1.0)) - std::lgamma(0.5 * nu) - 0.5 * std::log(nu * kPi * sc2);
+  }
+
+  // Calls add(f, weight, t) for a rule for E[h(f)], f ~ N(m, s2), that
+  // resolves the Student-t's log density around y (poles at y +- i sqrt(a),
+  // a = df scale^2): the gh_points Gauss-Hermite rule (t its node, for
+  // derivatives of the rule) while s2 <= a / 8, where it is accurate to
+  // about 1e-10 relative; else the composite rule with panels at most
+  // sqrt(a) wide within 12 sqrt(a) of y (t = NaN).
+  template <class Add>
+  void t_rule(double y, double a, double m, double s2, Add&& add) const {
+    if (s2 <= a / 8.0) {
+      const double sd = std::sqrt(2.0 * s2), c = 1.0 / std::sqrt(kPi);
+      for (Index i = 0; i < gh.t.size(); ++i) add(m + sd * gh.t(i), c * gh.w(i), gh.t(i));
+      return;
+    }
+    const double ra = std::sqrt(a);
+    composite_normal_rule(gl, m, s2, [&](double f, double wt) { add(f, wt, std::numeric_limits<double>::quiet_NaN()); },
+                          y, 12.0 * ra, ra);
+  }
+
+  // E[log p(y | f)] of the Student-t and its derivatives: with
+  // u = (y - f)^2 / a, a = df scale^2 / w, the expectations E log1p(u),
+  // E[u / (1 + u)], E[l'] and E[l' t] (Gauss-Hermite) or E[l''] (composite)
+  // give v, dm, dv and the derivatives in log_noise and log_df.
+  Expectation expect_t(double y, double w, double m, double s2) const {
+    Expectation e;
+    if (!(w > 0)) return e;  // a zero weight removes the row
+    s2 = std::max(s2, 0.0);
+    const double nu = df(), sc2 = noise_var() / w, a = nu * sc2;
+    double L = 0, U = 0, D1 = 0, DT = 0, D2 = 0;
+    bool gauss_hermite = true;
+    t_rule(y, a, m, s2, [&](double f, double wt, double t) {
+      const double r = y - f, q = a + r * r, d1 = (nu + 1.0) * r / q;
+      L += wt * std::log1p(r * r / a);
+      U += wt * r * r / q;
+      D1 += wt * d1;
+      D2 += wt * (nu + 1.0) * (r * r - a) / (q * q);
+      if (std::isnan(t)) gauss_hermite = false; else DT += wt * d1 * t;
+    });
+    e.v = t_constant(nu, sc2) - 0.5 * (nu + 1.0) * L;
+    e.dm = D1;
+    e.dv = gauss_hermite && s2 > 1e-10 ? DT / std::sqrt(2.0 * s2) : 0.5 * D2;
+    e.dlognoise = (noise_var() - kNoiseFloor) / noise_var() * (-0.5 + 0.5 * (nu + 1.0) * U);
+    e.dlogdf = (nu - min_df) * (0.5 * digamma(0.5 * (nu + 1.0)) - 0.5 * digamma(0.5 * nu) - 0.5 / nu - 0.5 * L +
+                                0.5 * (nu + 1.0) / nu * U);
+    return e;
   }
 
   // The latent value a row starts from, as glm's mustart: the link of y
@@ -254,6 +349,7 @@ class Likelihood {
       case Family::poisson:
       case Family::negbin: return std::log(std::max(y, 0.0) + 0.1);
       case Family::gamma: return std::log(std::max(y, 1e-300));
+      case Family::scat: return y;
       case Family::logit:
       case Family::probit: {
         const double p = (std::max(w, 0.0) * y + 0.5) / (std::max(w, 0.0) + 1.0), f = std::log(p / (1.0 - p));
@@ -308,6 +404,8 @@ class Likelihood {
         e.dlognoise = a * (std::log(a) + 1.0 - digamma(a) + std::log(y) - m - ye);
         return e;
       }
+      case Family::scat:
+        return expect_t(y, w, m, s2);
       default:
         return s2 <= kMaxGhVar ? expect_gh(y, w, m, s2) : expect_composite(y, w, m, s2);
     }
@@ -387,6 +485,14 @@ class Likelihood {
         const double z = m / std::sqrt(1.0 + s2);
         return y * log_Phi(z) + (1 - y) * log_Phi(-z);
       }
+      case Family::scat: {  // by expect_t()'s rule (the density has heavy tails: no underflow)
+        const double nu = df(), sc2 = noise_var(), a = nu * sc2, c = t_constant(nu, sc2);
+        double p = 0;
+        t_rule(y, a, m, std::max(s2, 0.0), [&](double f, double wt, double) {
+          p += wt * std::exp(c - 0.5 * (nu + 1.0) * std::log1p((y - f) * (y - f) / a));
+        });
+        return std::log(p);
+      }
       default:
         return log_integral(y, m, s2);
     }
@@ -439,7 +545,8 @@ class Likelihood {
   // Inverse link.
   double inv_link(double f) const {
     switch (family) {
-      case Family::gaussian: return f;
+      case Family::gaussian:
+      case Family::scat: return f;
       case Family::probit: return 0.5 * std::erfc(-f / std::sqrt(2.0));
       case Family::logit: return logistic(f);
       case Family::poisson:
@@ -469,6 +576,7 @@ class Likelihood {
   void response_moments(double m, double s2, double& mean, double& sd) const {
     switch (family) {
       case Family::gaussian:
+      case Family::scat:
         mean = m;
         sd = std::sqrt(s2);
         return;

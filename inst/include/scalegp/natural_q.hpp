@@ -4,8 +4,9 @@
 // (data_pass.hpp, a member), the parameters besides q (the
 // hyperparameters, then the likelihood's own parameter Likelihood::log_noise
 // -- Gaussian log noise variance, Gamma log shape, negative binomial log
-// theta -- when it has one and it is learned: n_theta(), pack(), unpack(),
-// gradient(), bounds()), and the updates of q:
+// theta, Student-t log squared scale -- when it has one and it is learned,
+// then the Student-t's Likelihood::log_df when learned: n_theta(), pack(),
+// unpack(), gradient(), bounds()), and the updates of q:
 //   natural_step()       a natural-gradient step towards a pass's target,
 //                        P* = I - 2 s Q, h* = s (r - 2 Q m), mean field
 //                        (block-diagonal) or truncated to a low rank;
@@ -147,18 +148,22 @@ class NaturalQ : public WhitenedGaussianModel {
   }
 
   // ---- parameters moved by the optimiser: the hyperparameters, then the likelihood's own ----
-  Index n_theta() const { return n_hyper() + (lik.has_noise() && set.learn_noise ? 1 : 0); }
+  bool learns_noise() const { return lik.has_noise() && set.learn_noise; }
+  bool learns_df() const { return lik.has_df() && set.learn_df; }
+  Index n_theta() const { return n_hyper() + learns_noise() + learns_df(); }
 
   VectorXd pack() const {
     VectorXd th(n_theta());
     pack_hyper(th.head(n_hyper()));
-    if (lik.has_noise() && set.learn_noise) th(n_hyper()) = lik.log_noise;
+    if (learns_noise()) th(n_hyper()) = lik.log_noise;
+    if (learns_df()) th(n_theta() - 1) = lik.log_df;
     return th;
   }
 
   void unpack(const VectorXd& th) {
     unpack_hyper(th.head(n_hyper()));
-    if (lik.has_noise() && set.learn_noise) lik.log_noise = Likelihood::clamp_log_noise(th(n_hyper()));
+    if (learns_noise()) lik.log_noise = Likelihood::clamp_log_noise(th(n_hyper()));
+    if (learns_df()) lik.log_df = Likelihood::clamp_log_df(th(n_theta() - 1));
   }
 
   // Full gradient of the ELBO estimate in the packed layout, given the
@@ -170,7 +175,8 @@ class NaturalQ : public WhitenedGaussianModel {
     // Phi' Phibar = r m' + 2 Q (S - I)
     const MatrixXd PtPb = acc.r * m.transpose() + 2.0 * Q * (S - MatrixXd::Identity(Mt, Mt));
     gr.head(n_hyper()) = hyper_gradient(PtPb, acc.grad, s);
-    if (lik.has_noise() && set.learn_noise) gr(n_hyper()) = s * acc.dlognoise;
+    if (learns_noise()) gr(n_hyper()) = s * acc.dlognoise;
+    if (learns_df()) gr(n_theta() - 1) = s * acc.dlogdf;
     return gr;
   }
 
@@ -248,9 +254,13 @@ class NaturalQ : public WhitenedGaussianModel {
     lo.resize(n_theta());
     hi.resize(n_theta());
     hyper_bounds(lo.head(n_hyper()), hi.head(n_hyper()));
-    if (lik.has_noise() && set.learn_noise) {
+    if (learns_noise()) {
       lo(n_hyper()) = Likelihood::kMinLogNoise;
       hi(n_hyper()) = Likelihood::kMaxLogNoise;
+    }
+    if (learns_df()) {
+      lo(n_theta() - 1) = Likelihood::kMinLogDf;
+      hi(n_theta() - 1) = Likelihood::kMaxLogDf;
     }
   }
 

@@ -21,6 +21,7 @@ struct Settings {
   bool learn_inducing = true;
   int inducing_iterations = -1;  // full-data L-BFGS: the inducing inputs move in this many iterations only (-1: all)
   bool learn_noise = true;
+  bool learn_df = true;  // the Student-t's degrees of freedom (Likelihood::log_df)
   int max_failures = 20;  // failed iterations undone before the fit gives up
   // A fit has converged when no gradient entry (projected on the bounds of
   // the parameters) exceeds tol * N: a stationary point of the objective.
