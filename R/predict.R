@@ -28,11 +28,21 @@
 #'   in [predict.lm()]); `NULL`: all.  Ignored by `type = "link"` and
 #'   `"response"` (as by [predict.lm()]: the prediction has every term);
 #'   refused with `type = "lpmatrix"` (select the matrix's columns by name).
-#' @param interval for a Gaussian model with `type = "link"` or `"response"`,
-#'   as in [predict.lm()]: `"none"` (default), `"confidence"` (a posterior
-#'   interval of the mean, `fit +/- z se.fit`) or `"prediction"` (of a new
-#'   observation, `fit +/- z sqrt(se.fit^2 + sigma^2)`, the noise of a row of
-#'   weight 1); the result is then a matrix with columns `fit`, `lwr`, `upr`.
+#' @param interval with `type = "link"` or `"response"`, as in
+#'   [predict.lm()]: `"none"` (default), `"confidence"` or `"prediction"`;
+#'   the result is then a matrix with columns `fit`, `lwr`, `upr`.
+#'   `"confidence"` is the equal-tailed posterior interval of the linear
+#'   predictor, `eta +/- z se`, and with `type = "response"` its image under
+#'   the inverse link: the quantiles of the posterior of the mean response
+#'   (`fit` stays the posterior mean, so for a log or logit link it need not
+#'   be the interval's centre).  `"prediction"` is the interval of a new
+#'   observation of weight 1, the quantiles of the posterior predictive
+#'   distribution: for a Gaussian model `fit +/- z sqrt(se.fit^2 + sigma^2)`;
+#'   for the scaled t, Gamma, Poisson and negative binomial computed by
+#'   quadrature over the predictor's posterior (for counts, the quantiles are
+#'   counts, so the interval covers at least `level`); on the response scale
+#'   (with `type = "link"` only for the identity link); not for binomial
+#'   models, whose new responses are 0 or 1.
 #' @param level the probability of the interval.
 #' @param ... unused.
 #' @details With `type = "lpmatrix"` the result is the matrix `Xp` with a row
@@ -91,9 +101,8 @@ predict.gpgam <- function(object, newdata, type = c("link", "response", "terms",
   type <- match.arg(type)
   interval <- match.arg(interval)
   if (interval != "none") {
-    if (object$likelihood != "gaussian")
-      stop_arg("interval", "is for Gaussian models; for ", object$family$family, " use se.fit or simulate()")
-    if (type %in% c("terms", "lpmatrix")) stop_arg("interval", "is for type = \"link\" or \"response\"")
+    why <- interval_refusal(object, type, interval)
+    if (!is.null(why)) stop_arg("interval", why)
     if (!is.numeric(level) || length(level) != 1 || !(level > 0 && level < 1))
       stop_arg("level", "must be a probability in (0, 1)")
   }
@@ -131,11 +140,7 @@ predict.gpgam <- function(object, newdata, type = c("link", "response", "terms",
     fit <- fill(lp$fit)
     se <- fill(lp$se)
   }
-  if (interval != "none") {
-    z <- stats::qnorm((1 + level) / 2)
-    half <- z * if (interval == "confidence") se else sqrt(se^2 + sigma(object)^2)
-    fit <- cbind(fit = fit, lwr = fit - half, upr = fit + half)
-  }
+  if (interval != "none") fit <- interval_columns(object, type, interval, level, fit, fill(lp$fit), fill(lp$se))
   if (!se.fit) return(fit)
   list(fit = fit, se.fit = se, residual.scale = sigma(object))
 }

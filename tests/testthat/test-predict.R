@@ -239,6 +239,7 @@ test_that("predict(interval = ) gives lm's confidence and prediction intervals o
   expect_equal(mean(ynew > pi2[, "lwr"] & ynew < pi2[, "upr"]), 0.95, tolerance = 0.02)
   db <- data.frame(x = d$x, y = rbinom(150, 1, 0.5))
   fb <- gpgam(y ~ gp(x), data = db, family = binomial(), control = gp_control(inducing = 8, verbose = FALSE))
-  expect_error(predict(fb, nd, interval = "confidence"), "'interval' is for Gaussian models")
+  # (binomial: the probability's posterior interval; no prediction interval, see test-intervals.R)
+  expect_error(predict(fb, nd, type = "response", interval = "prediction"), "'interval' = \"prediction\" is not given")
   expect_error(predict(fit, nd, interval = "confidence", level = 95), "'level'")
 })
