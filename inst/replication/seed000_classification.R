@@ -13,9 +13,11 @@
 #
 # Rows are appended to the output (default
 # inst/replication/results/seed000_classification.rds) after every fit; a
-# (set, split, method) already stored is skipped.
+# (set, split, method) already stored is skipped.  Each row records the
+# package version, commit and date that made it (stamp()).
 suppressPackageStartupMessages(library(scalegp))
 source(file.path("inst", "replication", "seed001_data.R"))
+source(file.path("inst", "replication", "stamp.R"))  # stamp()
 args <- commandArgs(trailingOnly = TRUE)
 sets <- if (length(args) >= 1) strsplit(args[1], ",")[[1]] else c("Australian", "Breast", "Crabs", "Ionosphere", "Pima", "Sonar")
 splits <- if (length(args) >= 2) eval(parse(text = args[2])) else 1:5
@@ -45,10 +47,11 @@ fit_one <- function(set, k, method) {
   p <- pmin(pmax(predict(f, ts, type = "response"), 1e-12), 1 - 1e-12)
   data.frame(set = set, split = k, method = method, n_train = nrow(tr),
              test_ll = mean(ifelse(ts$y == 1, log(p), log(1 - p))), error = mean((p > 0.5) != (ts$y == 1)),
-             seconds = sec, version = as.character(utils::packageVersion("scalegp")), stringsAsFactors = FALSE)
+             seconds = sec, stamp(), stringsAsFactors = FALSE)
 }
 
 res <- if (file.exists(out)) readRDS(out) else NULL
+if (!is.null(res)) for (v in c("commit", "date")) if (is.null(res[[v]])) res[[v]] <- NA_character_  # rows stored before the stamp
 for (k in splits) for (set in sets) for (m in methods) {
   if (!is.null(res) && any(res$set == set & res$split == k & res$method == m)) next
   r <- fit_one(set, k, m)
