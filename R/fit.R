@@ -175,7 +175,7 @@ natural_params <- function(fit, fixed = FALSE) {
     c(out, list(kernel = s$kernel, lengthscale = ls), b)
   })
   names(gp) <- vapply(gp, `[[`, "", "label")
-  sigma <- if (fit$likelihood %in% c("gaussian", "scat")) sqrt(exp(fit$state$log_noise) + 1e-6) * ysc else NA_real_
+  sigma <- if (has_sigma(fit$likelihood)) sqrt(exp(fit$state$log_noise) + 1e-6) * ysc else NA_real_
   c(list(gp = gp, sigma = sigma),
     switch(fit$likelihood, gamma = list(shape = exp(fit$state$log_noise)),
            negbin = list(theta = exp(fit$state$log_noise), theta_fixed = fixed),

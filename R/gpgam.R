@@ -166,7 +166,7 @@ gpgam <- function(formula, data, family = gaussian(), inference = "vi", control 
     stop_arg("inference", "= \"", engine$name, "\" does not support gp(basis = \"hilbert\") yet; use inference = \"vi\"")
   mf <- gp_model_frame(cl, parent.frame(), parsed$full)
   control <- resolve_control(control, nrow(mf), engine, fam$lik)
-  if (!fam$lik %in% c("gaussian", "scat") && (!is.null(control$sigma) || "sigma" %in% control$fixed))
+  if (!has_sigma(fam$lik) && (!is.null(control$sigma) || "sigma" %in% control$fixed))
     warning("'control': gp_control(sigma = , fixed = \"sigma\") set the residual sd of a Gaussian model; ",
             "family ", fam$family$family, " has none, so they are ignored",
             switch(fam$lik, gamma = " (its shape is estimated)",

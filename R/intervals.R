@@ -43,7 +43,7 @@ interval_refusal <- function(object, type, interval) {
   if (lik %in% c("probit", "logit"))
     return(paste0("= \"prediction\" is not given for ", object$family$family, " (a new response is 0 or 1); ",
                   "use interval = \"confidence\" for the probability, or simulate()"))
-  if (type == "link" && !lik %in% c("gaussian", "scat"))
+  if (type == "link" && link_name(object) != "identity")
     return("= \"prediction\" is on the scale of the response: use type = \"response\"")
   NULL
 }

@@ -54,8 +54,8 @@ gp_setup <- function(parsed, mf, fam, control) {
   off <- as.numeric(stats::model.offset(mf) %||% rep(0, n))
   if (any(!is.finite(off))) stop_arg("offset", "has non-finite values")
   check_finite_columns(mf, names(mf), "data")
-  # the identity-link families, whose response is standardised
-  gaussian <- fam$lik %in% c("gaussian", "scat")
+  # the families with a residual scale, whose response is standardised
+  gaussian <- has_sigma(fam$lik)
   # The link-scale centre and scale of the internal model (no centring
   # without an intercept): Gaussian and scaled t, the response is centred
   # and scaled;
@@ -144,9 +144,13 @@ lik_param_label <- function(lik) {
   switch(lik, gaussian = "log noise variance", gamma = "log shape", negbin = "log theta",
          scat = "log squared scale", NULL)
 }
+# The families with a residual scale sigma (the Gaussian noise sd, the
+# scaled t's scale): identity link, response standardised internally,
+# gp_control(sigma = , fixed = "sigma") apply.
+has_sigma <- function(lik) lik %in% c("gaussian", "scat")
 learns_lik_param <- function(setup, control) {
   !is.null(lik_param_label(setup$lik)) && !isTRUE(setup$lik_fixed) &&
-    !(setup$lik %in% c("gaussian", "scat") && "sigma" %in% control$fixed)
+    !(has_sigma(setup$lik) && "sigma" %in% control$fixed)
 }
 # The scaled t's second parameter, log(df - min_df) (C++ Likelihood::log_df):
 # whether a fit estimates it (unless scat() gave theta), and the settings

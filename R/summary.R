@@ -164,7 +164,7 @@ deviance_explained <- function(object) {
   x0 <- matrix(1, length(y), as.integer(object$intercept))
   null <- suppressWarnings(stats::glm.fit(x0, y, weights = w, offset = object$offset, family = fam))$deviance
   edf <- sum(vapply(object$params$gp, `[[`, 1, "edf")) + length(coef(object))
-  r.sq <- if (object$likelihood %in% c("gaussian", "scat")) {
+  r.sq <- if (link_name(object) == "identity") {
     df <- max(1, length(y) - edf)
     1 - sum(w * (y - mu)^2) / df / (sum(w * (y - stats::weighted.mean(y, w))^2) / (length(y) - 1))
   }
