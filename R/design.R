@@ -5,7 +5,7 @@
 supported_families <- function() {
   paste("gaussian(identity), binomial(probit), binomial(logit), poisson(log), Gamma(link = \"log\"),",
         "negative binomial (log): mgcv::nb() (theta estimated) or MASS::negative.binomial(theta) (theta given),",
-        "scaled t (identity): mgcv::scat()")
+        "scaled t (identity): mgcv::scat(), location-scale Gaussian: mgcv::gaulss() with a list of two formulas")
 }
 
 # Maps a stats family object (or mgcv's nb(), MASS's negative.binomial(),
@@ -21,6 +21,8 @@ likelihood_name <- function(family) {
   if (is.function(family)) family <- tryCatch(family(), error = function(e) NULL)
   if (!inherits(family, "family"))
     stop_arg("family", "must be a family object such as binomial(); supported: ", supported_families())
+  if (identical(family$family, "gaulss"))
+    stop_arg("family", "gaulss() needs a list of two formulas: list(y ~ <mean terms>, ~ <log-sd terms>)")
   if (is.character(family$family) && length(family$family) > 1 &&
       all(startsWith(family$family, "Negative Binomial(")))  # mgcv's negbin(c(lo, hi))
     stop_arg("family", "gives the negative binomial theta as a range (", paste(family$family, collapse = " to "),

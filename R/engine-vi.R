@@ -86,6 +86,8 @@ NULL
 #'   value and by observed pair per group of rows.  The fit is identical to
 #'   the one in a single process.  All rows per iteration and discretised
 #'   covariates only.  The workers need scalegp installed.
+#' @param cycles `family = gaulss()` only: the largest number of
+#'   alternations between the mean and the log-sd fits (see [gaulss]).
 #' @return A list of the options.
 #' @references Hensman, Fusi and Lawrence (2013) Gaussian processes for big
 #'   data. UAI.  Hensman, Matthews and Ghahramani (2015) Scalable variational
@@ -100,7 +102,7 @@ NULL
 #' @export
 vi_options <- function(natgrad_step = NULL, posterior = c("coupled", "meanfield"), rank = NULL,
                        optimizer = c("lbfgs", "adam"), discrete = NA, bins = 1000, learn_inducing = NULL,
-                       cluster = NULL) {
+                       cluster = NULL, cycles = 50) {
   if (!is.null(natgrad_step)) {
     check_positive(natgrad_step, "natgrad_step")
     if (natgrad_step > 1) stop_arg("natgrad_step", "must be in (0, 1]")
@@ -118,8 +120,10 @@ vi_options <- function(natgrad_step = NULL, posterior = c("coupled", "meanfield"
     stop_arg("learn_inducing", "must be TRUE, FALSE, NULL or a number of iterations >= 0")
   if (is.numeric(learn_inducing)) learn_inducing <- if (is.finite(learn_inducing)) round(learn_inducing) else TRUE
   check_cluster(cluster)
+  check_count(cycles, "cycles")
   list(natgrad_step = natgrad_step, posterior = posterior, rank = if (!is.null(rank)) as.integer(rank),
-       optimizer = optimizer, discrete = discrete, bins = bins, learn_inducing = learn_inducing, cluster = cluster)
+       optimizer = optimizer, discrete = discrete, bins = bins, learn_inducing = learn_inducing, cluster = cluster,
+       cycles = as.integer(cycles))
 }
 
 vi_engine <- function() {

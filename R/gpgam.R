@@ -54,14 +54,16 @@
 #' @param formula a formula such as `y ~ gp(x1, x2) + z + f`: `gp()` terms
 #'   (and mgcv's `s()`, `te()`, `ti()` with `by =`, see [gp()]), parametric
 #'   terms, `offset()` terms; `y ~ .` uses every other column of `data` as a
-#'   parametric term.
+#'   parametric term.  With `family = mgcv::gaulss()`, a list of two formulas:
+#'   the mean's and the log sd's (one-sided), see [gaulss].
 #' @param data a data frame.
 #' @param family a family object: `gaussian()`, `binomial(link = "probit")`,
 #'   `binomial()` (logit), `poisson()`, `Gamma(link = "log")` or a negative
 #'   binomial with log link, `mgcv::nb()` (theta estimated; `nb(theta = t)`
 #'   gives it, `nb(theta = -t)` starts it at t) or
 #'   `MASS::negative.binomial(theta)` (theta given), or the scaled t
-#'   `mgcv::scat()` (identity link).  For binomial, `y` may be 0/1,
+#'   `mgcv::scat()` (identity link), or the location-scale Gaussian
+#'   `mgcv::gaulss()` with a list of two formulas ([gaulss]).  For binomial, `y` may be 0/1,
 #'   logical, a two-level factor (the first level is failure, as in [glm()]), a
 #'   proportion with `weights` giving the number of trials, or
 #'   `cbind(successes, failures)`.  For Gamma, `y` must be positive: the
@@ -158,6 +160,14 @@ gpgam <- function(formula, data, family = gaussian(), inference = "vi", control 
                   weights, subset, na.action, offset, model = TRUE) {
   cl <- match.call()
   tune_allocator()
+  if ((is.list(formula) && !inherits(formula, "formula")) || is_gaulss(family)) {  # ?gaulss
+    if (!is_gaulss(family))
+      stop_arg("formula", "is a list of formulas, which needs family = mgcv::gaulss() (a mean and a log-sd predictor)")
+    if (!is.list(formula) || inherits(formula, "formula"))
+      stop_arg("formula", "for family = gaulss() must be a list of two formulas: list(y ~ <mean terms>, ~ <log-sd terms>)")
+    if (is.function(family)) family <- family() else if (is.character(family)) family <- mgcv_gaulss()
+    return(gaulss_gpgam(cl, parent.frame(), formula, family, inference, control, model))
+  }
   engine <- get_engine(inference)
   fam <- likelihood_name(family)
   check_engine_family(engine, fam)

@@ -1,0 +1,552 @@
+# The location-scale Gaussian: gpgam(list(y ~ ..., ~ ...), family = gaulss()),
+# a heteroscedastic GP additive model with two additive predictors, the mean
+# and the log noise sd, each a sum of gp() and parametric terms (chained GPs,
+# Saul, Hensman, Vehtari and Lawrence 2016).  The posterior factorises over
+# the two predictors, q(f) q(g), each a coupled sparse variational posterior
+# (inference = "vi").  Given q(g) the ELBO in q(f) and f's hyperparameters
+# is that of a Gaussian fit with known row precisions w E[exp(-2 g)]; given
+# q(f) the ELBO in q(g) is, with eta = 2 g, that of a Gamma fit of shape 1/2
+# and log link to the response r = E[(y - f)^2] (both in closed form).  The
+# fit alternates the two (block coordinate ascent on one objective, warm
+# started) until a cycle raises the joint ELBO by less than
+# gp_control(tol) x rows: at a fixed point both blocks are stationary, so the
+# joint ELBO is.  The result holds the two fits (class "gpgam_vi"; the scale
+# fit's predictor is eta = 2 g, halved whenever it is reported) and has its
+# own methods.  fit$objective is the joint ELBO, fit$log_prior the log prior
+# of both fits' hyperparameters, fit$trace their sum after each cycle (the
+# quantity the cycles raise).
+
+#' Location-scale Gaussian models: mean and log sd each additive
+#'
+#' `gpgam(list(y ~ <mean terms>, ~ <log-sd terms>), family = mgcv::gaulss())`
+#' fits the heteroscedastic model
+#' \deqn{y_i \sim N(\mu_i, \sigma_i^2),\quad \mu_i = f(x_i),\quad \log\sigma_i = g(x_i),}{y_i ~ N(mu_i, sigma_i^2), mu_i = f(x_i), log sigma_i = g(x_i),}
+#' with \eqn{f}{f} and \eqn{g}{g} each a sum of `gp()` and parametric terms of
+#' its own formula (the second formula has no response), as mgcv's list of
+#' formulas for `gaulss()`.  This is the chained GP of Saul, Hensman, Vehtari
+#' and Lawrence (2016): the posterior is Gaussian and factorises over the two
+#' predictors, \eqn{q(f)q(g)}{q(f) q(g)}, each the coupled sparse variational
+#' posterior of `inference = "vi"` over its own inducing variables and
+#' coefficients.
+#'
+#' **Link of the second predictor.** It is the log of the sd.  mgcv's
+#' `gaulss()` models \eqn{1/\sigma}{1/sigma} through its `"logb"` link; only
+#' the family's name is read from the object, and both its links are
+#' replaced by identity (mean) and log (sd).
+#'
+#' **Fitting.** The expected log-likelihood of a row is, in closed form,
+#' \eqn{-\frac12\log 2\pi - m_g - \frac12[(y - m_f)^2 + v_f] e^{-2m_g + 2v_g}}{-log(2 pi)/2 - m_g - ((y - m_f)^2 + v_f) exp(-2 m_g + 2 v_g) / 2}
+#' (\eqn{m, v}{m, v} the posterior means and variances of the two predictors
+#' at the row).  Given \eqn{q(g)}{q(g)} it is the log-likelihood of a Gaussian fit
+#' with known precisions \eqn{E[e^{-2g}]}{E[exp(-2 g)]}; given
+#' \eqn{q(f)}{q(f)}, of a Gamma fit with shape 1/2 and log link (predictor
+#' \eqn{2g}{2 g}) to the response \eqn{(y - m_f)^2 + v_f}{(y - m_f)^2 + v_f}.
+#' The fit starts from a homoscedastic Gaussian fit of the mean formula and
+#' then alternates the two conditional fits (each to a stationary point, with
+#' its hyperparameters started where the previous one ended): block
+#' coordinate ascent on one objective, the joint ELBO
+#' \eqn{\sum_i w_i E[\log p(y_i \mid f, g)] - KL(q(f)) - KL(q(g))}{sum_i w_i E[log p(y_i | f, g)] - KL(q(f)) - KL(q(g))}
+#' (plus the log priors of both sets of hyperparameters), which never
+#' decreases.  It stops when a cycle raises it by less than
+#' `gp_control(tol)` times the number of rows (converged: then both blocks
+#' are stationary given each other, so the joint ELBO is at a stationary
+#' point), or after `gp_control(cycles = )` cycles (not converged; 50 by
+#' default, see [vi_options()]).
+#' `gp_control()` applies to both fits (inducing points per term, threads,
+#' seed, priors); `sigma` and `fixed = "sigma"` do not apply.  Prior weights
+#' multiply each row's log-likelihood.  Offsets (terms or the `offset`
+#' argument) are for the mean only.
+#'
+#' **Methods.** `print()`, `summary()` (both predictors' parametric
+#' coefficients, term tests and hyperparameters; the log-sd predictor's on
+#' the log-sd scale), `plot()` (the mean's terms, then the log sd's),
+#' `predict()` (`type = "link"`: columns `mean` and `log_sd` with their
+#' posterior sds; `"response"`: the posterior means of \eqn{\mu}{mu} and of
+#' \eqn{\sigma = e^g}{sigma = exp(g)} with their posterior sds;
+#' `"terms"`: both predictors' terms, the log sd's named with `.1` as mgcv
+#' does, e.g. `gp.1(x)`; `interval = "confidence"` for \eqn{\mu}{mu},
+#' `"prediction"` for a new y, whose predictive distribution mixes
+#' \eqn{N(m_f, v_f + e^{2g})}{N(m_f, v_f + exp(2 g))} over the posterior of
+#' \eqn{g}{g}), `fitted()` (a matrix with columns `mean` and `sd`, as
+#' `predict(type = "response")`), `residuals()` (`"response"`: \eqn{y -
+#' \hat\mu}{y - mu}; `"pearson"` and `"deviance"`: divided by the fitted
+#' sd), `sigma()` (the fitted sd of every row), `coef()`, `vcov()`,
+#' `logLik()` (the joint ELBO), `simulate()`.
+#'
+#' @name gaulss
+#' @references Saul, Hensman, Vehtari and Lawrence (2016) Chained Gaussian
+#'   processes. AISTATS.  Wood, Pya and Saefken (2016) Smoothing parameter
+#'   and model selection for general smooth models. JASA 111, 1548-1563
+#'   (mgcv's `gaulss()`).
+#' @seealso [gpgam()], [mgcv::gaulss()]
+#' @examples
+#' \donttest{
+#' data(mcycle, package = "MASS")
+#' fit <- gpgam(list(accel ~ gp(times), ~ gp(times)), data = mcycle, family = mgcv::gaulss(),
+#'              control = gp_control(verbose = FALSE))
+#' summary(fit)
+#' plot(fit, pages = 1)
+#' head(predict(fit, type = "response"))
+#' predict(fit, data.frame(times = c(10, 30)), interval = "prediction")
+#' }
+NULL
+
+# Whether `family` is (mgcv's) gaulss() family object, or the name "gaulss".
+is_gaulss <- function(family) {
+  if (is.character(family)) return(identical(family, "gaulss"))
+  if (is.function(family)) family <- tryCatch(family(), error = function(e) NULL)
+  inherits(family, "family") && identical(family$family, "gaulss")
+}
+
+# family = "gaulss": mgcv's family object, or (without mgcv) one that names it.
+mgcv_gaulss <- function() {
+  if (requireNamespace("mgcv", quietly = TRUE)) return(mgcv::gaulss())
+  structure(list(family = "gaulss", link = c("identity", "log")), class = "family")
+}
+
+gaulss_gpgam <- function(cl, envir, formulas, family, inference, control, model) {
+  if (!identical(inference, "vi"))
+    stop_arg("inference", "= \"", inference, "\" does not fit family = gaulss(); use inference = \"vi\" (the default)")
+  if (length(formulas) != 2 || !all(vapply(formulas, inherits, TRUE, "formula")))
+    stop_arg("formula", "for family = gaulss() must be a list of two formulas: list(y ~ <mean terms>, ~ <log-sd terms>)")
+  if (length(formulas[[1]]) != 3) stop_arg("formula", "'s first formula must have the response: y ~ gp(x) + ...")
+  if (length(formulas[[2]]) != 2)
+    stop_arg("formula", "'s second formula (the log sd) must be one-sided: ~ gp(x) + ...")
+  data <- if (!is.null(cl$data)) eval(cl$data, envir)
+  data_arg <- if (is.data.frame(data)) data
+  f1 <- formulas[[1]]
+  f2 <- formulas[[2]]
+  f2full <- stats::as.formula(call("~", f1[[2]], f2[[2]]), env = environment(f2) %||% envir)
+  p1 <- parse_gpgam_formula(f1, data_arg)
+  p2 <- parse_gpgam_formula(f2full, data_arg)
+  if (!is.null(attr(terms(f2full), "offset")))
+    stop_arg("formula", "'s second formula (the log sd) has an offset; offsets are for the mean only")
+  both <- stats::as.formula(call("~", f1[[2]], call("+", p1$full[[3]], p2$full[[3]])), env = environment(p1$full))
+  mf <- gp_model_frame(cl, envir, both)
+  engine <- get_engine("vi")
+  if (!is.null(control$sigma) || "sigma" %in% control$fixed)
+    warning("'control': gp_control(sigma = , fixed = \"sigma\") do not apply to family = gaulss() ",
+            "(the log sd is modelled)", call. = FALSE)
+  control$fixed <- setdiff(control$fixed, "sigma")
+  control$sigma <- NULL
+  verbose <- isTRUE(control$verbose)
+  control$verbose <- FALSE
+  fam_g <- likelihood_name(stats::gaussian())
+  y <- mf[[1L]]
+  if (!is.numeric(y) || is.matrix(y)) stop_arg("y", "of family = gaulss() must be a numeric vector")
+  ctl1 <- resolve_control(control, nrow(mf), engine, "gaussian")
+  cycles <- ctl1$options$cycles %||% 50L
+  t0 <- proc.time()[["elapsed"]]
+  # the homoscedastic start: the mean formula with the noise sd estimated
+  s0 <- gp_setup(p1, mf, fam_g, ctl1)
+  w_user <- s0$w
+  s <- s0$yscaling$scale
+  first <- gaulss_subfit(engine, s0, ctl1)
+  # the mean fit with the noise fixed at 1 on the internal scale (precisions in the weights)
+  ctl_f <- ctl1
+  ctl_f$fixed <- union(ctl_f$fixed, "sigma")
+  ctl_f$sigma <- s
+  sf <- gp_setup(p1, mf, fam_g, ctl_f)
+  sf$comps <- warm_comps(sf$comps, first$res$specs)
+  # the scale fit: Gamma with shape 1/2 and log link on r, no offset
+  mf2 <- mf
+  mf2[["(offset)"]] <- NULL
+  attr(mf2, "terms") <- stats::terms(p2$full)
+  r <- gaulss_r(y, first$mom)
+  mf2[[1L]] <- r
+  fam_s <- likelihood_name(stats::Gamma(link = "log"))
+  fam_s$theta <- 0.5
+  ctl2 <- resolve_control(control, nrow(mf), engine, "gamma")
+  ctl2$seed <- ctl1$seed
+  sg <- gp_setup(p2, mf2, fam_s, ctl2)
+  sg$offset <- sg$offset - sg$offset_raw
+  sg$offset_raw <- numeric(length(sg$offset_raw))
+  mf2[["(offset)"]] <- NULL
+  fg <- mean_f <- NULL
+  mom_f <- first$mom
+  objective <- -Inf
+  trace <- numeric()
+  converged <- FALSE
+  evaluations <- first$res$evaluations %||% 0
+  for (k in seq_len(cycles)) {
+    r <- gaulss_r(y, mom_f)
+    sg$y <- sg$y_raw <- r
+    fg <- gaulss_subfit(engine, sg, ctl2, mf2)
+    sg$comps <- warm_comps(sg$comps, fg$res$specs)
+    prec <- exp(-fg$mom$fit + fg$mom$se^2 / 2)  # E[exp(-eta)] = E[exp(-2 g)]
+    sf$w <- w_user * s^2 * prec
+    mean_f <- gaulss_subfit(engine, sf, ctl_f, mf)
+    sf$comps <- warm_comps(sf$comps, mean_f$res$specs)
+    mom_f <- mean_f$mom
+    evaluations <- evaluations + (fg$res$evaluations %||% 0) + (mean_f$res$evaluations %||% 0)
+    elbo <- gaulss_objective(y, w_user, mom_f, fg$mom, mean_f, fg)
+    log_prior <- (mean_f$res$log_prior %||% 0) + (fg$res$log_prior %||% 0)
+    new <- elbo + log_prior  # what the cycles raise
+    trace <- c(trace, new)
+    change <- new - objective
+    objective <- new
+    if (verbose) inform(sprintf("gaulss cycle %d: joint ELBO %.6g%s", k, elbo,
+                                if (k > 1) sprintf(" (change %.3g)", change) else ""))
+    if (k > 1 && abs(change) <= ctl1$tol * nrow(mf)) {
+      converged <- TRUE
+      break
+    }
+  }
+  elapsed <- proc.time()[["elapsed"]] - t0
+  fm <- mean_f$fit
+  fs <- fg$fit
+  fm$formula <- f1
+  fs$formula <- f2
+  fm$offset_expr <- cl$offset
+  fm$call <- fs$call <- cl
+  fm$model <- mf
+  fs$model <- mf2
+  fit <- list(mean = fm, scale = fs, call = cl, formula = formulas, family = family, likelihood = "gaulss",
+              engine = engine, n = nrow(mf), objective = elbo, log_prior = log_prior,
+              trace = trace, iterations = length(trace), evaluations = evaluations, converged = converged,
+              stop = if (converged) "stationary point" else sprintf("%d cycles (vi_options(cycles)) without convergence", cycles),
+              y = y, prior.weights = w_user, na.action = attr(mf, "na.action"),
+              control = c(ctl1[setdiff(names(ctl1), "verbose")], list(verbose = verbose)),
+              timing = c(fit = elapsed, per_iteration = elapsed / max(1, length(trace))),
+              title = "Location-scale Gaussian GP additive model (chained GPs)")
+  fit$df <- fm$df - 1 + fs$df - 1  # (the sub-fits count a noise sd and a Gamma shape that are not estimated)
+  lp <- gaulss_response(mom_f, fg$mom)
+  fit$fitted.values <- cbind(mean = lp$mean, sd = lp$sd)
+  fit$linear.predictors <- cbind(mean = mom_f$fit, log_sd = fg$mom$fit / 2)
+  if (!model) fit$mean$model <- fit$scale$model <- NULL
+  class(fit) <- c("gpgam_ls", "scalegp")
+  if (!converged)
+    warning(sprintf("the location-scale fit did not converge in %d cycles (the last raised the joint ELBO by %.3g); ",
+                    cycles, change), "increase gp_control(cycles = )", call. = FALSE)
+  fit
+}
+
+# One conditional fit: the engine's result, the fit object and the latent
+# moments at the rows (data scale: fit, se).
+gaulss_subfit <- function(engine, setup, control, mf = NULL) {
+  res <- engine_fit(engine, setup, control)
+  fit <- collect_fit(setup, res, control, engine)
+  mom <- latent_predict(fit, setup$X, setup$offset_raw, se = TRUE)
+  list(res = res, fit = fit, mom = mom)
+}
+
+# Start the hyperparameters (and inducing inputs) of `comps` where a fit ended.
+warm_comps <- function(comps, specs) {
+  for (i in seq_along(comps)) {
+    for (v in c("log_var", "log_ls", "Z"))
+      if (!is.null(specs[[i]][[v]]) && !is.null(comps[[i]][[v]])) comps[[i]][[v]] <- specs[[i]][[v]]
+  }
+  comps
+}
+
+# The response of the scale fit: E[(y - f)^2] under q(f) (data scale), kept
+# above 1e-300 so that its log is finite.
+gaulss_r <- function(y, mom) pmax((y - mom$fit)^2 + mom$se^2, 1e-300)
+
+# E[log N(y; f, exp(eta))] for independent f ~ N(mf, vf), eta ~ N(m_eta, v_eta)
+# (eta = 2 g, the log variance), in closed form.
+gaulss_ell <- function(y, mf, vf, m_eta, v_eta) {
+  -0.5 * log(2 * pi) - m_eta / 2 - 0.5 * ((y - mf)^2 + vf) * exp(-m_eta + v_eta / 2)
+}
+
+# The joint ELBO (as logLik() of a gpgam fit, without the log priors of the
+# hyperparameters, which the fits add to it when they climb).
+gaulss_objective <- function(y, w, mom_f, mom_eta, mean_f, scale_f) {
+  ell <- sum(w * gaulss_ell(y, mom_f$fit, mom_f$se^2, mom_eta$fit, mom_eta$se^2))
+  ell - mean_f$res$kl - scale_f$res$kl
+}
+
+# Posterior means and sds of mu = f and sigma = exp(g) (g = eta / 2, lognormal).
+gaulss_response <- function(mom_f, mom_eta) {
+  mg <- mom_eta$fit / 2
+  vg <- mom_eta$se^2 / 4
+  list(mean = mom_f$fit, mean_se = mom_f$se, sd = exp(mg + vg / 2),
+       sd_se = sqrt(pmax(expm1(vg), 0)) * exp(mg + vg / 2))
+}
+
+# The two predictors at newdata (or the fitting rows): the latent moments of
+# the mean and of eta = 2 g.
+gaulss_moments <- function(object, newdata, na.action, terms = FALSE) {
+  nd1 <- new_design(object$mean, newdata, na.action)
+  nd2 <- new_design(object$scale, newdata, na.action)
+  ok <- nd1$ok & nd2$ok
+  lp1 <- latent_predict(object$mean, nd1$X[ok, , drop = FALSE], nd1$offset[ok], terms = terms)
+  lp2 <- latent_predict(object$scale, nd2$X[ok, , drop = FALSE], nd2$offset[ok], terms = terms)
+  list(f = lp1, eta = lp2, ok = ok, names = nd1$names, nd1 = nd1, nd2 = nd2)
+}
+
+#' @rdname gaulss
+#' @param object,x a location-scale fit (`gpgam(list(...), family = gaulss())`).
+#' @param newdata a data frame (default: the fitting rows).
+#' @param type `"link"`, `"response"` or `"terms"` (see Methods).
+#' @param se.fit whether to return posterior sds.
+#' @param na.action what to do with rows of `newdata` with missing values (default: predict NA).
+#' @param interval `"none"`, `"confidence"` (for the mean) or `"prediction"` (for a new y).
+#' @param level the interval's probability.
+#' @param ... unused.
+#' @export
+predict.gpgam_ls <- function(object, newdata, type = c("link", "response", "terms"), se.fit = FALSE,
+                             na.action = stats::na.pass, interval = c("none", "confidence", "prediction"),
+                             level = 0.95, ...) {
+  type <- match.arg(type)
+  interval <- match.arg(interval)
+  if (!is.logical(se.fit) || length(se.fit) != 1 || is.na(se.fit)) stop_arg("se.fit", "must be TRUE or FALSE")
+  if (interval != "none") {
+    if (type == "terms") stop_arg("interval", "is for type = \"link\" or \"response\"")
+    if (!is.numeric(level) || length(level) != 1 || !(level > 0 && level < 1))
+      stop_arg("level", "must be a probability in (0, 1)")
+  }
+  if (missing(newdata)) newdata <- NULL
+  m <- gaulss_moments(object, newdata, na.action, terms = type == "terms")
+  ok <- m$ok
+  fill <- function(v) { out <- matrix(NA_real_, length(ok), NCOL(v)); out[ok, ] <- v; out }
+  if (type == "terms") {
+    t1 <- predict_terms(object$mean, m$nd1, m$f)
+    t2 <- predict_terms(object$scale, m$nd2, m$eta)
+    rename <- function(nm) sub("^([^(]*)(\\(|$)", "\\1.1\\2", nm)
+    fit <- cbind(t1$fit, t2$fit / 2)
+    colnames(fit) <- c(colnames(t1$fit), rename(colnames(t2$fit)))
+    attr(fit, "constant") <- c(mean = attr(t1$fit, "constant") %||% 0, log_sd = (attr(t2$fit, "constant") %||% 0) / 2)
+    if (!se.fit) return(fit)
+    se <- cbind(t1$se.fit, t2$se.fit / 2)
+    colnames(se) <- colnames(fit)
+    return(list(fit = fit, se.fit = se))
+  }
+  if (type == "link") {
+    fit <- fill(cbind(mean = m$f$fit, log_sd = m$eta$fit / 2))
+    se <- fill(cbind(mean = m$f$se, log_sd = m$eta$se / 2))
+    colnames(fit) <- colnames(se) <- c("mean", "log_sd")
+  } else {
+    r <- gaulss_response(m$f, m$eta)
+    fit <- fill(cbind(r$mean, r$sd))
+    se <- fill(cbind(r$mean_se, r$sd_se))
+    colnames(fit) <- colnames(se) <- c("mean", "sd")
+  }
+  rownames(fit) <- rownames(se) <- m$names
+  if (interval != "none") {
+    lo_p <- (1 - level) / 2
+    z <- stats::qnorm(1 - lo_p)
+    mu <- fill(m$f$fit)[, 1]
+    if (interval == "confidence") {
+      half <- z * fill(m$f$se)[, 1]
+    } else {
+      half <- rep(NA_real_, length(ok))
+      half[ok] <- gaulss_predictive_half(m$f$se, m$eta$fit / 2, m$eta$se / 2, 1 - lo_p)
+    }
+    out <- cbind(fit = mu, lwr = mu - half, upr = mu + half)
+    rownames(out) <- m$names
+    if (!se.fit) return(out)
+    return(list(fit = out, se.fit = se))
+  }
+  if (!se.fit) return(fit)
+  list(fit = fit, se.fit = se)
+}
+
+# Half the central predictive interval of a new y at each row: y - m_f is a
+# mixture of N(0, v_f + exp(2 g)) over g ~ N(mg, sg^2) (20-node Gauss-Hermite),
+# symmetric about 0; its p-quantile q solves sum_k w_k Phi(q / s_k) = p and
+# lies in [0, qnorm(p) max_k s_k] (every s_k gives Phi(q / s_k) >= p at the
+# upper end).  Bisection to 1e-10 of the bracket.
+gaulss_predictive_half <- function(se_f, mg, sg, p) {
+  rule <- gauss_hermite(20)
+  g <- outer(sg, sqrt(2) * rule$t) + mg
+  sk <- sqrt(se_f^2 + exp(2 * g))
+  wts <- rule$w / sqrt(pi)
+  lo <- numeric(length(mg))
+  hi <- stats::qnorm(p) * apply(sk, 1, max)
+  for (it in seq_len(80)) {
+    mid <- (lo + hi) / 2
+    above <- drop(stats::pnorm(mid / sk) %*% wts) >= p
+    hi[above] <- mid[above]
+    lo[!above] <- mid[!above]
+  }
+  (lo + hi) / 2
+}
+
+#' @rdname gaulss
+#' @param digits significant digits.
+#' @export
+print.gpgam_ls <- function(x, digits = max(3L, getOption("digits") - 3L), ...) {
+  cat("\n", x$title, " (", engine_label(x$mean), ")\n", sep = "")
+  cat("Formula: ", deparse1(x$formula[[1]]), "\n         ", deparse1(x$formula[[2]]), "  (log sd)\n", sep = "")
+  cat("Family: gaulss (mean: identity, sd: log), n = ", x$n, "\n", sep = "")
+  for (part in c("mean", "log_sd")) {
+    f <- if (part == "mean") x$mean else x$scale
+    div <- if (part == "mean") 1 else 2
+    cat(if (part == "mean") "Mean:\n" else "Log sd:\n")
+    for (g in f$params$gp)
+      cat(sprintf("  %s: %s kernel, variance %s%s, edf %s\n", g$label, g$kernel,
+                  format(g$variance / div^2, digits = digits),
+                  if (length(g$lengthscale)) paste0(", lengthscale ", paste(format(g$lengthscale, digits = digits),
+                                                                             collapse = ", ")) else "",
+                  format(g$edf, digits = digits)))
+    cf <- coef(f) / div
+    if (length(cf)) {
+      cat("  Coefficients:\n")
+      print(cf, digits = digits)
+    }
+  }
+  cat("Joint ELBO: ", format(x$objective, digits = digits + 3),
+      if (!x$converged) paste0(" (NOT converged: ", x$stop, ")"), "\n\n", sep = "")
+  invisible(x)
+}
+
+#' @rdname gaulss
+#' @export
+summary.gpgam_ls <- function(object, ...) {
+  sm <- summary(object$mean)
+  ss <- summary(object$scale)
+  ss$coefficients[, 1:2] <- ss$coefficients[, 1:2, drop = FALSE] / 2
+  if (!is.null(ss$terms)) ss$terms$variance <- ss$terms$variance / 4
+  structure(list(call = object$call, n = object$n, engine = engine_label(object$mean), mean = sm, scale = ss,
+                 objective = object$objective, log_prior = object$log_prior, cycles = object$iterations,
+                 converged = object$converged, stop = object$stop, time = object$timing[["fit"]],
+                 threads = object$control$threads),
+            class = "summary.gpgam_ls")
+}
+
+#' @rdname gaulss
+#' @export
+print.summary.gpgam_ls <- function(x, digits = max(3L, getOption("digits") - 3L), ...) {
+  cat("\nFamily: gaulss\nLink functions: identity (mean), log (sd)\nInference:", x$engine,
+      "\n\nCall:\n")
+  print(x$call)
+  for (part in c("mean", "scale")) {
+    s <- x[[part]]
+    cat(if (part == "mean") "\n== Mean ==\n" else "\n== Log sd ==\n")
+    if (nrow(s$coefficients)) {
+      cat("Parametric coefficients (posterior mean and sd):\n")
+      stats::printCoefmat(s$coefficients, digits = digits)
+    }
+    if (!is.null(s$s.table) && nrow(s$s.table)) {
+      cat("\nApproximate significance of gp() terms:\n")
+      stats::printCoefmat(s$s.table, digits = digits, has.Pvalue = TRUE, na.print = "",
+                          cs.ind = integer(), tst.ind = 3L)
+    }
+    if (!is.null(s$terms) && nrow(s$terms)) {
+      cat("\nGaussian-process hyperparameters (variance on the scale of this predictor):\n")
+      h <- s$terms[setdiff(names(s$terms), "share")]
+      h$variance <- format(h$variance, digits = digits)
+      print(h, row.names = FALSE, right = FALSE)
+    }
+  }
+  cat(sprintf("\nJoint ELBO = %s (a lower bound on the log marginal likelihood), n = %d\n",
+              format(x$objective, digits = digits + 3), x$n))
+  if (isTRUE(x$log_prior != 0))
+    cat("Log prior of the hyperparameters:", format(x$log_prior, digits = digits + 1), "\n")
+  cat(sprintf("%d cycles of the mean and log-sd fits (%d thread%s), %.2f s\n", x$cycles, x$threads,
+              if (x$threads > 1) "s" else "", x$time))
+  cat(if (x$converged) "Converged: the last cycle raised the joint ELBO by less than tol x n (a stationary point)"
+      else paste("Not converged:", x$stop), "\n\n", sep = "")
+  invisible(x)
+}
+
+#' @rdname gaulss
+#' @param pages,select,residuals passed to [plot.gpgam()] for each predictor
+#'   (`residuals`: partial residuals of the mean's terms only).
+#' @export
+plot.gpgam_ls <- function(x, pages = 0, select = NULL, residuals = FALSE, ...) {
+  n1 <- length(x$mean$params$gp)
+  n2 <- length(x$scale$params$gp)
+  if (n1 + n2 == 0) return(plot_trace(x, ...))
+  if (pages > 0) {
+    per <- ceiling((n1 + n2) / pages)
+    nc <- ceiling(sqrt(per))
+    op <- graphics::par(mfrow = c(ceiling(per / nc), nc))
+    on.exit(graphics::par(op))
+  }
+  sel <- select %||% seq_len(n1 + n2)
+  out <- list()
+  if (n1 && any(sel <= n1))
+    out$mean <- plot(x$mean, select = sel[sel <= n1], residuals = residuals, ...)
+  if (n2 && any(sel > n1)) {
+    x$scale$terms$gp <- lapply(x$scale$terms$gp, function(g) { g$spec$label <- sub("\\(", ".1(", g$spec$label); g })
+    out$log_sd <- plot(x$scale, select = sel[sel > n1] - n1, trans = function(v) v / 2, ...)
+  }
+  invisible(out)
+}
+
+#' @rdname gaulss
+#' @export
+coef.gpgam_ls <- function(object, ...) {
+  c1 <- coef(object$mean)
+  c2 <- coef(object$scale) / 2
+  if (length(c2)) names(c2) <- paste0(names(c2), ".1")
+  c(c1, c2)
+}
+
+#' @rdname gaulss
+#' @export
+vcov.gpgam_ls <- function(object, ...) {
+  v1 <- vcov(object$mean)
+  v2 <- vcov(object$scale) / 4
+  nm <- names(coef(object))
+  out <- matrix(0, length(nm), length(nm), dimnames = list(nm, nm))
+  i1 <- seq_len(nrow(v1))
+  out[i1, i1] <- v1
+  i2 <- nrow(v1) + seq_len(nrow(v2))
+  out[i2, i2] <- v2
+  out
+}
+
+#' @rdname gaulss
+#' @export
+sigma.gpgam_ls <- function(object, ...) stats::napredict(object$na.action, object$fitted.values[, "sd"])
+
+#' @rdname gaulss
+#' @export
+family.gpgam_ls <- function(object, ...) object$family
+
+#' @rdname gaulss
+#' @export
+residuals.gpgam_ls <- function(object, type = c("deviance", "pearson", "response"), ...) {
+  type <- match.arg(type)
+  r <- object$y - object$fitted.values[, "mean"]
+  if (type != "response") r <- r / object$fitted.values[, "sd"]
+  stats::naresid(object$na.action, r)
+}
+
+#' @rdname gaulss
+#' @details `deviance()` of a location-scale fit is
+#'   \eqn{-2\sum_i w_i \log N(y_i; \hat\mu_i, \hat\sigma_i^2)}{-2 sum_i w_i log N(y_i; mu_i, sigma_i^2)}
+#'   at the fitted means and sds (up to mgcv's saturated-model constant), and
+#'   `df.residual()` the number of rows minus the edf of both predictors.
+#' @export
+deviance.gpgam_ls <- function(object, ...) {
+  -2 * sum(object$prior.weights * stats::dnorm(object$y, object$fitted.values[, "mean"],
+                                               object$fitted.values[, "sd"], log = TRUE))
+}
+
+#' @rdname gaulss
+#' @export
+df.residual.gpgam_ls <- function(object, ...) {
+  object$n - ls_edf(object$mean) - ls_edf(object$scale)
+}
+ls_edf <- function(f) sum(vapply(f$params$gp, `[[`, 1, "edf")) + length(coef(f))
+
+#' @rdname gaulss
+#' @param nsim,seed as [stats::simulate()]: draws of new responses at the
+#'   fitting rows from the posterior predictive (a draw of both predictors,
+#'   then the noise).
+#' @export
+simulate.gpgam_ls <- function(object, nsim = 1, seed = NULL, ...) {
+  if (!is.null(seed)) set.seed(seed)
+  if (is.null(object$mean$model)) stop_arg("object", "was fitted with model = FALSE; simulate() needs the model frame")
+  Xf <- new_design(object$mean, NULL, stats::na.pass)
+  Xs <- new_design(object$scale, NULL, stats::na.pass)
+  f <- latent_draws(object$mean, Xf$X, nsim)
+  f <- object$mean$scaling$y$center + object$mean$scaling$y$scale * f + Xf$offset
+  eta <- latent_draws(object$scale, Xs$X, nsim) + object$scale$scaling$y$center
+  n <- nrow(f)
+  y <- f + exp(eta / 2) * matrix(stats::rnorm(n * nsim), n, nsim)
+  out <- as.data.frame(y)
+  names(out) <- paste0("sim_", seq_len(nsim))
+  out
+}
+
+#' @rdname gaulss
+#' @export
+anova.gpgam_ls <- function(object, ...) {
+  stop("anova() is not available for location-scale (gaulss) fits; summary(fit) tests each predictor's terms, ",
+       "and logLik(fit) gives the joint ELBO to compare fits of the same data", call. = FALSE)
+}

@@ -1,0 +1,167 @@
+# The location-scale Gaussian (gpgam(list(y ~ ..., ~ ...), family = gaulss()),
+# R/gaulss.R): the closed-form expected log-likelihood, the block coordinate
+# ascent (monotone, stationary), the homoscedastic limit, recovery of a
+# known log sd against mgcv's gaulss(), predictive intervals, methods and
+# refusals.
+
+gaulss_data <- function(n, seed) {
+  set.seed(seed)
+  d <- data.frame(x = runif(n), z = rnorm(n))
+  d$mu <- sin(2 * pi * d$x) + 0.5 * d$z
+  d$lsd <- -1.6 + 1.4 * d$x^2 + 0.4 * sin(6 * d$x)
+  d$y <- d$mu + exp(d$lsd) * rnorm(n)
+  d
+}
+
+test_that("the expected log-likelihood is E[log N(y; f, exp(2g))] (2-D Gauss-Hermite)", {
+  gh <- scalegp:::gauss_hermite(60)
+  for (case in list(c(0.3, -0.2, 0.4, -1, 0.3), c(2, 1, 0.01, 0.5, 1.2), c(-1, 0.5, 2, 1, 0.05))) {
+    y <- case[1]; mf <- case[2]; vf <- case[3]; me <- case[4]; ve <- case[5]
+    f <- mf + sqrt(2 * vf) * gh$t
+    e <- me + sqrt(2 * ve) * gh$t
+    ll <- outer(f, e, function(f, e) stats::dnorm(y, f, exp(e / 2), log = TRUE))
+    num <- drop(crossprod(gh$w, ll %*% gh$w)) / pi
+    expect_close(scalegp:::gaulss_ell(y, mf, vf, me, ve), num, 1e-10)
+  }
+})
+
+test_that("a gaulss fit recovers a known log sd about as well as mgcv's gaulss(), and converges", {
+  skip_if_not_installed("mgcv")
+  d <- gaulss_data(600, 11)
+  d0 <- d
+  fit <- gpgam(list(y ~ gp(x) + z, ~ gp(x)), data = d, family = mgcv::gaulss(),
+               control = gp_control(verbose = FALSE, seed = 1, threads = 1))
+  expect_identical(d, d0)  # the user's data unchanged
+  expect_s3_class(fit, "gpgam_ls")
+  expect_true(fit$converged)
+  expect_identical(fit$stop, "stationary point")
+  # block coordinate ascent: the joint objective never falls (beyond the sub-fits' tolerances)
+  expect_true(all(diff(fit$trace) > -1e-4 * fit$n))
+  g <- mgcv::gam(list(y ~ s(x) + z, ~ s(x)), data = d, family = mgcv::gaulss())
+  lp <- predict(fit, type = "link")
+  rmse <- function(a, b) sqrt(mean((a - b)^2))
+  r_mu <- rmse(lp[, "mean"], d$mu)
+  r_lsd <- rmse(lp[, "log_sd"], d$lsd)
+  g_lsd <- rmse(log(1 / (predict(g, type = "response")[, 2])), d$lsd)
+  g_mu <- rmse(fitted(g)[, 1], d$mu)
+  expect_lt(r_lsd, 1.5 * g_lsd)
+  expect_lt(r_lsd, 0.15)
+  expect_lt(r_mu, 1.5 * g_mu)
+  # the z coefficient
+  expect_close(coef(fit)[["z"]], 0.5, 0.05)
+  # the fitted sd and sigma()
+  expect_equal(unname(sigma(fit)), unname(fitted(fit)[, "sd"]))
+  expect_close(mean(log(sigma(fit))), mean(d$lsd), 0.1)
+})
+
+test_that("with an intercept-only log sd the fit is the homoscedastic one", {
+  d <- gaulss_data(500, 3)
+  d$y <- d$mu + 0.3 * rnorm(500)
+  ctl <- gp_control(verbose = FALSE, seed = 2, threads = 1)
+  fit <- gpgam(list(y ~ gp(x) + z, ~ 1), data = d, family = mgcv::gaulss(), control = ctl)
+  h <- gpgam(y ~ gp(x) + z, data = d, control = ctl)
+  expect_true(fit$converged)
+  expect_lt(abs(sigma(fit)[1] / sigma(h) - 1), 0.02)
+  expect_close(predict(fit, type = "link")[, "mean"], fitted(h), 0.03)
+  # the ELBOs differ by the KL of the log sd's intercept and by the expected
+  # log-likelihood lost to its posterior variance v: n v / 4 (eta = 2 g), at
+  # the optimal intercept, log mean((y - f)^2 + v_f) + v / 2
+  v_eta <- 4 * predict(fit, type = "link", se.fit = TRUE)$se.fit[1, "log_sd"]^2
+  expect_close(logLik(h) - logLik(fit), fit$scale$kl + 500 * v_eta / 4, 0.05)
+})
+
+test_that("predict() of a gaulss fit: columns, terms that add up, response moments, intervals", {
+  d <- gaulss_data(300, 5)
+  fit <- gpgam(list(y ~ gp(x) + z, ~ gp(x) + z), data = d, family = mgcv::gaulss(),
+               control = gp_control(verbose = FALSE, seed = 1, threads = 1, inducing = 15))
+  nd <- data.frame(x = c(0.1, 0.5, 0.9), z = c(-1, 0, 1))
+  lp <- predict(fit, nd, type = "link", se.fit = TRUE)
+  expect_identical(colnames(lp$fit), c("mean", "log_sd"))
+  expect_true(all(lp$se.fit > 0))
+  tt <- predict(fit, nd, type = "terms")
+  expect_identical(colnames(tt), c("gp(x)", "z", "gp.1(x)", "z.1"))
+  const <- attr(tt, "constant")
+  expect_close(rowSums(tt[, 1:2]) + const[["mean"]], lp$fit[, "mean"], 1e-8)
+  expect_close(rowSums(tt[, 3:4]) + const[["log_sd"]], lp$fit[, "log_sd"], 1e-8)
+  r <- predict(fit, nd, type = "response", se.fit = TRUE)
+  # sigma = exp(g), g ~ N(m, s^2): lognormal mean and sd
+  m <- lp$fit[, "log_sd"]; s <- lp$se.fit[, "log_sd"]
+  expect_close(r$fit[, "sd"], exp(m + s^2 / 2), 1e-10)
+  expect_close(r$se.fit[, "sd"], sqrt(expm1(s^2)) * exp(m + s^2 / 2), 1e-10)
+  expect_close(r$fit[, "mean"], lp$fit[, "mean"], 1e-12)
+  # the prediction interval's ends are the mixture's quantiles (cdf by integrate())
+  pi95 <- predict(fit, nd, interval = "prediction", level = 0.9)
+  for (i in 1:3) {
+    cdf <- function(yv) stats::integrate(function(g) stats::dnorm(g, m[i], s[i]) *
+      stats::pnorm((yv - lp$fit[i, "mean"]) / sqrt(lp$se.fit[i, "mean"]^2 + exp(2 * g))),
+      m[i] - 12 * s[i], m[i] + 12 * s[i], rel.tol = 1e-10)$value
+    expect_close(cdf(pi95[i, "lwr"]), 0.05, 1e-6)
+    expect_close(cdf(pi95[i, "upr"]), 0.95, 1e-6)
+  }
+  ci <- predict(fit, nd, interval = "confidence")
+  expect_close(ci[, "upr"] - ci[, "fit"], stats::qnorm(0.975) * lp$se.fit[, "mean"], 1e-10)
+  expect_true(all(pi95[, "upr"] - pi95[, "lwr"] > ci[, "upr"] - ci[, "lwr"]))
+})
+
+test_that("prediction intervals of a gaulss fit cover new data at their level", {
+  d <- gaulss_data(800, 21)
+  fit <- gpgam(list(y ~ gp(x) + z, ~ gp(x)), data = d, family = mgcv::gaulss(),
+               control = gp_control(verbose = FALSE, seed = 1, threads = 1))
+  nd <- gaulss_data(4000, 22)
+  p <- predict(fit, nd, interval = "prediction")
+  cover <- mean(nd$y >= p[, "lwr"] & nd$y <= p[, "upr"])
+  expect_gt(cover, 0.93)
+  expect_lt(cover, 0.97)
+  # where the noise is large the intervals are wide: width follows the true sd
+  expect_gt(stats::cor(log(p[, "upr"] - p[, "lwr"]), nd$lsd), 0.9)
+})
+
+test_that("methods of a gaulss fit: print, summary, plot, coef, vcov, residuals, simulate, logLik", {
+  d <- gaulss_data(250, 8)
+  fit <- gpgam(list(y ~ gp(x) + z, ~ gp(x)), data = d, family = mgcv::gaulss(),
+               control = gp_control(verbose = FALSE, seed = 1, threads = 1, inducing = 12))
+  expect_output(print(fit), "Log sd:")
+  s <- summary(fit)
+  expect_output(print(s), "== Log sd ==")
+  expect_identical(rownames(s$scale$s.table), "gp(x)")
+  expect_identical(names(coef(fit)), c("(Intercept)", "z", "(Intercept).1"))
+  v <- vcov(fit)
+  expect_identical(dim(v), c(3L, 3L))
+  expect_equal(v[3, 3], vcov(fit$scale)[1, 1] / 4)
+  expect_equal(v[1, 3], 0)
+  expect_close(residuals(fit, "response"), d$y - fitted(fit)[, "mean"], 1e-12)
+  expect_close(residuals(fit, "pearson"), (d$y - fitted(fit)[, "mean"]) / fitted(fit)[, "sd"], 1e-12)
+  expect_s3_class(logLik(fit), "logLik")
+  expect_equal(as.numeric(logLik(fit)), fit$objective)
+  pdf(NULL)
+  on.exit(grDevices::dev.off())
+  out <- plot(fit, pages = 1)
+  expect_named(out, c("mean", "log_sd"))
+  # the log-sd panel is the term's curve halved (eta = 2 g)
+  expect_true(grepl("gp.1(x", out$log_sd[[1]]$label, fixed = TRUE) || grepl("gp.1(x", out$log_sd[[1]]$ylab, fixed = TRUE))
+  sims <- simulate(fit, nsim = 400, seed = 1)
+  expect_identical(dim(sims), c(250L, 400L))
+  z <- (rowMeans(sims) - fitted(fit)[, "mean"]) / (fitted(fit)[, "sd"] / sqrt(400))
+  expect_lt(mean(abs(z) > 3.5), 0.02)
+  expect_close(mean(apply(sims, 1, stats::sd) / fitted(fit)[, "sd"]), 1, 0.05)
+  expect_error(anova(fit), "not available for location-scale")
+  expect_error(AIC(fit), "not defined")
+})
+
+test_that("gaulss refusals name the argument", {
+  d <- gaulss_data(100, 1)
+  ctl <- gp_control(verbose = FALSE, inducing = 8)
+  expect_error(gpgam(list(y ~ gp(x), ~ gp(x)), data = d, control = ctl), "needs family = mgcv::gaulss")
+  expect_error(gpgam(y ~ gp(x), data = d, family = mgcv::gaulss(), control = ctl), "list of two formulas")
+  expect_error(gpgam(list(y ~ gp(x), y ~ gp(x)), data = d, family = mgcv::gaulss(), control = ctl), "one-sided")
+  expect_error(gpgam(list(y ~ gp(x)), data = d, family = mgcv::gaulss(), control = ctl), "list of two formulas")
+  expect_error(gpgam(list(y ~ gp(x), ~ gp(x)), data = d, family = mgcv::gaulss(), inference = "ep", control = ctl),
+               "'inference'")
+  expect_error(gpgam(list(y ~ gp(x), ~ gp(x) + offset(z)), data = d, family = mgcv::gaulss(), control = ctl),
+               "offsets are for the mean only")
+  d$f <- factor(rep(c("a", "b"), 50))
+  expect_error(gpgam(list(f ~ gp(x), ~ gp(x)), data = d, family = mgcv::gaulss(), control = ctl), "'y'")
+  expect_error(gp_control(cycles = 0), "'cycles'")
+  expect_warning(gpgam(list(y ~ gp(x), ~ 1), data = d, family = "gaulss",
+                       control = gp_control(verbose = FALSE, inducing = 8, sigma = 1)), "do not apply")
+})
