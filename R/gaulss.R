@@ -134,6 +134,8 @@ gaulss_gpgam <- function(cl, envir, formulas, family, inference, control, model)
   fam_g <- likelihood_name(stats::gaussian())
   y <- mf[[1L]]
   if (!is.numeric(y) || is.matrix(y)) stop_arg("y", "of family = gaulss() must be a numeric vector")
+  if (all(is.finite(y)) && diff(range(y)) == 0)
+    stop_arg("y", "is constant (", format(y[1]), "); a location-scale model needs a varying response")
   ctl1 <- resolve_control(control, nrow(mf), engine, "gaussian")
   cycles <- ctl1$options$cycles %||% 50L
   t0 <- proc.time()[["elapsed"]]
@@ -146,7 +148,8 @@ gaulss_gpgam <- function(cl, envir, formulas, family, inference, control, model)
   ctl_f <- ctl1
   ctl_f$fixed <- union(ctl_f$fixed, "sigma")
   ctl_f$sigma <- s
-  sf <- gp_setup(p1, mf, fam_g, ctl_f)
+  sf <- s0  # (gp_setup() with sigma = s would give the same setup, and warn again)
+  sf$log_noise <- log(1 - 1e-6)
   sf$comps <- warm_comps(sf$comps, first$res$specs)
   # the scale fit: Gamma with shape 1/2 and log link on r, no offset
   mf2 <- mf
@@ -216,8 +219,9 @@ gaulss_gpgam <- function(cl, envir, formulas, family, inference, control, model)
   if (!model) fit$mean$model <- fit$scale$model <- NULL
   class(fit) <- c("gpgam_ls", "scalegp")
   if (!converged)
-    warning(sprintf("the location-scale fit did not converge in %d cycles (the last raised the joint ELBO by %.3g); ",
-                    cycles, change), "increase gp_control(cycles = )", call. = FALSE)
+    warning(sprintf("the location-scale fit did not converge in %d cycle%s%s; ", cycles, if (cycles > 1) "s" else "",
+                    if (is.finite(change)) sprintf(" (the last raised the joint ELBO by %.3g)", change) else ""),
+            "increase gp_control(cycles = )", call. = FALSE)
   fit
 }
 

@@ -20,7 +20,8 @@ gp_model_frame <- function(call, envir, formula) {
   pass <- mf
   pass$na.action <- quote(stats::na.pass)
   frame <- eval(pass, envir)
-  mf <- if (any(vapply(frame, anyNA, TRUE))) eval(mf, envir) else frame
+  mf <- if (any(vapply(frame, anyNA, TRUE)))
+    tryCatch(eval(mf, envir), error = function(e) stop_arg("na.action", "failed: ", conditionMessage(e))) else frame
   rm(frame)
   if (nrow(mf) < 2) stop_arg("data", "has ", nrow(mf), " usable row(s); at least 2 are needed")
   mf

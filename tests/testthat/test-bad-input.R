@@ -278,7 +278,7 @@ test_that("the decoupled engine names 'by' as what it does not support", {
 test_that("families of mgcv that are not supported get the list of those that are", {
   skip_if_not_installed("mgcv")
   d <- bad_data()
-  for (fam in list(mgcv::gaulss(), mgcv::ocat(R = 3), mgcv::tw(), mgcv::betar()))
+  for (fam in list(mgcv::ocat(R = 3), mgcv::tw(), mgcv::betar()))
     expect_error(gpgam(y ~ gp(x), data = d, family = fam, control = bad_ctl()),
                  "'family'.*supported: gaussian\\(identity\\).*Gamma\\(link = \"log\"\\).*mgcv::nb\\(\\)")
 })

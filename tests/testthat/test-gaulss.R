@@ -162,6 +162,19 @@ test_that("gaulss refusals name the argument", {
   d$f <- factor(rep(c("a", "b"), 50))
   expect_error(gpgam(list(f ~ gp(x), ~ gp(x)), data = d, family = mgcv::gaulss(), control = ctl), "'y'")
   expect_error(gp_control(cycles = 0), "'cycles'")
+  d1 <- d
+  d1$y <- 2
+  expect_error(gpgam(list(y ~ gp(x), ~ gp(x)), data = d1, family = mgcv::gaulss(), control = ctl), "'y' is constant")
+  expect_warning(gpgam(list(y ~ gp(x), ~ gp(x)), data = d, family = mgcv::gaulss(),
+                       control = gp_control(verbose = FALSE, inducing = 8, cycles = 1)), "did not converge in 1 cycle;")
+  d2 <- d
+  d2$y[3] <- NA
+  d2$x[5] <- NA
+  f2 <- gpgam(list(y ~ gp(x), ~ gp(x)), data = d2, family = mgcv::gaulss(), control = ctl)
+  expect_identical(f2$n, 98L)
+  expect_identical(length(residuals(f2)), 98L)
+  expect_error(gpgam(list(y ~ gp(x), ~ gp(x)), data = d2, family = mgcv::gaulss(), control = ctl,
+                     na.action = na.fail), "'na.action' failed: missing values")
   expect_warning(gpgam(list(y ~ gp(x), ~ 1), data = d, family = "gaulss",
                        control = gp_control(verbose = FALSE, inducing = 8, sigma = 1)), "do not apply")
 })
