@@ -19,7 +19,9 @@
 # e.g. `Rscript inst/replication/seed002_table2.R 300 1:7 svdgp,svi,vsgpr,gpr 0.01`.  The paper ran
 # 2000 iterations; the stored run used fewer (see the vignette).  Rows are appended to the output
 # (default inst/replication/results/seed002_table2.rds) after every fit.
+# Each row carries the package version, commit and date that made it (stamp()).
 suppressPackageStartupMessages(library(scalegp))
+source(file.path("inst", "replication", "stamp.R"))  # stamp()
 args <- commandArgs(trailingOnly = TRUE)
 iters <- if (length(args) >= 1) as.integer(args[1]) else 2000L
 joints <- if (length(args) >= 2) eval(parse(text = args[2])) else 1:7
@@ -55,10 +57,11 @@ fit_one <- function(j, method) {
              seconds = sec, nmse = mean((te[[y]] - p$fit)^2) / mean((te[[y]] - mean(te[[y]]))^2),
              nlpd = -mean(stats::dnorm(te[[y]], p$fit, s, log = TRUE) + log(stats::sd(tr[[y]]))),
              elbo = as.numeric(logLik(f)), learning_rate = if (method %in% c("svdgp", "svdgp4096")) lr else 0.01,
-             max_iterations = iters)
+             max_iterations = iters, stamp(), stringsAsFactors = FALSE)
 }
 
 res <- if (file.exists(out)) readRDS(out) else NULL
+if (!is.null(res)) for (v in c("version", "commit", "date")) if (is.null(res[[v]])) res[[v]] <- NA_character_  # rows stored before the stamp
 for (j in joints) for (m in methods) {
   r <- fit_one(j, m)
   print(r)
