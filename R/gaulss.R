@@ -144,6 +144,7 @@ gaulss_gpgam <- function(cl, envir, formulas, family, inference, control, model)
   w_user <- s0$w
   s <- s0$yscaling$scale
   first <- gaulss_subfit(engine, s0, ctl1)
+  s0 <- first$setup
   # the mean fit with the noise fixed at 1 on the internal scale (precisions in the weights)
   ctl_f <- ctl1
   ctl_f$fixed <- union(ctl_f$fixed, "sigma")
@@ -175,10 +176,12 @@ gaulss_gpgam <- function(cl, envir, formulas, family, inference, control, model)
     r <- gaulss_r(y, mom_f)
     sg$y <- sg$y_raw <- r
     fg <- gaulss_subfit(engine, sg, ctl2, mf2)
+    sg <- fg$setup
     sg$comps <- warm_comps(sg$comps, fg$res$specs)
     prec <- exp(-fg$mom$fit + fg$mom$se^2 / 2)  # E[exp(-eta)] = E[exp(-2 g)]
     sf$w <- w_user * s^2 * prec
     mean_f <- gaulss_subfit(engine, sf, ctl_f, mf)
+    sf <- mean_f$setup
     sf$comps <- warm_comps(sf$comps, mean_f$res$specs)
     mom_f <- mean_f$mom
     evaluations <- evaluations + (fg$res$evaluations %||% 0) + (mean_f$res$evaluations %||% 0)
@@ -217,6 +220,8 @@ gaulss_gpgam <- function(cl, envir, formulas, family, inference, control, model)
   fit$fitted.values <- cbind(mean = lp$mean, sd = lp$sd)
   fit$linear.predictors <- cbind(mean = mom_f$fit, log_sd = fg$mom$fit / 2)
   if (!model) fit$mean$model <- fit$scale$model <- NULL
+  hilbert_check(fm)
+  hilbert_check(fs)
   class(fit) <- c("gpgam_ls", "scalegp")
   if (!converged)
     warning(sprintf("the location-scale fit did not converge in %d cycle%s%s; ", cycles, if (cycles > 1) "s" else "",
@@ -225,13 +230,21 @@ gaulss_gpgam <- function(cl, envir, formulas, family, inference, control, model)
   fit
 }
 
-# One conditional fit: the engine's result, the fit object and the latent
-# moments at the rows (data scale: fit, se).
+# One conditional fit: the engine's result, the fit object, the latent
+# moments at the rows (data scale: fit, se) and the setup (a Hilbert basis
+# too small for the fitted lengthscales is enlarged and refitted, as gpgam()
+# does).
 gaulss_subfit <- function(engine, setup, control, mf = NULL) {
   res <- engine_fit(engine, setup, control)
+  refits <- 0L
+  while (refits < 3L && !is.null(adapted <- hilbert_adapt(setup, res))) {
+    setup <- adapted
+    res <- engine_fit(engine, setup, control)
+    refits <- refits + 1L
+  }
   fit <- collect_fit(setup, res, control, engine)
   mom <- latent_predict(fit, setup$X, setup$offset_raw, se = TRUE)
-  list(res = res, fit = fit, mom = mom)
+  list(res = res, fit = fit, mom = mom, setup = setup)
 }
 
 # Start the hyperparameters (and inducing inputs) of `comps` where a fit ended.

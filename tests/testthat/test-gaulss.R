@@ -178,3 +178,13 @@ test_that("gaulss refusals name the argument", {
   expect_warning(gpgam(list(y ~ gp(x), ~ 1), data = d, family = "gaulss",
                        control = gp_control(verbose = FALSE, inducing = 8, sigma = 1)), "do not apply")
 })
+
+test_that("gaulss fits enlarge a Hilbert basis that is too small, as gpgam() does", {
+  set.seed(2)
+  d <- data.frame(x1 = runif(400), x2 = runif(400))
+  d$y <- sin(12 * d$x1) + exp(-1 + d$x2) * rnorm(400)
+  fit <- gpgam(list(y ~ gp(x1, basis = "hilbert", k = 8), ~ gp(x2)), data = d, family = "gaulss",
+               control = gp_control(verbose = FALSE, seed = 1, threads = 1))
+  expect_gt(fit$mean$state$specs[[1]]$hs_m, 8)
+  expect_lt(sqrt(mean((predict(fit, type = "link")[, "mean"] - sin(12 * d$x1))^2)), 0.2)
+})
