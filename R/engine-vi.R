@@ -87,7 +87,8 @@ NULL
 #'   the one in a single process.  All rows per iteration and discretised
 #'   covariates only.  The workers need scalegp installed.
 #' @param cycles `family = gaulss()` only: the largest number of
-#'   alternations between the mean and the log-sd fits (see [gaulss]).
+#'   alternations between the mean and the log-sd fits, at least 2 (see
+#'   [gaulss]).
 #' @return A list of the options.
 #' @references Hensman, Fusi and Lawrence (2013) Gaussian processes for big
 #'   data. UAI.  Hensman, Matthews and Ghahramani (2015) Scalable variational
@@ -121,6 +122,7 @@ vi_options <- function(natgrad_step = NULL, posterior = c("coupled", "meanfield"
   if (is.numeric(learn_inducing)) learn_inducing <- if (is.finite(learn_inducing)) round(learn_inducing) else TRUE
   check_cluster(cluster)
   check_count(cycles, "cycles")
+  if (cycles < 2) stop_arg("cycles", "must be at least 2 (convergence is judged by the change over a cycle), not ", cycles)
   list(natgrad_step = natgrad_step, posterior = posterior, rank = if (!is.null(rank)) as.integer(rank),
        optimizer = optimizer, discrete = discrete, bins = bins, learn_inducing = learn_inducing, cluster = cluster,
        cycles = as.integer(cycles))

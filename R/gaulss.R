@@ -31,8 +31,8 @@
 #'
 #' **Link of the second predictor.** It is the log of the sd.  mgcv's
 #' `gaulss()` models \eqn{1/\sigma}{1/sigma} through its `"logb"` link; only
-#' the family's name is read from the object, and both its links are
-#' replaced by identity (mean) and log (sd).
+#' the family's name is read from the object, and `family(fit)` is a gaulss
+#' family with links identity (mean) and log (sd).
 #'
 #' **Fitting.** The expected log-likelihood of a row is, in closed form,
 #' \eqn{-\frac12\log 2\pi - m_g - \frac12[(y - m_f)^2 + v_f] e^{-2m_g + 2v_g}}{-log(2 pi)/2 - m_g - ((y - m_f)^2 + v_f) exp(-2 m_g + 2 v_g) / 2}
@@ -96,6 +96,14 @@ is_gaulss <- function(family) {
   if (is.character(family)) return(identical(family, "gaulss"))
   if (is.function(family)) family <- tryCatch(family(), error = function(e) NULL)
   inherits(family, "family") && identical(family$family, "gaulss")
+}
+
+# The family of a fit: the gaulss family with the links this model uses,
+# identity for the mean and log for the sd (linfo as mgcv's general families).
+gaulss_family <- function() {
+  structure(list(family = "gaulss", link = c("identity", "log"),
+                 linfo = list(stats::make.link("identity"), stats::make.link("log")), nlp = 2L),
+            class = "family")
 }
 
 # family = "gaulss": mgcv's family object, or (without mgcv) one that names it.
@@ -207,7 +215,7 @@ gaulss_gpgam <- function(cl, envir, formulas, family, inference, control, model)
   fm$call <- fs$call <- cl
   fm$model <- mf
   fs$model <- mf2
-  fit <- list(mean = fm, scale = fs, call = cl, formula = formulas, family = family, likelihood = "gaulss",
+  fit <- list(mean = fm, scale = fs, call = cl, formula = formulas, family = gaulss_family(), likelihood = "gaulss",
               engine = engine, n = nrow(mf), objective = elbo, log_prior = log_prior,
               trace = trace, iterations = length(trace), evaluations = evaluations, converged = converged,
               stop = if (converged) "stationary point" else sprintf("%d cycles (vi_options(cycles)) without convergence", cycles),
@@ -283,28 +291,53 @@ gaulss_response <- function(mom_f, mom_eta) {
 
 # The two predictors at newdata (or the fitting rows): the latent moments of
 # the mean and of eta = 2 g.
-gaulss_moments <- function(object, newdata, na.action, terms = FALSE) {
-  nd1 <- new_design(object$mean, newdata, na.action)
-  nd2 <- new_design(object$scale, newdata, na.action)
+gaulss_moments <- function(object, newdata, terms = FALSE) {
+  # (both designs keep every row, so that their rows stay paired; predict()
+  # applies the user's na.action to the rows where either has a missing value)
+  nd1 <- new_design(object$mean, newdata, stats::na.pass)
+  nd2 <- new_design(object$scale, newdata, stats::na.pass)
   ok <- nd1$ok & nd2$ok
+  nd1$ok <- nd2$ok <- ok
   lp1 <- latent_predict(object$mean, nd1$X[ok, , drop = FALSE], nd1$offset[ok], terms = terms)
   lp2 <- latent_predict(object$scale, nd2$X[ok, , drop = FALSE], nd2$offset[ok], terms = terms)
   list(f = lp1, eta = lp2, ok = ok, names = nd1$names, nd1 = nd1, nd2 = nd2)
 }
 
+# The rows predict() returns: `na.action` applied to the rows (`ok`: no
+# missing value in either predictor's variables): all of them with
+# na.pass (NA where not ok), those that are ok with na.omit or na.exclude,
+# an error with na.fail.
+gaulss_rows <- function(ok, names, na.action) {
+  flag <- data.frame(ok = ifelse(ok, 1, NA), row.names = make.unique(as.character(names)))
+  kept <- tryCatch(na.action(flag), error = function(e) stop_arg("na.action", "failed: ", conditionMessage(e)))
+  match(rownames(kept), rownames(flag))
+}
+
+# The labels of the log sd's terms as mgcv names a second predictor's:
+# gp.1(x) for a gp() term, z.1 for a parametric one.
+gaulss_scale_labels <- function(object, labels) {
+  gp <- vapply(object$scale$terms$gp, function(g) g$spec$label, "")
+  ifelse(labels %in% gp, sub("(", ".1(", labels, fixed = TRUE), paste0(labels, ".1"))
+}
+
 #' @rdname gaulss
 #' @param object,x a location-scale fit (`gpgam(list(...), family = gaulss())`).
 #' @param newdata a data frame (default: the fitting rows).
-#' @param type `"link"`, `"response"` or `"terms"` (see Methods).
+#' @param type for `predict()`: `"link"`, `"response"` or `"terms"`; for
+#'   `residuals()`: `"deviance"`, `"pearson"` or `"response"` (see Methods).
 #' @param se.fit whether to return posterior sds.
-#' @param na.action what to do with rows of `newdata` with missing values (default: predict NA).
+#' @param na.action what to do with rows of `newdata` with a missing value in
+#'   a variable of either predictor: [stats::na.pass] (default) predicts NA,
+#'   [stats::na.omit] drops them, [stats::na.fail] stops.
+#' @param terms with `type = "terms"`, the labels of the columns to return
+#'   (default: all).
 #' @param interval `"none"`, `"confidence"` (for the mean) or `"prediction"` (for a new y).
 #' @param level the interval's probability.
 #' @param ... unused.
 #' @export
 predict.gpgam_ls <- function(object, newdata, type = c("link", "response", "terms"), se.fit = FALSE,
-                             na.action = stats::na.pass, interval = c("none", "confidence", "prediction"),
-                             level = 0.95, ...) {
+                             na.action = stats::na.pass, terms = NULL,
+                             interval = c("none", "confidence", "prediction"), level = 0.95, ...) {
   type <- match.arg(type)
   interval <- match.arg(interval)
   if (!is.logical(se.fit) || length(se.fit) != 1 || is.na(se.fit)) stop_arg("se.fit", "must be TRUE or FALSE")
@@ -314,21 +347,29 @@ predict.gpgam_ls <- function(object, newdata, type = c("link", "response", "term
       stop_arg("level", "must be a probability in (0, 1)")
   }
   if (missing(newdata)) newdata <- NULL
-  m <- gaulss_moments(object, newdata, na.action, terms = type == "terms")
+  m <- gaulss_moments(object, newdata, terms = type == "terms")
   ok <- m$ok
+  rows <- gaulss_rows(ok, m$names, na.action)
   fill <- function(v) { out <- matrix(NA_real_, length(ok), NCOL(v)); out[ok, ] <- v; out }
   if (type == "terms") {
     t1 <- predict_terms(object$mean, m$nd1, m$f)
     t2 <- predict_terms(object$scale, m$nd2, m$eta)
-    rename <- function(nm) sub("^([^(]*)(\\(|$)", "\\1.1\\2", nm)
     fit <- cbind(t1$fit, t2$fit / 2)
-    colnames(fit) <- c(colnames(t1$fit), rename(colnames(t2$fit)))
-    attr(fit, "constant") <- c(mean = attr(t1$fit, "constant") %||% 0, log_sd = (attr(t2$fit, "constant") %||% 0) / 2)
-    if (!se.fit) return(fit)
+    colnames(fit) <- c(colnames(t1$fit), gaulss_scale_labels(object, colnames(t2$fit)))
     se <- cbind(t1$se.fit, t2$se.fit / 2)
     colnames(se) <- colnames(fit)
-    return(list(fit = fit, se.fit = se))
+    if (!is.null(terms)) {
+      if (!is.character(terms) || length(bad <- setdiff(terms, colnames(fit))))
+        stop_arg("terms", "must be labels of the fit's terms: ", paste0("\"", colnames(fit), "\"", collapse = ", "))
+    }
+    keep <- terms %||% colnames(fit)
+    const <- c(mean = attr(t1$fit, "constant") %||% 0, log_sd = (attr(t2$fit, "constant") %||% 0) / 2)
+    fit <- fit[rows, keep, drop = FALSE]
+    attr(fit, "constant") <- const
+    if (!se.fit) return(fit)
+    return(list(fit = fit, se.fit = se[rows, keep, drop = FALSE]))
   }
+  if (!is.null(terms)) stop_arg("terms", "is for type = \"terms\"")
   if (type == "link") {
     fit <- fill(cbind(mean = m$f$fit, log_sd = m$eta$fit / 2))
     se <- fill(cbind(mean = m$f$se, log_sd = m$eta$se / 2))
@@ -350,13 +391,12 @@ predict.gpgam_ls <- function(object, newdata, type = c("link", "response", "term
       half <- rep(NA_real_, length(ok))
       half[ok] <- gaulss_predictive_half(m$f$se, m$eta$fit / 2, m$eta$se / 2, 1 - lo_p)
     }
-    out <- cbind(fit = mu, lwr = mu - half, upr = mu + half)
-    rownames(out) <- m$names
-    if (!se.fit) return(out)
-    return(list(fit = out, se.fit = se))
+    fit <- cbind(fit = mu, lwr = mu - half, upr = mu + half)
+    rownames(fit) <- m$names
   }
+  fit <- fit[rows, , drop = FALSE]
   if (!se.fit) return(fit)
-  list(fit = fit, se.fit = se)
+  list(fit = fit, se.fit = se[rows, , drop = FALSE])
 }
 
 # Half the central predictive interval of a new y at each row: y - m_f is a
@@ -429,23 +469,8 @@ print.summary.gpgam_ls <- function(x, digits = max(3L, getOption("digits") - 3L)
       "\n\nCall:\n")
   print(x$call)
   for (part in c("mean", "scale")) {
-    s <- x[[part]]
     cat(if (part == "mean") "\n== Mean ==\n" else "\n== Log sd ==\n")
-    if (nrow(s$coefficients)) {
-      cat("Parametric coefficients (posterior mean and sd):\n")
-      stats::printCoefmat(s$coefficients, digits = digits)
-    }
-    if (!is.null(s$s.table) && nrow(s$s.table)) {
-      cat("\nApproximate significance of gp() terms:\n")
-      stats::printCoefmat(s$s.table, digits = digits, has.Pvalue = TRUE, na.print = "",
-                          cs.ind = integer(), tst.ind = 3L)
-    }
-    if (!is.null(s$terms) && nrow(s$terms)) {
-      cat("\nGaussian-process hyperparameters (variance on the scale of this predictor):\n")
-      h <- s$terms[setdiff(names(s$terms), "share")]
-      h$variance <- format(h$variance, digits = digits)
-      print(h, row.names = FALSE, right = FALSE)
-    }
+    print_term_tables(x[[part]], digits, scale = "variance on the scale of this predictor")
   }
   cat(sprintf("\nJoint ELBO = %s (a lower bound on the log marginal likelihood), n = %d\n",
               format(x$objective, digits = digits + 3), x$n))
@@ -459,26 +484,47 @@ print.summary.gpgam_ls <- function(x, digits = max(3L, getOption("digits") - 3L)
 }
 
 #' @rdname gaulss
-#' @param pages,select,residuals passed to [plot.gpgam()] for each predictor
-#'   (`residuals`: partial residuals of the mean's terms only).
+#' @param which `"terms"` (default): the mean's term panels, then the log
+#'   sd's (named `gp.1(x)`), drawn by [plot.gpgam()]; `"trace"`: the joint
+#'   ELBO plus the log prior after each cycle.
+#' @param select,pages,all.terms,shift,trans as [plot.gpgam()]; `select`
+#'   indexes the mean's panels followed by the log sd's, and `shift` and
+#'   `trans` apply to each predictor on its own scale (the log sd's curves are
+#'   g, not 2 g).
+#' @param residuals partial residuals of the mean's terms.
 #' @export
-plot.gpgam_ls <- function(x, pages = 0, select = NULL, residuals = FALSE, ...) {
-  n1 <- length(x$mean$params$gp)
-  n2 <- length(x$scale$params$gp)
-  if (n1 + n2 == 0) return(plot_trace(x, ...))
+plot.gpgam_ls <- function(x, which = c("terms", "trace"), select = NULL, pages = 0, residuals = FALSE,
+                          all.terms = FALSE, shift = 0, trans = I, ...) {
+  which <- match.arg(which)
+  if (which == "trace") {
+    graphics::plot(seq_along(x$trace), x$trace, type = "b", xlab = "cycle", ylab = "joint ELBO + log prior", ...)
+    return(invisible(x$trace))
+  }
+  if (!is.function(trans)) stop_arg("trans", "must be a function, such as exp")
+  if (!is.numeric(shift) || length(shift) != 1 || !is.finite(shift)) stop_arg("shift", "must be a finite number")
+  n1 <- length(term_panels(x$mean, 2, all.terms))
+  n2 <- length(term_panels(x$scale, 2, all.terms))
+  if (n1 + n2 == 0) return(plot(x, which = "trace", ...))
+  sel <- select %||% seq_len(n1 + n2)
+  if (!is.numeric(sel) || any(!sel %in% seq_len(n1 + n2)))
+    stop_arg("select", "must index the panels (1..", n1 + n2, ": the mean's, then the log sd's)")
+  check_count(pages, "pages", zero = TRUE)
   if (pages > 0) {
-    per <- ceiling((n1 + n2) / pages)
+    per <- ceiling(length(sel) / pages)
     nc <- ceiling(sqrt(per))
     op <- graphics::par(mfrow = c(ceiling(per / nc), nc))
     on.exit(graphics::par(op))
   }
-  sel <- select %||% seq_len(n1 + n2)
   out <- list()
-  if (n1 && any(sel <= n1))
-    out$mean <- plot(x$mean, select = sel[sel <= n1], residuals = residuals, ...)
-  if (n2 && any(sel > n1)) {
-    x$scale$terms$gp <- lapply(x$scale$terms$gp, function(g) { g$spec$label <- sub("\\(", ".1(", g$spec$label); g })
-    out$log_sd <- plot(x$scale, select = sel[sel > n1] - n1, trans = function(v) v / 2, ...)
+  if (any(sel <= n1))
+    out$mean <- plot(x$mean, select = sel[sel <= n1], residuals = residuals, all.terms = all.terms,
+                     shift = shift, trans = trans, ...)
+  if (any(sel > n1)) {
+    s <- x$scale
+    s$terms$gp <- lapply(s$terms$gp, function(g) { g$spec$label <- sub("(", ".1(", g$spec$label, fixed = TRUE); g })
+    # (the fit's predictor is 2 g: halved, then shifted and transformed)
+    panels <- plot(s, select = sel[sel > n1] - n1, all.terms = all.terms, trans = function(v) trans(v / 2 + shift), ...)
+    out$log_sd <- lapply(panels, function(p) { p$fit <- p$fit / 2; p$se <- p$se / 2; p })
   }
   invisible(out)
 }
@@ -566,4 +612,19 @@ simulate.gpgam_ls <- function(object, nsim = 1, seed = NULL, ...) {
 anova.gpgam_ls <- function(object, ...) {
   stop("anova() is not available for location-scale (gaulss) fits; summary(fit) tests each predictor's terms, ",
        "and logLik(fit) gives the joint ELBO to compare fits of the same data", call. = FALSE)
+}
+
+#' @rdname gaulss
+#' @param k unused.
+#' @export
+AIC.gpgam_ls <- function(object, ..., k = 2) refuse_ic_ls("AIC")
+
+#' @rdname gaulss
+#' @export
+BIC.gpgam_ls <- function(object, ...) refuse_ic_ls("BIC")
+
+refuse_ic_ls <- function(what) {
+  stop(what, "() is not defined for scalegp fits: logLik() of a location-scale fit is its joint ELBO (a lower ",
+       "bound on the log marginal likelihood), not a maximised log-likelihood; compare fits of the same data by ",
+       "logLik(fit1) - logLik(fit2) or by held-out predictions", call. = FALSE)
 }

@@ -104,7 +104,7 @@ gp_setup <- function(parsed, mf, fam, control) {
                                        prior_sd = rep(100, ncol(Xp)))
   }
   if (length(comps) == 0) stop_arg("formula", "has no terms (no gp(), no parametric terms, no intercept)")
-  terms$full <- stats::delete.response(terms(parsed$full))
+  terms$full <- with_predvars(stats::delete.response(terms(parsed$full)), attr(mf, "terms"))
   terms$full_xlevels <- stats::.getXlevels(terms$full, mf)
   X <- internal_design(mf, terms, Xs, if (has_param) Xp)
   rm(Xs)
@@ -120,6 +120,21 @@ gp_setup <- function(parsed, mf, fam, control) {
        min_df = fam$min_df,
        lik_fixed = !is.null(fam$theta),
        intercept = parsed$intercept, n = n, y_raw = y, w_raw = w, offset_raw = off, ylevels = ylevels)
+}
+
+# The terms `tt` with the "predvars" that the model frame's terms `mt`
+# recorded for the same variables (the coefficients of poly(), the knots of
+# ns() and scale()'s centre, found on the fitting rows), so that new data are
+# evaluated with them, as lm()'s predict() does; `mt` may hold more variables.
+with_predvars <- function(tt, mt) {
+  pv <- attr(mt, "predvars")
+  if (is.null(pv)) return(tt)
+  key <- vapply(as.list(attr(mt, "variables"))[-1], deparse1, "")
+  vars <- as.list(attr(tt, "variables"))[-1]
+  idx <- match(vapply(vars, deparse1, ""), key)
+  if (anyNA(idx)) return(tt)
+  attr(tt, "predvars") <- as.call(c(list(quote(list)), as.list(pv)[-1][idx]))
+  tt
 }
 
 # The start of the likelihood's own parameter of a Gamma or negative

@@ -83,21 +83,7 @@ print.summary.gpgam <- function(x, digits = max(3L, getOption("digits") - 3L), .
     cat(sprintf("Modelled: P(y = \"%s\") (against \"%s\")\n", x$ylevels[2], x$ylevels[1]))
   cat("Inference:", x$engine, "\n\nCall:\n")
   print(x$call)
-  if (nrow(x$coefficients)) {
-    cat("\nParametric coefficients (posterior mean and sd):\n")
-    stats::printCoefmat(x$coefficients, digits = digits)
-  }
-  if (!is.null(x$s.table) && nrow(x$s.table)) {
-    cat("\nApproximate significance of gp() terms:\n")
-    stats::printCoefmat(x$s.table, digits = digits, has.Pvalue = TRUE, na.print = "",
-                        cs.ind = integer(), tst.ind = 3L)
-  }
-  if (!is.null(x$terms) && nrow(x$terms)) {
-    cat("\nGaussian-process hyperparameters (data scale):\n")
-    h <- x$terms
-    for (v in c("variance", "share")) h[[v]] <- format(h[[v]], digits = digits)
-    print(h, row.names = FALSE, right = FALSE)
-  }
+  print_term_tables(x, digits)
   if (!is.na(x$sigma)) cat("\nResidual sd (sigma):", format(x$sigma, digits = digits), "\n")
   if (length(x$lik_params)) cat("\n", lik_param_line(list(params = x$lik_params), digits), sep = "")
   cat("\n", if (!is.null(x$r.sq)) paste0("R-sq.(adj) = ", format(x$r.sq, digits = 3), "   "),
@@ -118,6 +104,26 @@ print.summary.gpgam <- function(x, digits = max(3L, getOption("digits") - 3L), .
   cat("\n")
   for (w in x$warnings) cat("Warning:", w, "\n")
   invisible(x)
+}
+
+# The parametric coefficients, the term tests and the hyperparameters of a
+# summary (also one predictor's of a location-scale summary, R/gaulss.R).
+print_term_tables <- function(x, digits, scale = "data scale") {
+  if (nrow(x$coefficients)) {
+    cat("\nParametric coefficients (posterior mean and sd):\n")
+    stats::printCoefmat(x$coefficients, digits = digits)
+  }
+  if (!is.null(x$s.table) && nrow(x$s.table)) {
+    cat("\nApproximate significance of gp() terms:\n")
+    stats::printCoefmat(x$s.table, digits = digits, has.Pvalue = TRUE, na.print = "",
+                        cs.ind = integer(), tst.ind = 3L)
+  }
+  if (!is.null(x$terms) && nrow(x$terms)) {
+    cat("\nGaussian-process hyperparameters (", scale, "):\n", sep = "")
+    h <- x$terms
+    for (v in c("variance", "share")) h[[v]] <- format(h[[v]], digits = digits)
+    print(h, row.names = FALSE, right = FALSE)
+  }
 }
 
 # Rows of the stored model frame used by the term tests and gp_check():

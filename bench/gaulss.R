@@ -7,8 +7,9 @@
 #       "two inputs": mu = sin(2 pi x1) + (2 x2 - 1)^2 + 0.5 z, g = -1.2 + 0.8 cos(2 pi x2) + 0.6 x1,
 #                     formulas list(y ~ s(x1) + s(x2) + z, ~ s(x1) + s(x2));
 #       per fit: seconds, RMSE of the mean and of the log sd against the truth
-#       at the training rows, the coverage of the 95% prediction interval of
-#       new y and the test NLPD on a second draw of 4000 rows.  mgcv's
+#       at the training rows, how often the 95% posterior band of each
+#       predictor covers the truth there, the coverage of the 95% prediction
+#       interval of new y and the test NLPD on a second draw of 4000 rows.  mgcv's
 #       predictive is its plug-in N(mu, sigma^2) (its predict() gives no
 #       interval for a new y); ours integrates the posterior of both
 #       predictors (predict(interval = "prediction"); the density by
@@ -57,20 +58,30 @@ nlpd_gp <- function(fit, nd, y) {
 }
 score <- function(which, fit, d, nd, secs) {
   if (which == "gpgam") {
-    lp <- predict(fit, d, type = "link")
-    mu <- lp[, "mean"]; lsd <- lp[, "log_sd"]
+    lp <- predict(fit, d, type = "link", se.fit = TRUE)
+    mu <- lp$fit[, "mean"]; lsd <- lp$fit[, "log_sd"]
+    band_mu <- cbind(mu - 1.96 * lp$se.fit[, "mean"], mu + 1.96 * lp$se.fit[, "mean"])
+    band_lsd <- cbind(lsd - 1.96 * lp$se.fit[, "log_sd"], lsd + 1.96 * lp$se.fit[, "log_sd"])
     p <- predict(fit, nd, interval = "prediction")
     lwr <- p[, "lwr"]; upr <- p[, "upr"]
     nlpd <- nlpd_gp(fit, nd, nd$y)
   } else {
     r <- predict(fit, d, type = "response")
     mu <- r[, 1]; lsd <- -log(r[, 2])
+    # bands: each linear predictor +/- 1.96 se, the second mapped to log sd by its
+    # (increasing) inverse link, log sd = -log(linkinv(eta))
+    lk <- predict(fit, d, type = "link", se.fit = TRUE)
+    inv2 <- fit$family$linfo[[2]]$linkinv
+    band_mu <- cbind(lk$fit[, 1] - 1.96 * lk$se.fit[, 1], lk$fit[, 1] + 1.96 * lk$se.fit[, 1])
+    band_lsd <- cbind(-log(inv2(lk$fit[, 2] - 1.96 * lk$se.fit[, 2])), -log(inv2(lk$fit[, 2] + 1.96 * lk$se.fit[, 2])))
     rn <- predict(fit, nd, type = "response")
     lwr <- rn[, 1] - 1.96 / rn[, 2]; upr <- rn[, 1] + 1.96 / rn[, 2]
     nlpd <- -mean(stats::dnorm(nd$y, rn[, 1], 1 / rn[, 2], log = TRUE))
   }
+  covers <- function(band, truth) if (!is.null(truth)) mean(truth >= band[, 1] & truth <= band[, 2]) else NA
   data.frame(seconds = secs, rmse_mean = if (!is.null(d$mu)) sqrt(mean((mu - d$mu)^2)) else NA,
              rmse_log_sd = if (!is.null(d$lsd)) sqrt(mean((lsd - d$lsd)^2)) else NA,
+             band_mean = covers(band_mu, d$mu), band_log_sd = covers(band_lsd, d$lsd),
              coverage = mean(nd$y >= lwr & nd$y <= upr), nlpd = nlpd)
 }
 timed <- function(expr) {
@@ -128,7 +139,8 @@ full_a <- timed(gpgam(list(accel ~ gp(times), ~ gp(times)), data = mcycle, famil
 full_b <- timed(suppressWarnings(gam(list(accel ~ s(times, k = 20), ~ s(times)), data = mcycle, family = gaulss())))
 
 agg <- function(df, by) {
-  out <- stats::aggregate(df[c("seconds", "rmse_mean", "rmse_log_sd", "coverage", "nlpd")], df[by], mean)
+  out <- stats::aggregate(df[c("seconds", "rmse_mean", "rmse_log_sd", "band_mean", "band_log_sd", "coverage", "nlpd")],
+                          df[by], mean)
   out[order(out[[by[1]]]), ]
 }
 fmt <- function(df) {
@@ -150,16 +162,16 @@ lines <- c(
   "",
   sprintf("## (a) Simulated heteroscedastic data, %d training rows, %d replicates; test draw of 4000 rows", n, reps),
   "",
-  "Means over the replicates. RMSE against the true mean and log sd at the training rows; coverage of the 95% prediction interval of new y and test NLPD on the test draw (mgcv: plug-in N(mu, sigma^2)).",
+  "Means over the replicates. RMSE against the true mean and log sd at the training rows, and the share of those rows where the 95% posterior band of each predictor (+/- 1.96 se) covers the truth; coverage of the 95% prediction interval of new y and test NLPD on the test draw (mgcv: plug-in N(mu, sigma^2)).",
   "",
-  "| design | method | seconds | RMSE mean | RMSE log sd | 95% PI coverage | test NLPD |",
-  "|---|---|---|---|---|---|---|",
+  "| design | method | seconds | RMSE mean | RMSE log sd | 95% band covers mean | 95% band covers log sd | 95% PI coverage | test NLPD |",
+  "|---|---|---|---|---|---|---|---|---|",
   fmt(s_agg),
   "",
   "Per replicate:",
   "",
-  "| design | rep | method | cycles | converged | seconds | RMSE mean | RMSE log sd | coverage | NLPD |",
-  "|---|---|---|---|---|---|---|---|---|---|",
+  "| design | rep | method | cycles | converged | seconds | RMSE mean | RMSE log sd | band mean | band log sd | PI coverage | NLPD |",
+  "|---|---|---|---|---|---|---|---|---|---|---|---|",
   fmt(sim),
   "",
   "## (b) MASS::mcycle, 10-fold CV (accel ~ times for both predictors; mgcv k = 20 for the mean)",
@@ -177,8 +189,8 @@ lines <- c(
   "",
   "mgcv's gaulss() is fitted by gam() only (bam() does not take it), here up to 5e4 rows.",
   "",
-  "| n | method | cycles | seconds | RMSE mean | RMSE log sd | 95% PI coverage | test NLPD |",
-  "|---|---|---|---|---|---|---|---|",
+  "| n | method | cycles | seconds | RMSE mean | RMSE log sd | band mean | band log sd | 95% PI coverage | test NLPD |",
+  "|---|---|---|---|---|---|---|---|---|---|",
   fmt(transform(big, n = format(n, big.mark = ",", scientific = FALSE))),
   "")
 dir.create(file.path("bench", "results"), showWarnings = FALSE)

@@ -145,7 +145,43 @@ test_that("methods of a gaulss fit: print, summary, plot, coef, vcov, residuals,
   expect_lt(mean(abs(z) > 3.5), 0.02)
   expect_close(mean(apply(sims, 1, stats::sd) / fitted(fit)[, "sd"]), 1, 0.05)
   expect_error(anova(fit), "not available for location-scale")
-  expect_error(AIC(fit), "not defined")
+  expect_error(AIC(fit), "logLik\\(fit1\\) - logLik\\(fit2\\)")
+  # family(): the links this model uses
+  expect_identical(family(fit)$link, c("identity", "log"))
+  expect_close(family(fit)$linfo[[2]]$linkinv(predict(fit, type = "link")[, "log_sd"]),
+               exp(predict(fit, type = "link")[, "log_sd"]), 1e-12)
+  # plot(): the returned log-sd panel is g (not 2 g), as predict(type = "terms") gives it
+  pp <- plot(fit, select = 2)$log_sd[[1]]
+  tt <- predict(fit, data.frame(x = pp$x, z = 0), type = "terms", se.fit = TRUE)
+  expect_close(pp$fit, tt$fit[, "gp.1(x)"], 1e-8)
+  expect_close(pp$se, tt$se.fit[, "gp.1(x)"], 1e-8)
+  expect_identical(plot(fit, which = "trace"), fit$trace)
+  expect_silent(plot(fit, trans = exp, shift = 1))
+})
+
+test_that("predict() of a gaulss fit keeps the rows of both predictors paired under every na.action", {
+  d <- gaulss_data(300, 3)
+  fit <- gpgam(list(y ~ gp(x), ~ gp(z)), data = d, family = mgcv::gaulss(),
+               control = gp_control(verbose = FALSE, inducing = 12, seed = 1, threads = 1))
+  nd <- d[1:6, ]
+  full <- predict(fit, nd)
+  nd$x[2] <- NA
+  nd$z[4] <- NA
+  p <- predict(fit, nd)
+  expect_true(all(is.na(p[c(2, 4), ])))
+  expect_close(p[c(1, 3, 5, 6), ], full[c(1, 3, 5, 6), ], 1e-12)
+  po <- predict(fit, nd, na.action = stats::na.omit)
+  expect_identical(rownames(po), c("1", "3", "5", "6"))
+  expect_close(po, full[c(1, 3, 5, 6), ], 1e-12)
+  expect_error(predict(fit, nd, na.action = stats::na.fail), "'na.action' failed")
+  tt <- predict(fit, nd, type = "terms")
+  expect_true(all(is.na(tt[c(2, 4), ])))
+  expect_identical(colnames(predict(fit, nd, type = "terms", terms = "gp.1(z)")), "gp.1(z)")
+  expect_error(predict(fit, nd, type = "terms", terms = "gp(w)"), "'terms' must be labels")
+  f2 <- gpgam(list(y ~ gp(x), ~ log(z + 5)), data = d, family = mgcv::gaulss(),
+              control = gp_control(verbose = FALSE, inducing = 12, seed = 1, threads = 1))
+  expect_identical(colnames(predict(f2, type = "terms")), c("gp(x)", "log(z + 5).1"))
+  expect_identical(names(coef(f2))[3], "log(z + 5).1")
 })
 
 test_that("gaulss refusals name the argument", {
@@ -165,8 +201,10 @@ test_that("gaulss refusals name the argument", {
   d1 <- d
   d1$y <- 2
   expect_error(gpgam(list(y ~ gp(x), ~ gp(x)), data = d1, family = mgcv::gaulss(), control = ctl), "'y' is constant")
+  expect_error(gp_control(cycles = 1), "'cycles' must be at least 2")
   expect_warning(gpgam(list(y ~ gp(x), ~ gp(x)), data = d, family = mgcv::gaulss(),
-                       control = gp_control(verbose = FALSE, inducing = 8, cycles = 1)), "did not converge in 1 cycle;")
+                       control = gp_control(verbose = FALSE, inducing = 8, cycles = 2, tol = 1e-12)),
+                 "did not converge in 2 cycles \\(the last raised")
   d2 <- d
   d2$y[3] <- NA
   d2$x[5] <- NA

@@ -243,3 +243,17 @@ test_that("predict(interval = ) gives lm's confidence and prediction intervals o
   expect_error(predict(fb, nd, type = "response", interval = "prediction"), "'interval' = \"prediction\" is not given")
   expect_error(predict(fit, nd, interval = "confidence", level = 95), "'level'")
 })
+
+test_that("data-dependent bases (poly(), scale()) are evaluated at newdata with the fitting rows' coefficients", {
+  set.seed(1)
+  d <- data.frame(x = runif(200), z = rnorm(200))
+  d$y <- sin(4 * d$x) + d$z - 0.5 * d$z^2 + rnorm(200, sd = 0.2)
+  ctl <- gp_control(inducing = 10, verbose = FALSE, threads = 1)
+  fit <- gpgam(y ~ gp(x) + poly(z, 2), data = d, control = ctl)
+  # five rows re-fitted by poly() alone would give other columns (the bug this guards against)
+  expect_close(predict(fit, d[1:5, ]), fitted(fit)[1:5], 1e-6)
+  fit2 <- gpgam(y ~ gp(x) + scale(z) + I(z^2), data = d, control = ctl)
+  expect_close(predict(fit2, d[c(3, 9), ]), fitted(fit2)[c(3, 9)], 1e-6)
+  expect_close(predict(fit2, d[c(3, 9), ], type = "terms")[, "scale(z)"],
+               predict(fit2, type = "terms")[c(3, 9), "scale(z)"], 1e-8)
+})
