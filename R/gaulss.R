@@ -160,10 +160,11 @@ gaulss_gpgam <- function(cl, envir, formulas, family, inference, control, model)
   sf <- s0  # (gp_setup() with sigma = s would give the same setup, and warn again)
   sf$log_noise <- log(1 - 1e-6)
   sf$comps <- warm_comps(sf$comps, first$res$specs)
-  # the scale fit: Gamma with shape 1/2 and log link on r, no offset
+  # the scale fit: Gamma with shape 1/2 and log link on r, no offset (its
+  # frame: that of both formulas with the second's terms, and their predvars)
   mf2 <- mf
   mf2[["(offset)"]] <- NULL
-  attr(mf2, "terms") <- stats::terms(p2$full)
+  attr(mf2, "terms") <- with_predvars(stats::terms(p2$full), attr(mf, "terms"))
   r <- gaulss_r(y, first$mom)
   mf2[[1L]] <- r
   fam_s <- likelihood_name(stats::Gamma(link = "log"))
@@ -171,9 +172,6 @@ gaulss_gpgam <- function(cl, envir, formulas, family, inference, control, model)
   ctl2 <- resolve_control(control, nrow(mf), engine, "gamma")
   ctl2$seed <- ctl1$seed
   sg <- gp_setup(p2, mf2, fam_s, ctl2)
-  sg$offset <- sg$offset - sg$offset_raw
-  sg$offset_raw <- numeric(length(sg$offset_raw))
-  mf2[["(offset)"]] <- NULL
   fg <- mean_f <- NULL
   mom_f <- first$mom
   objective <- -Inf

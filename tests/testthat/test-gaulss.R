@@ -182,6 +182,10 @@ test_that("predict() of a gaulss fit keeps the rows of both predictors paired un
               control = gp_control(verbose = FALSE, inducing = 12, seed = 1, threads = 1))
   expect_identical(colnames(predict(f2, type = "terms")), c("gp(x)", "log(z + 5).1"))
   expect_identical(names(coef(f2))[3], "log(z + 5).1")
+  # data-dependent terms in either formula are evaluated at new rows with the fitting rows' coefficients
+  f3 <- gpgam(list(y ~ gp(x) + poly(z, 2), ~ poly(z, 2)), data = d, family = mgcv::gaulss(),
+              control = gp_control(verbose = FALSE, inducing = 12, seed = 1, threads = 1))
+  expect_close(predict(f3, d[1:5, ]), predict(f3)[1:5, ], 1e-6)
 })
 
 test_that("gaulss refusals name the argument", {
