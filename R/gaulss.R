@@ -48,8 +48,9 @@
 #' \eqn{\sum_i w_i E[\log p(y_i \mid f, g)] - KL(q(f)) - KL(q(g))}{sum_i w_i E[log p(y_i | f, g)] - KL(q(f)) - KL(q(g))}
 #' (plus the log priors of both sets of hyperparameters), which never
 #' decreases.  It stops when a cycle raises it by less than
-#' `gp_control(tol)` times the number of rows (converged: then both blocks
-#' are stationary given each other, so the joint ELBO is at a stationary
+#' `gp_control(tol)` times the number of rows (converged, if the last two
+#' conditional fits reached their stationary points: then both blocks are
+#' stationary given each other, so the joint ELBO is at a stationary
 #' point), or after `gp_control(cycles = )` cycles (not converged; 50 by
 #' default, see [vi_options()]).
 #' `gp_control()` applies to both fits (inducing points per term, threads,
@@ -156,7 +157,6 @@ gaulss_gpgam <- function(cl, envir, formulas, family, inference, control, model)
   # the mean fit with the noise fixed at 1 on the internal scale (precisions in the weights)
   ctl_f <- ctl1
   ctl_f$fixed <- union(ctl_f$fixed, "sigma")
-  ctl_f$sigma <- s
   sf <- s0  # (gp_setup() with sigma = s would give the same setup, and warn again)
   sf$log_noise <- log(1 - 1e-6)
   sf$comps <- warm_comps(sf$comps, first$res$specs)
@@ -181,12 +181,12 @@ gaulss_gpgam <- function(cl, envir, formulas, family, inference, control, model)
   for (k in seq_len(cycles)) {
     r <- gaulss_r(y, mom_f)
     sg$y <- sg$y_raw <- r
-    fg <- gaulss_subfit(engine, sg, ctl2, mf2)
+    fg <- gaulss_subfit(engine, sg, ctl2)
     sg <- fg$setup
     sg$comps <- warm_comps(sg$comps, fg$res$specs)
     prec <- exp(-fg$mom$fit + fg$mom$se^2 / 2)  # E[exp(-eta)] = E[exp(-2 g)]
     sf$w <- w_user * s^2 * prec
-    mean_f <- gaulss_subfit(engine, sf, ctl_f, mf)
+    mean_f <- gaulss_subfit(engine, sf, ctl_f)
     sf <- mean_f$setup
     sf$comps <- warm_comps(sf$comps, mean_f$res$specs)
     mom_f <- mean_f$mom
@@ -207,6 +207,12 @@ gaulss_gpgam <- function(cl, envir, formulas, family, inference, control, model)
   elapsed <- proc.time()[["elapsed"]] - t0
   fm <- mean_f$fit
   fs <- fg$fit
+  # (a stationary point needs both conditional fits at theirs too)
+  sub_ok <- isTRUE(fm$converged) && isTRUE(fs$converged)
+  stop_msg <- if (!sub_ok) "the last mean or log-sd fit did not converge (see fit$mean$stop and fit$scale$stop)"
+              else if (converged) "stationary point"
+              else sprintf("%d cycles (vi_options(cycles)) without convergence", cycles)
+  converged <- converged && sub_ok
   fm$formula <- f1
   fs$formula <- f2
   fm$offset_expr <- cl$offset
@@ -216,7 +222,7 @@ gaulss_gpgam <- function(cl, envir, formulas, family, inference, control, model)
   fit <- list(mean = fm, scale = fs, call = cl, formula = formulas, family = gaulss_family(), likelihood = "gaulss",
               engine = engine, n = nrow(mf), objective = elbo, log_prior = log_prior,
               trace = trace, iterations = length(trace), evaluations = evaluations, converged = converged,
-              stop = if (converged) "stationary point" else sprintf("%d cycles (vi_options(cycles)) without convergence", cycles),
+              stop = stop_msg,
               y = y, prior.weights = w_user, na.action = attr(mf, "na.action"),
               control = c(ctl1[setdiff(names(ctl1), "verbose")], list(verbose = verbose)),
               timing = c(fit = elapsed, per_iteration = elapsed / max(1, length(trace))),
@@ -229,7 +235,9 @@ gaulss_gpgam <- function(cl, envir, formulas, family, inference, control, model)
   hilbert_check(fm)
   hilbert_check(fs)
   class(fit) <- c("gpgam_ls", "scalegp")
-  if (!converged)
+  if (!sub_ok)
+    warning("the location-scale fit did not converge: ", stop_msg, call. = FALSE)
+  else if (!converged)
     warning(sprintf("the location-scale fit did not converge in %d cycle%s%s; ", cycles, if (cycles > 1) "s" else "",
                     if (is.finite(change)) sprintf(" (the last raised the joint ELBO by %.3g)", change) else ""),
             "increase gp_control(cycles = )", call. = FALSE)
@@ -240,7 +248,7 @@ gaulss_gpgam <- function(cl, envir, formulas, family, inference, control, model)
 # moments at the rows (data scale: fit, se) and the setup (a Hilbert basis
 # too small for the fitted lengthscales is enlarged and refitted, as gpgam()
 # does).
-gaulss_subfit <- function(engine, setup, control, mf = NULL) {
+gaulss_subfit <- function(engine, setup, control) {
   res <- engine_fit(engine, setup, control)
   refits <- 0L
   while (refits < 3L && !is.null(adapted <- hilbert_adapt(setup, res))) {

@@ -206,9 +206,13 @@ test_that("gaulss refusals name the argument", {
   d1$y <- 2
   expect_error(gpgam(list(y ~ gp(x), ~ gp(x)), data = d1, family = mgcv::gaulss(), control = ctl), "'y' is constant")
   expect_error(gp_control(cycles = 1), "'cycles' must be at least 2")
-  expect_warning(gpgam(list(y ~ gp(x), ~ gp(x)), data = d, family = mgcv::gaulss(),
-                       control = gp_control(verbose = FALSE, inducing = 8, cycles = 2, tol = 1e-12)),
-                 "did not converge in 2 cycles \\(the last raised")
+  if (requireNamespace("MASS", quietly = TRUE)) {  # (mcycle needs about 9 cycles)
+    mc <- MASS::mcycle
+    expect_warning(nc <- gpgam(list(accel ~ gp(times), ~ gp(times)), data = mc, family = mgcv::gaulss(),
+                               control = gp_control(verbose = FALSE, seed = 1, cycles = 2)),
+                   "did not converge in 2 cycles \\(the last raised")
+    expect_false(nc$converged)
+  }
   d2 <- d
   d2$y[3] <- NA
   d2$x[5] <- NA
