@@ -365,7 +365,7 @@ predict.gpgam_ls <- function(object, newdata, type = c("link", "response", "term
     se <- cbind(t1$se.fit, t2$se.fit / 2)
     colnames(se) <- colnames(fit)
     if (!is.null(terms)) {
-      if (!is.character(terms) || length(bad <- setdiff(terms, colnames(fit))))
+      if (!is.character(terms) || length(setdiff(terms, colnames(fit))))
         stop_arg("terms", "must be labels of the fit's terms: ", paste0("\"", colnames(fit), "\"", collapse = ", "))
     }
     keep <- terms %||% colnames(fit)
@@ -409,7 +409,7 @@ predict.gpgam_ls <- function(object, newdata, type = c("link", "response", "term
 # mixture of N(0, v_f + exp(2 g)) over g ~ N(mg, sg^2) (20-node Gauss-Hermite),
 # symmetric about 0; its p-quantile q solves sum_k w_k Phi(q / s_k) = p and
 # lies in [0, qnorm(p) max_k s_k] (every s_k gives Phi(q / s_k) >= p at the
-# upper end).  Bisection to 1e-10 of the bracket.
+# upper end).  80 bisection steps (to 2^-80 of the bracket).
 gaulss_predictive_half <- function(se_f, mg, sg, p) {
   rule <- gauss_hermite(20)
   g <- outer(sg, sqrt(2) * rule$t) + mg
