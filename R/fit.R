@@ -101,6 +101,28 @@ tune_allocator <- function() {
   invisible()
 }
 
+# engine_fit() with the adaptation of gp(basis = "hilbert") terms (?gp,
+# hilbert_adapt() in R/components.R): after a fit whose lengthscales the
+# basis cannot represent, the enlarged setup is refitted, at most three
+# times.  Returns the last raw result, its setup and the number of refits;
+# the result's counts and times cover every fit (its trace and how it
+# stopped are the last fit's).  Used by gpgam() and by each conditional fit
+# of the location-scale model (R/gaulss.R).
+engine_fit_adapted <- function(engine, setup, control) {
+  res <- engine_fit(engine, setup, control)
+  refits <- 0L
+  while (refits < 3L && !is.null(adapted <- hilbert_adapt(setup, res))) {
+    setup <- adapted
+    last <- res
+    res <- engine_fit(engine, setup, control)
+    refits <- refits + 1L
+    for (nm in intersect(c("iterations", "evaluations", "passes", "failures"), names(res)))
+      res[[nm]] <- res[[nm]] + (last[[nm]] %||% 0)
+    if (!is.null(res$seconds)) res$seconds <- res$seconds + last$seconds
+  }
+  list(res = res, setup = setup, refits = refits)
+}
+
 # The fit object of every engine from the model setup and the engine's raw
 # result, through the posterior contract (R/engine.R).
 collect_fit <- function(setup, res, control, engine) {

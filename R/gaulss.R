@@ -72,7 +72,8 @@
 #' `predict(type = "response")`), `residuals()` (`"response"`: \eqn{y -
 #' \hat\mu}{y - mu}; `"pearson"` and `"deviance"`: divided by the fitted
 #' sd), `sigma()` (the fitted sd of every row), `coef()`, `vcov()`,
-#' `logLik()` (the joint ELBO), `simulate()`.
+#' `logLik()` (the joint ELBO), `simulate()`, `update()` (a list of two
+#' formulas updates both predictors, one formula the mean's).
 #'
 #' @name gaulss
 #' @references Saul, Hensman, Vehtari and Lawrence (2016) Chained Gaussian
@@ -249,13 +250,9 @@ gaulss_gpgam <- function(cl, envir, formulas, family, inference, control, model)
 # too small for the fitted lengthscales is enlarged and refitted, as gpgam()
 # does).
 gaulss_subfit <- function(engine, setup, control) {
-  res <- engine_fit(engine, setup, control)
-  refits <- 0L
-  while (refits < 3L && !is.null(adapted <- hilbert_adapt(setup, res))) {
-    setup <- adapted
-    res <- engine_fit(engine, setup, control)
-    refits <- refits + 1L
-  }
+  fitted <- engine_fit_adapted(engine, setup, control)
+  res <- fitted$res
+  setup <- fitted$setup
   fit <- collect_fit(setup, res, control, engine)
   mom <- latent_predict(fit, setup$X, setup$offset_raw, se = TRUE)
   list(res = res, fit = fit, mom = mom, setup = setup)
@@ -611,6 +608,34 @@ simulate.gpgam_ls <- function(object, nsim = 1, seed = NULL, ...) {
   out <- as.data.frame(y)
   names(out) <- paste0("sim_", seq_len(nsim))
   out
+}
+
+#' @rdname gaulss
+#' @param formula. for `update()`: a list of two formulas updating the mean's
+#'   and the log sd's formulas in turn (`NULL` or `. ~ .` keeps one), or one
+#'   formula updating the mean's (as [stats::update.formula]).
+#' @param evaluate for `update()`: refit (`TRUE`) or return the call.
+#' @export
+update.gpgam_ls <- function(object, formula., ..., evaluate = TRUE) {
+  call <- stats::getCall(object)
+  if (!missing(formula.)) {
+    new <- if (inherits(formula., "formula")) list(formula.) else formula.
+    if (!is.list(new) || length(new) > 2L ||
+        !all(vapply(new, function(f) is.null(f) || inherits(f, "formula"), TRUE)))
+      stop_arg("formula.", "must be a formula (for the mean) or a list of at most two formulas ",
+               "(the mean's, then the log sd's)")
+    old <- object$formula
+    if (length(new) == 2L && !is.null(f2 <- new[[2L]]) && length(f2) == 3L) {
+      if (!identical(f2[[2L]], quote(.)))
+        stop_arg("formula.", "gives the log sd's formula a response; it must be one-sided (~ terms) or . ~ terms")
+      new[[2L]] <- f2[-2L]  # . ~ terms: the one-sided ~ terms
+    }
+    for (i in seq_along(new)) if (!is.null(new[[i]])) old[[i]] <- stats::update.formula(old[[i]], new[[i]])
+    call$formula <- old
+  }
+  extras <- match.call(expand.dots = FALSE)$...
+  for (a in names(extras)) call[[a]] <- extras[[a]]
+  if (evaluate) eval(call, parent.frame()) else call
 }
 
 #' @rdname gaulss

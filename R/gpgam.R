@@ -184,18 +184,10 @@ gpgam <- function(formula, data, family = gaussian(), inference = "vi", control 
             call. = FALSE)
   setup <- gp_setup(parsed, mf, fam, control)
   t0 <- proc.time()[["elapsed"]]
-  res <- engine_fit(engine, setup, control)
-  refits <- 0L
-  while (refits < 3L && !is.null(adapted <- hilbert_adapt(setup, res))) {  # gp(basis = "hilbert"): ?gp
-    setup <- adapted
-    last <- res
-    res <- engine_fit(engine, setup, control)
-    refits <- refits + 1L
-    # the counts and times cover every fit (the result, its trace and how it stopped are the last fit's)
-    for (nm in intersect(c("iterations", "evaluations", "passes", "failures"), names(res)))
-      res[[nm]] <- res[[nm]] + (last[[nm]] %||% 0)
-    if (!is.null(res$seconds)) res$seconds <- res$seconds + last$seconds
-  }
+  fitted <- engine_fit_adapted(engine, setup, control)  # gp(basis = "hilbert"): ?gp
+  res <- fitted$res
+  setup <- fitted$setup
+  refits <- fitted$refits
   elapsed <- proc.time()[["elapsed"]] - t0
   fit <- collect_fit(setup, res, control, engine)
   fit$call <- cl

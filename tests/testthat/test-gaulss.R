@@ -234,3 +234,23 @@ test_that("gaulss fits enlarge a Hilbert basis that is too small, as gpgam() doe
   expect_gt(fit$mean$state$specs[[1]]$hs_m, 8)
   expect_lt(sqrt(mean((predict(fit, type = "link")[, "mean"] - sin(12 * d$x1))^2)), 0.2)
 })
+
+test_that("update() of a gaulss fit changes either formula and refits as a direct call would", {
+  d <- gaulss_data(300, 5)
+  ctl <- gp_control(verbose = FALSE, seed = 1, threads = 1)
+  fit <- gpgam(list(y ~ gp(x), ~ gp(x)), data = d, family = "gaulss", control = ctl)
+  direct <- gpgam(list(y ~ gp(x) + z, ~ gp(x) + z), data = d, family = "gaulss", control = ctl)
+  both <- update(fit, list(. ~ . + z, ~ . + z))
+  expect_identical(both$formula[[2]], direct$formula[[2]])
+  expect_equal(logLik(both)[[1]], logLik(direct)[[1]], tolerance = 1e-12)
+  expect_equal(update(fit, list(. ~ . + z, . ~ . + z))$objective, direct$objective, tolerance = 1e-12)
+  mean_only <- update(fit, . ~ . + z)  # one formula: the mean's
+  expect_identical(deparse(mean_only$formula[[2]]), "~gp(x)")
+  expect_true("z" %in% names(coef(mean_only)))
+  sub <- update(fit, data = d[1:200, ])
+  expect_equal(nobs(sub), 200L)
+  expect_identical(update(fit, evaluate = FALSE)$formula, stats::getCall(fit)$formula)
+  expect_error(update(fit, list(. ~ ., y ~ .)), "formula\\.")
+  expect_error(update(fit, list(. ~ ., ~ ., ~ .)), "formula\\.")
+  expect_identical(fit$formula, list(y ~ gp(x), ~ gp(x)), ignore_attr = TRUE)  # the fit is unchanged
+})
