@@ -28,8 +28,11 @@
 #' several inputs contains every interaction of them except those already
 #' modelled by other terms over subsets of its inputs: next to `gp(x1)` and
 #' `gp(x2)`, `gp(x1, x2)` is a pure interaction like mgcv's `ti()`.  A term of
-#' a factor, `gp(f)`, is an i.i.d. Gaussian random effect (a delta kernel) with
-#' an estimated variance; its inducing points are all levels, so it is exact.
+#' a factor, `gp(f)`, is an i.i.d. Gaussian random effect (a delta kernel;
+#' mgcv's `s(f, bs = "re")`) with an estimated variance; its inducing points
+#' are all levels, so it is exact.  mgcv's basis arguments (`bs`, `m`, `sp`,
+#' ...) are errors in `gp()` that say what to use instead; in `s()`, `te()`
+#' and `ti()` they are dropped with a warning.
 #'
 #' Inputs are standardised internally (centred, and divided by their standard
 #' deviation with `ard = TRUE`, or by one pooled standard deviation with
@@ -139,9 +142,14 @@ gp <- function(..., kernel = c("matern52", "se", "matern32"), k = NULL, ard = TR
   by <- if (is.null(by)) NULL else deparse1(by)
   vars <- as.list(substitute(list(...)))[-1]
   if (length(vars) == 0) stop("gp() needs at least one input variable", call. = FALSE)
-  if (!is.null(names(vars)) && any(names(vars) != ""))
-    stop("gp(): unknown argument(s) ", paste0("'", setdiff(names(vars), ""), "'", collapse = ", "),
-         call. = FALSE)
+  if (!is.null(names(vars)) && any(names(vars) != "")) {
+    bad <- setdiff(names(vars), "")
+    known <- intersect(bad, names(mgcv_ignored))
+    if (length(known))  # mgcv's arguments: say what gp() has instead
+      stop(sprintf("gp(): '%s' is an argument of mgcv's smooths, not of gp(): %s", known[1],
+                   mgcv_reason(known[1], vars[[known[1]]])), call. = FALSE)
+    stop("gp(): unknown argument(s) ", paste0("'", bad, "'", collapse = ", "), call. = FALSE)
+  }
   labels <- vapply(vars, deparse1, "")
   if (anyDuplicated(labels)) stop("gp(): input '", labels[duplicated(labels)][1], "' is repeated", call. = FALSE)
   kernels <- eval(formals(gp)$kernel)
@@ -201,12 +209,20 @@ mgcv_ignored <- c(
   d = "a gp() term over several inputs has one lengthscale per input (ard = TRUE)",
   mp = "it has no meaning for a gp() term", np = "it has no meaning for a gp() term")
 
+# Why mgcv's argument `a` (given as the expression `value`) has no
+# counterpart in gp(); bs = "re" gets its own reason.
+mgcv_reason <- function(a, value) {
+  if (a == "bs" && identical(tryCatch(eval(value, baseenv()), error = function(e) NULL), "re"))
+    return("gp() of a factor is already an i.i.d. Gaussian random effect (gp(f), mgcv's s(f, bs = \"re\")); of a numeric input it is a smooth GP term")
+  mgcv_ignored[[a]]
+}
+
 mgcv_term <- function(e, env) {
   fun <- as.character(e[[1]])
   args <- as.list(e)[-1]
   nm <- names(args) %||% rep("", length(args))
   for (a in intersect(nm, names(mgcv_ignored))) {
-    warning(sprintf("%s(): mgcv's '%s' is ignored: %s", fun, a, mgcv_ignored[[a]]), call. = FALSE)
+    warning(sprintf("%s(): mgcv's '%s' is ignored: %s", fun, a, mgcv_reason(a, args[[a]])), call. = FALSE)
     args[[a]] <- NULL
     nm <- names(args) %||% rep("", length(args))
   }

@@ -126,5 +126,13 @@ test_that("mgcv's arguments without meaning for a GP are ignored with a warning 
   }
   expect_warning(gpgam(y ~ te(x1, x2, bs = "cr"), data = d, control = syn_ctl()), "te\\(\\): mgcv's 'bs'")
   expect_error(gpgam(y ~ ti(x1), data = d, control = syn_ctl()), "ti\\(\\) needs at least two inputs")
+  # bs = "re": gp() of a factor is the random effect already
+  d$g <- factor(rep(letters[1:5], 40))
+  expect_warning(gpgam(y ~ s(x1) + s(g, bs = "re"), data = d, control = syn_ctl()), "already an i.i.d. Gaussian random effect")
+  # gp() itself refuses mgcv's arguments, saying what it has instead
+  expect_error(gp(x1, bs = "cr"), "'bs' is an argument of mgcv's smooths, not of gp\\(\\): .*kernel =")
+  expect_error(gp(g, bs = "re"), "'bs' is an argument of mgcv's smooths.*random effect")
+  expect_error(gp(x1, m = 2), "'m' is an argument of mgcv's smooths.*matern32")
+  expect_error(gp(x1, foo = 2), "unknown argument\\(s\\) 'foo'")
   expect_error(gpgam(y ~ s(x1, by = x1), data = d, control = syn_ctl()), "'by'")
 })
