@@ -56,7 +56,8 @@
 #'   terms, `offset()` terms; `y ~ .` uses every other column of `data` as a
 #'   parametric term.  With `family = mgcv::gaulss()`, a list of two formulas:
 #'   the mean's and the log sd's (one-sided), see [gaulss].
-#' @param data a data frame.
+#' @param data a data frame (or a list of variables).  Without it the
+#'   variables are taken from the formula's environment, as in [lm()].
 #' @param family a family object: `gaussian()`, `binomial(link = "probit")`,
 #'   `binomial()` (logit), `poisson()`, `Gamma(link = "log")` or a negative
 #'   binomial with log link, `mgcv::nb()` (theta estimated; `nb(theta = t)`

@@ -6,11 +6,18 @@
 
 # The model frame of a front function's call `call` (its match.call()),
 # evaluated in `envir`, with the usual data / subset / weights / na.action
-# semantics, for the variables of `formula`.
+# semantics, for the variables of `formula`: `data` a data frame or a list
+# of variables (as model.frame() takes); without `data`, the variables come
+# from the formula's environment, as in lm() and mgcv's gam().
 gp_model_frame <- function(call, envir, formula) {
-  if (is.null(call$data)) stop_arg("data", "is missing; a data frame is needed")
-  data <- eval(call$data, envir)
-  if (!is.data.frame(data)) stop_arg("data", "must be a data frame")
+  if (!is.null(call$data)) {
+    data <- eval(call$data, envir)
+    if (!is.list(data) || is.function(data))
+      stop_arg("data", "must be a data frame (or a list of variables)")
+    lens <- lengths(data)
+    if (!is.data.frame(data) && length(unique(lens)) > 1L)
+      stop_arg("data", "is a list whose variables differ in length (", paste(unique(lens), collapse = ", "), ")")
+  }
   mf <- call[c(1L, match(c("data", "subset", "weights", "na.action", "offset"), names(call), 0L))]
   mf$formula <- formula
   mf$drop.unused.levels <- TRUE
@@ -19,7 +26,12 @@ gp_model_frame <- function(call, envir, formula) {
   # still copy the frame (seconds at 1e7 rows): build it with na.pass first.
   pass <- mf
   pass$na.action <- quote(stats::na.pass)
-  frame <- eval(pass, envir)
+  frame <- tryCatch(eval(pass, envir), error = function(e) {
+    if (!grepl("not found", conditionMessage(e))) stop(e)
+    stop_arg(if (is.null(call$data)) "formula" else "data",
+             if (is.null(call$data)) "names a variable that is not in the formula's environment (and no 'data' was given): "
+             else "lacks a variable of the formula (nor is it in the formula's environment): ", conditionMessage(e))
+  })
   mf <- if (any(vapply(frame, anyNA, TRUE)))
     tryCatch(eval(mf, envir), error = function(e) stop_arg("na.action", "failed: ", conditionMessage(e))) else frame
   rm(frame)

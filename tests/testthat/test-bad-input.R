@@ -58,7 +58,10 @@ test_that("too few rows are refused", {
   expect_error(gpgam(y ~ gp(x), data = d[1, ], control = bad_ctl()), "'data' has 1 usable row")
   expect_error(gpgam(y ~ gp(x), data = d, subset = x > 2, control = bad_ctl()), "'data' has 0 usable row")
   expect_error(gpgam(y ~ gp(x), data = as.matrix(d[, c("x", "y")]), control = bad_ctl()), "'data'.*data frame")
-  expect_error(gpgam(y ~ gp(x), control = bad_ctl()), "'data'")
+  yy <- d$y
+  expect_error(gpgam(yy ~ gp(x_nowhere), control = bad_ctl()), "'formula'.*not in the formula's environment.*x_nowhere")
+  expect_error(gpgam(y ~ gp(x_nowhere), data = d, control = bad_ctl()), "'data' lacks a variable.*x_nowhere")
+  expect_error(gpgam(y ~ gp(x), data = list(x = d$x, y = d$y[-1]), control = bad_ctl()), "'data'.*differ in length")
 })
 
 test_that("the response must suit the family", {
@@ -332,4 +335,17 @@ test_that("a term with fewer rows than it needs warns, naming the term (as mgcv 
   d12 <- data.frame(x = seq(0, 1, length.out = 40), g = factor(rep(c("a", "b"), c(38, 2))), y = rnorm(40))
   expect_warning(gpgam(y ~ gp(x, by = g), data = d12, control = ctl),
                  "gp\\(x\\):gb has only 2 distinct input values")
+})
+
+test_that("without data the variables come from the formula's environment; a list serves as data", {
+  d <- bad_data(80)
+  x <- d$x
+  y <- d$y
+  from_env <- gpgam(y ~ gp(x), control = bad_ctl())
+  from_df <- gpgam(y ~ gp(x), data = d, control = bad_ctl())
+  from_list <- gpgam(y ~ gp(x), data = list(x = d$x, y = d$y), control = bad_ctl())
+  expect_identical(from_env$objective, from_df$objective)
+  expect_identical(from_list$objective, from_df$objective)
+  expect_identical(predict(from_env, d[1:5, ]), predict(from_df, d[1:5, ]))
+  expect_identical(unname(fitted(from_env)), unname(fitted(from_df)))
 })
