@@ -50,7 +50,9 @@ NULL
 #'
 #' @param formula a formula `y ~ x1 + x2 + ...` (a numeric response; the
 #'   right-hand side as in [lm()]).
-#' @param data a data frame; or, for data larger than memory, a function
+#' @param data a data frame (or a list of variables; without it the
+#'   variables come from the formula's environment, as in [lm()]); or, for
+#'   data larger than memory, a function
 #'   that returns it in chunks (`data(reset = TRUE)` rewinds, `data()`
 #'   returns the next chunk as a data frame or `NULL` after the last, as for
 #'   `biglm::bigglm()`), such as [chunked_csv()] makes for a CSV file.  With
