@@ -255,7 +255,10 @@ gp_inputs <- function(mf, spec, what = "data") {
     if (is.factor(x) || is.character(x) || is.logical(x))
       stop_arg(v, "in ", spec$label, " must be numeric, not ", class(x)[1],
                " (use it as a parametric term instead)")
-    if (!is.numeric(x)) stop_arg(v, "in ", spec$label, " must be numeric")
+    if (!is.numeric(x))
+      stop_arg(v, "in ", spec$label, " must be numeric, not ", class(x)[1],
+               if (inherits(x, c("Date", "POSIXt", "difftime"))) paste0(" (write gp(as.numeric(", v, ")), in ",
+                 if (inherits(x, "Date")) "days" else if (inherits(x, "POSIXt")) "seconds" else "its units", ")"))
     X[, j] <- as.numeric(x)
   }
   X

@@ -44,6 +44,8 @@ test_that("gp() inputs must be numeric and non-constant", {
   d <- bad_data()
   expect_error(gpgam(y ~ gp(x, f), data = d, control = bad_ctl()), "'f'.*numeric.*factor")
   expect_error(gpgam(y ~ gp(x, ch), data = d, control = bad_ctl()), "'ch'.*numeric.*character")
+  d$day <- as.Date("2024-01-01") + seq_len(nrow(d))
+  expect_error(gpgam(y ~ gp(day), data = d, control = bad_ctl()), "'day'.*not Date.*gp\\(as.numeric\\(day\\)\\), in days")
   d$k <- 1
   expect_error(gpgam(y ~ gp(x, k), data = d, control = bad_ctl()), "constant input: 'k'")
   expect_error(gpgam(y ~ gp(k), data = d, control = bad_ctl()), "constant input: 'k'")
