@@ -177,6 +177,10 @@ gpgam <- function(formula, data, family = gaussian(), inference = "vi", control 
     stop_arg("inference", "= \"", engine$name, "\" does not support gp(basis = \"hilbert\") yet; use inference = \"vi\"")
   mf <- gp_model_frame(cl, parent.frame(), parsed$full)
   control <- resolve_control(control, nrow(mf), engine, fam$lik)
+  if (engine$basis != "inducing points" && (!is.null(control$inducing) ||
+      any(vapply(parsed$specs, function(sp) !is.null(sp$k) || !is.null(sp$inducing), TRUE))))
+    warning("inference = \"", engine$name, "\" has no inducing points (its basis: ", engine$basis, "): gp(k = ), ",
+            "gp(inducing = ) and gp_control(inducing = ) are ignored", call. = FALSE)
   if (!has_sigma(fam$lik) && (!is.null(control$sigma) || "sigma" %in% control$fixed))
     warning("'control': gp_control(sigma = , fixed = \"sigma\") set the residual sd of a Gaussian model; ",
             "family ", fam$family$family, " has none, so they are ignored",

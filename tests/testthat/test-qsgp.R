@@ -191,6 +191,11 @@ test_that("bad qsgp input gives errors naming the argument", {
   expect_error(gpgam(y ~ gp(x1, by = g) + g, data = d, inference = "qsgp", control = qs_ctl()), "'formula'.*'by'")
   expect_error(gpgam(y ~ gp(g), data = d, inference = "qsgp", control = qs_ctl()), "'formula'.*random effect")
   expect_error(gpgam(y ~ gp(x1), data = d, inference = "vi", control = qs_ctl(features = 64)), "'features'")
+  # inducing points asked of an engine that has none: a warning, not silence
+  expect_warning(gpgam(y ~ gp(x1, k = 10), data = d, inference = "qsgp", control = qs_ctl(iterations = 5)),
+                 "no inducing points \\(its basis: random features\\)")
+  expect_warning(gpgam(y ~ gp(x1), data = d, inference = "qsgp", control = qs_ctl(iterations = 5, inducing = 10)),
+                 "no inducing points")
 })
 
 # ---- binomial and Poisson: the tangent-line bound ----
