@@ -198,7 +198,7 @@ gaulss_gpgam <- function(cl, envir, formulas, family, inference, control, model)
     trace <- c(trace, new)
     change <- new - objective
     objective <- new
-    if (verbose) inform(sprintf("gaulss cycle %d: joint ELBO %.6g%s", k, elbo,
+    if (verbose) inform(sprintf("gaulss cycle %d: joint ELBO %.6g + log prior %.4g = %.6g%s", k, elbo, log_prior, new,
                                 if (k > 1) sprintf(" (change %.3g)", change) else ""))
     if (k > 1 && abs(change) <= ctl1$tol * nrow(mf)) {
       converged <- TRUE
