@@ -10,7 +10,13 @@
 #' interaction Sobol indices) and its effective degrees of freedom (for a
 #' `gp()` term \eqn{tr(I - S_{cc})}{tr(I - S_cc)} in whitened coordinates; for a parametric
 #' term its number of coefficients).  Computed on the stored model frame (at
-#' most 100 000 evenly spaced rows).
+#' most 100 000 evenly spaced rows).  Beside them, an approximate test that
+#' the term is zero: for a `gp()` term the test of [summary.gpgam()]
+#' (`Ref.df`, `Chi.sq`, `p-value`); for a parametric term the Wald statistic
+#' \eqn{b^\top V^{-1} b}{b' V^-1 b} of its coefficients' posterior mean and
+#' covariance on as many degrees of freedom as it has coefficients (for one
+#' coefficient, the square of its z value), as mgcv's `anova.gam()` tests
+#' parametric terms.
 #'
 #' With several fits of the same data, their objectives ([logLik()]) side by
 #' side: ELBOs (`inference = "vi"`; each a lower bound on its log marginal
@@ -20,7 +26,7 @@
 #' @param object a `gpgam` fit.
 #' @param ... further fits to compare.
 #' @return A data frame of class `c("gpgam_anova", "data.frame")`: columns
-#'   `term`, `variance`, `share`, `edf` for one fit; `ELBO` (or
+#'   `term`, `variance`, `share`, `edf`, `Ref.df`, `Chi.sq`, `p-value` for one fit; `ELBO` (or
 #'   `EP log evidence`, or `logLik` for a mix of engines), `df` and its
 #'   difference from the previous row (one row per fit) for several.
 #' @examples
@@ -36,14 +42,15 @@
 anova.gpgam <- function(object, ...) {
   others <- list(...)
   if (!is.null(names(others)) && "test" %in% names(others)) {
-    warning("anova() of gpgam fits makes no test (its 'test' argument is ignored): with one fit it decomposes ",
-            "the variance of the posterior mean; with several it compares their objectives, whose differences ",
-            "approximate log Bayes factors", call. = FALSE)
+    warning("anova() of gpgam fits has no 'test' argument (it is ignored): with one fit it decomposes ",
+            "the variance of the posterior mean and tests each term as summary() does; with several it compares ",
+            "their objectives, whose differences approximate log Bayes factors (no test)", call. = FALSE)
     others <- others[names(others) != "test"]
   }
   if (length(others) == 0) {
     tab <- variance_table(object)
-    return(structure(tab, heading = "Variance decomposition (functional ANOVA) of the posterior mean",
+    return(structure(tab, heading = c("Variance decomposition (functional ANOVA) of the posterior mean,",
+                                      "with approximate tests that each term is zero (those of summary() for gp() terms)"),
                      class = c("gpgam_anova", "data.frame")))
   }
   fits <- c(list(object), others)
@@ -84,7 +91,18 @@ anova.gpgam <- function(object, ...) {
 print.gpgam_anova <- function(x, digits = max(3L, getOption("digits") - 3L), ...) {
   cat(attr(x, "heading"), sep = "\n")
   cat("\n")
-  print.data.frame(x, digits = digits, row.names = is.null(x$term), ...)
+  out <- x
+  if (!is.null(x$term)) {  # one fit: each column formatted on its own, p-values as format.pval() writes them
+    out <- data.frame(term = x$term, variance = formatC(x$variance, format = "g", digits = digits),
+                      share = formatC(x$share, format = "f", digits = 4), edf = formatC(x$edf, format = "f", digits = 3),
+                      check.names = FALSE, stringsAsFactors = FALSE)
+    if (!is.null(x[["p-value"]])) {
+      out$Ref.df <- ifelse(is.na(x$Ref.df), "", format(x$Ref.df))
+      out$Chi.sq <- ifelse(is.na(x$Chi.sq), "", formatC(x$Chi.sq, format = "f", digits = 2))
+      out[["p-value"]] <- ifelse(is.na(x[["p-value"]]), "", format.pval(x[["p-value"]], digits = digits, eps = 2e-16))
+    }
+  }
+  print.data.frame(out, digits = digits, row.names = is.null(x$term), right = TRUE, ...)
   invisible(x)
 }
 
@@ -100,6 +118,35 @@ variance_table <- function(object) {
   edf_gp <- vapply(object$params$gp, `[[`, 1, "edf")
   asg <- object$terms$param_assign
   edf <- c(edf_gp, as.numeric(table(factor(asg[asg > 0], levels = seq_len(ncol(tt) - length(edf_gp))))))
-  data.frame(term = colnames(tt), variance = unname(v), share = unname(v / sum(v)), edf = unname(edf),
-             stringsAsFactors = FALSE)
+  tab <- data.frame(term = colnames(tt), variance = unname(v), share = unname(v / sum(v)), edf = unname(edf),
+                    stringsAsFactors = FALSE)
+  cbind(tab, term_test_columns(object, colnames(tt)))
+}
+
+# The approximate tests that each term is zero, in the order of `labels`
+# (gp() terms, then parametric terms): those of summary() for gp() terms
+# (term_tests()), Wald tests b' V^-1 b of the posterior mean and covariance
+# of a parametric term's coefficients on as many df as it has columns (as
+# mgcv's anova.gam() tests them).
+term_test_columns <- function(object, labels) {
+  out <- data.frame(ref.df = rep(NA_real_, length(labels)), chi.sq = NA_real_, p.value = NA_real_)
+  gp <- term_tests(object)
+  if (!is.null(gp)) {
+    i <- match(rownames(gp), labels)
+    out[i[!is.na(i)], ] <- gp[!is.na(i), c("Ref.df", "Chi.sq", "p-value")]
+  }
+  pp <- param_posterior(object)
+  asg <- object$terms$param_assign
+  lab <- if (!is.null(object$terms$param)) attr(object$terms$param, "term.labels")
+  for (j in setdiff(unique(asg), 0)) {
+    k <- match(lab[j], labels)
+    if (is.na(k)) next
+    idx <- which(asg == j)
+    b <- pp$coef[idx]
+    V <- pp$vcov[idx, idx, drop = FALSE]
+    stat <- tryCatch(sum(b * solve(V, b)), error = function(e) NA_real_)
+    out[k, ] <- c(length(idx), stat, stats::pchisq(stat, length(idx), lower.tail = FALSE))
+  }
+  names(out) <- c("Ref.df", "Chi.sq", "p-value")
+  out
 }

@@ -217,6 +217,7 @@ test_that("anova() shares recover known variance shares of an additive function"
   expect_true(all(a$edf > 0.5))
   out <- capture.output(print(a))
   expect_match(out[1], "Variance decomposition")
+  expect_identical(a[["p-value"]], unname(summary(fit)$s.table[, "p-value"]))
   expect_true(any(grepl("gp\\(x3\\)", out)))
   # two fits: ELBO comparison
   f0 <- gpgam(y ~ gp(x1) + gp(x2), data = d, control = gp_control(inducing = 15, verbose = FALSE, seed = 4))

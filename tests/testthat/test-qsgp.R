@@ -154,7 +154,8 @@ test_that("summary, predict, plot, logLik, simulate, anova and gp_check run on a
   expect_true(is.finite(coef(fit)[["z"]]))
   expect_equal(dim(vcov(fit)), c(2, 2))
   a <- anova(fit)
-  expect_true(all(is.finite(a$s.table[, "Chi.sq"])))
+  expect_equal(a$Chi.sq[a$term == "z"], unname(coef(fit)[["z"]]^2 / vcov(fit)["z", "z"]), tolerance = 1e-10)
+  expect_true(all(is.finite(a$Chi.sq)) && all(a[["p-value"]] >= 0 & a[["p-value"]] <= 1))
   expect_output(gp_check(fit))
 })
 
