@@ -53,8 +53,23 @@ anova.gpgam <- function(object, ...) {
                                       "with approximate tests that each term is zero (those of summary() for gp() terms)"),
                      class = c("gpgam_anova", "data.frame")))
   }
-  fits <- c(list(object), others)
-  if (!all(vapply(fits, inherits, TRUE, "gpgam"))) stop_arg("...", "must be gpgam fits")
+  compare_fits(c(list(object), others), anova_labels(match.call()), "gpgam")
+}
+
+# The fits of an anova() call as typed (without its `test` argument).
+anova_labels <- function(call) {
+  args <- as.list(call)[-1]
+  vapply(args[(names(args) %||% rep("", length(args))) != "test"], deparse1, "")
+}
+
+# anova() of several fits of one class (`cls`: "gpgam", or "gpgam_ls" for
+# location-scale fits) of the same data: their objectives (logLik()) side
+# by side, labelled by `labels` (the arguments as typed).
+compare_fits <- function(fits, labels, cls) {
+  object <- fits[[1]]
+  if (!all(vapply(fits, inherits, TRUE, cls)))
+    stop_arg("...", "must all be ", if (cls == "gpgam") "gpgam fits" else "location-scale (gaulss) fits",
+             " to compare with the first")
   n <- vapply(fits, nobs, 1)
   if (length(unique(n)) > 1) stop_arg("...", "fits use different numbers of observations (", paste(n, collapse = ", "), ")")
   if (!all(vapply(fits[-1], function(f) identical(f$y, object$y), TRUE)))
@@ -71,15 +86,13 @@ anova.gpgam <- function(object, ...) {
   ll <- lapply(fits, logLik)
   elbo <- vapply(ll, as.numeric, 1)
   df <- vapply(ll, attr, 1, "df")
-  args <- as.list(match.call())[-1]
-  args <- args[(names(args) %||% rep("", length(args))) != "test"]
-  names <- make.unique(vapply(args, deparse1, "")[seq_along(fits)])
-  labels <- unique(vapply(fits, function(f) f$engine$objective, ""))
-  lab <- if (length(labels) == 1) labels else "logLik"
+  names <- make.unique(labels[seq_along(fits)])
+  objectives <- unique(obj)
+  lab <- if (length(objectives) == 1) objectives else "logLik"
   tab <- data.frame(elbo, df, c(NA, diff(elbo)), row.names = names)
   names(tab) <- c(lab, "df", paste("Delta", lab))
   structure(tab, heading = c(paste0("Comparison of gpgam fits by ", lab,
-                                    if (length(labels) == 1) paste0(" (", object$engine$objective_note, ")")),
+                                    if (length(objectives) == 1) paste0(" (", object$engine$objective_note, ")")),
                              paste0("Differences of log marginal likelihoods are log Bayes factors; of ",
                                     "ELBOs, approximations to them (each is a lower bound). No test is made; ",
                                     "df counts the estimated hyperparameters and coefficients."),

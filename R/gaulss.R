@@ -73,7 +73,10 @@
 #' \hat\mu}{y - mu}; `"pearson"` and `"deviance"`: divided by the fitted
 #' sd), `sigma()` (the fitted sd of every row), `coef()`, `vcov()`,
 #' `logLik()` (the joint ELBO), `simulate()`, `update()` (a list of two
-#' formulas updates both predictors, one formula the mean's).
+#' formulas updates both predictors, one formula the mean's), `anova(fit1,
+#' fit2, ...)` (the joint ELBOs of fits of the same data side by side, as
+#' [anova.gpgam()] compares fits; of one fit it refuses: `summary()` tests
+#' the terms); `AIC()` and `BIC()` refuse.
 #'
 #' @name gaulss
 #' @references Saul, Hensman, Vehtari and Lawrence (2016) Chained Gaussian
@@ -641,8 +644,16 @@ update.gpgam_ls <- function(object, formula., ..., evaluate = TRUE) {
 #' @rdname gaulss
 #' @export
 anova.gpgam_ls <- function(object, ...) {
-  stop("anova() is not available for location-scale (gaulss) fits; summary(fit) tests each predictor's terms, ",
-       "and logLik(fit) gives the joint ELBO to compare fits of the same data", call. = FALSE)
+  others <- list(...)
+  if ("test" %in% names(others)) {
+    warning("anova() of location-scale fits has no 'test' argument (it is ignored): it compares their joint ",
+            "ELBOs, whose differences approximate log Bayes factors", call. = FALSE)
+    others <- others[names(others) != "test"]
+  }
+  if (length(others) == 0)
+    stop("anova() of one location-scale (gaulss) fit is not available: summary(fit) tests each predictor's terms; ",
+         "anova(fit1, fit2, ...) compares fits of the same data by their joint ELBOs", call. = FALSE)
+  compare_fits(c(list(object), others), anova_labels(match.call()), "gpgam_ls")
 }
 
 #' @rdname gaulss

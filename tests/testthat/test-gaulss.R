@@ -144,7 +144,7 @@ test_that("methods of a gaulss fit: print, summary, plot, coef, vcov, residuals,
   z <- (rowMeans(sims) - fitted(fit)[, "mean"]) / (fitted(fit)[, "sd"] / sqrt(400))
   expect_lt(mean(abs(z) > 3.5), 0.02)
   expect_close(mean(apply(sims, 1, stats::sd) / fitted(fit)[, "sd"]), 1, 0.05)
-  expect_error(anova(fit), "not available for location-scale")
+  expect_error(anova(fit), "one location-scale \\(gaulss\\) fit is not available")
   expect_error(AIC(fit), "logLik\\(fit1\\) - logLik\\(fit2\\)")
   # family(): the links this model uses
   expect_identical(family(fit)$link, c("identity", "log"))
@@ -253,4 +253,14 @@ test_that("update() of a gaulss fit changes either formula and refits as a direc
   expect_error(update(fit, list(. ~ ., y ~ .)), "formula\\.")
   expect_error(update(fit, list(. ~ ., ~ ., ~ .)), "formula\\.")
   expect_identical(fit$formula, list(y ~ gp(x), ~ gp(x)), ignore_attr = TRUE)  # the fit is unchanged
+  # anova() of several gaulss fits: their joint ELBOs and differences
+  a <- anova(fit, both)
+  expect_s3_class(a, "gpgam_anova")
+  expect_equal(a$ELBO, c(logLik(fit)[[1]], logLik(both)[[1]]))
+  expect_equal(a[["Delta ELBO"]][2], logLik(both)[[1]] - logLik(fit)[[1]])
+  expect_equal(a$df, c(attr(logLik(fit), "df"), attr(logLik(both), "df")))
+  expect_identical(rownames(a), c("fit", "both"))
+  expect_warning(anova(fit, both, test = "Chisq"), "no 'test' argument")
+  expect_error(anova(fit, gpgam(y ~ gp(x), data = d, control = ctl)), "location-scale \\(gaulss\\) fits")
+  expect_error(anova(fit, sub), "different numbers of observations")
 })
