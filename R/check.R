@@ -8,7 +8,8 @@
 #' plot of the deviance residuals, residuals against the linear predictor, a
 #' histogram of the residuals, the response against the fitted values), a
 #' report on how the fit ended, and a check of each `gp()` term's inducing
-#' points.
+#' points (or, for an engine with another basis, its basis: the random
+#' features of `inference = "qsgp"`).
 #'
 #' The convergence report gives the iterations, why the fit stopped, the
 #' largest entry of the gradient of its objective (and whose it is) against
@@ -84,8 +85,9 @@ gp_check <- function(fit, rep = 200, plot = TRUE, ...) {
   if (nrow(tab)) {
     hs <- vapply(fit$terms$gp, function(g) identical(g$type, "hilbert"), TRUE)
     names(hs) <- rownames(tab)
+    basis <- fit$engine$basis %||% "inducing points"  # (the engine's: "random features" for qsgp)
     what <- if (all(hs)) c("Basis functions", "a larger basis") else if (any(hs)) c("Bases (inducing points or Hilbert sines)", "a larger basis")
-            else c("Inducing points", "more inducing points")
+            else c(paste0(toupper(substr(basis, 1, 1)), substring(basis, 2)), paste("more", basis))
     cat("\n", what[1], " of the gp() terms (k-index well below 1 with a small p-value, or edf/M near 1,\n",
         "suggest ", what[2], "):\n", sep = "")
     print(format(tab, digits = 3))
@@ -93,6 +95,9 @@ gp_check <- function(fit, rep = 200, plot = TRUE, ...) {
     for (a in advice)
       cat(if (hs[[a]]) sprintf("Advice: %s may need a larger Hilbert basis (%d functions): try k = %d per input.\n", a,
                                tab[a, "M"], 2L * fit$terms$gp[[which(rownames(tab) == a)[1]]]$hilbert$m[1])
+          else if (basis != "inducing points")
+            sprintf("Advice: %s may need more %s (it has %d): try gp_control(%s = %d).\n", a, basis, tab[a, "M"],
+                    fit$engine$basis_column, 2L * tab[a, "M"])
           else sprintf("Advice: %s may need more inducing points (it has %d): try k = %d.\n", a, tab[a, "M"],
                        2L * tab[a, "M"]))
   }

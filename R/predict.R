@@ -159,7 +159,9 @@ new_design <- function(object, newdata, na.action, mf = NULL) {
   X <- internal_design_na(mf, object$terms)
   off <- stats::model.offset(mf) %||% rep(0, nrow(mf))
   if (!is.null(object$offset_expr) && is.null(mf[["(offset)"]])) {  # gpgam(offset = ) on newdata
-    o <- eval(object$offset_expr, as.data.frame(newdata), environment(object$formula))
+    o <- tryCatch(eval(object$offset_expr, as.data.frame(newdata), environment(object$formula)),
+                  error = function(e) stop_arg("newdata", "lacks what the offset '", deparse1(object$offset_expr),
+                                               "' needs: ", conditionMessage(e)))
     if (is.numeric(o) && length(o) == NROW(newdata) && nrow(mf) != NROW(newdata))
       o <- o[match(rownames(mf), rownames(as.data.frame(newdata)))]  # rows na.action dropped
     if (!is.numeric(o) || length(o) != nrow(mf))

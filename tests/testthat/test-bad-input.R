@@ -50,7 +50,7 @@ test_that("gp() inputs must be numeric and non-constant", {
   expect_error(gpgam(y ~ gp(x, k), data = d, control = bad_ctl()), "constant input: 'k'")
   expect_error(gpgam(y ~ gp(k), data = d, control = bad_ctl()), "constant input: 'k'")
   expect_error(gpgam(y ~ gp(x, x), data = d, control = bad_ctl()), "'x' is repeated")
-  expect_error(gpgam(y ~ gp(nonexistent), data = d, control = bad_ctl()), "nonexistent")
+  expect_error(gpgam(y ~ gp(nonexistent), data = d, control = bad_ctl()), "'data' lacks a variable.*nonexistent")
   # a constant parametric column
   expect_error(gpgam(y ~ gp(x) + k, data = d, control = bad_ctl()), "'k' is constant")
 })
@@ -172,7 +172,7 @@ test_that("unsupported families and inference engines are refused", {
   expect_error(gpgam(y ~ gp(x), data = d, family = binomial("cloglog"), control = bad_ctl()),
                "'family'.*cloglog.*supported:.*binomial\\(logit\\)")
   expect_error(gpgam(y ~ gp(x), data = d, family = gaussian("log"), control = bad_ctl()), "'family'.*supported")
-  expect_error(gpgam(y ~ gp(x), data = d, family = "not a family", control = bad_ctl()))
+  expect_error(gpgam(y ~ gp(x), data = d, family = "not a family", control = bad_ctl()), "'family'.*not a family")
 })
 
 test_that("an unknown kernel is an error naming the argument", {

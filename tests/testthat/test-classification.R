@@ -90,9 +90,6 @@ test_that("a Poisson rate exp(1 + sin(2x)) is recovered with calibrated bands", 
   # should be near the optimum that the longer run finds.
   fit_default <- gpgam(y ~ gp(x), data = d, family = poisson(),
                        control = qctl(inducing = 15, iterations = 1000, seed = 1))
-  if (fit_default$converged) {
-    expect_gt(fit_default$elbo, fit$elbo - 2)
-  } else {
-    expect_equal(fit_default$iterations, 1000L)
-  }
+  expect_true(fit_default$converged)
+  expect_gt(fit_default$elbo, fit$elbo - 2)
 })

@@ -280,7 +280,10 @@ test_that("dgp() with a probit output classifies and predicts probabilities", {
   fit <- dgp(cls ~ x1 + x2, data = d, hidden = 2, inducing = 15, family = binomial(link = "probit"),
              control = quiet(iterations = 1500))
   expect_equal(fit$likelihood, "probit")
-  expect_true(all(is.na(summary(fit)$layers$noise_sd[3])))
+  L <- summary(fit)$layers
+  expect_equal(nrow(L), 2L)
+  expect_true(is.na(L$noise_sd[nrow(L)]))  # the probit output layer has no noise sd
+  expect_true(is.finite(L$noise_sd[1]))
   expect_equal(sigma(fit), 1)
   p <- fitted(fit)
   expect_true(all(p > 0 & p < 1))

@@ -249,7 +249,9 @@ test_that("update() of a gaulss fit changes either formula and refits as a direc
   expect_true("z" %in% names(coef(mean_only)))
   sub <- update(fit, data = d[1:200, ])
   expect_equal(nobs(sub), 200L)
-  expect_identical(update(fit, evaluate = FALSE)$formula, stats::getCall(fit)$formula)
+  u <- update(fit, list(. ~ . + z, ~ . + z), evaluate = FALSE)
+  expect_identical(lapply(u$formula, deparse), list("y ~ gp(x) + z", "~gp(x) + z"))
+  expect_identical(u$data, quote(d))
   expect_error(update(fit, list(. ~ ., y ~ .)), "formula\\.")
   expect_error(update(fit, list(. ~ ., ~ ., ~ .)), "formula\\.")
   expect_identical(fit$formula, list(y ~ gp(x), ~ gp(x)), ignore_attr = TRUE)  # the fit is unchanged

@@ -98,7 +98,7 @@ test_that("offset = works as in glm(), and predict() evaluates it in newdata", {
   expect_identical(predict(f1, d[1:10, ]), predict(f2, d[1:10, ]))
   nd <- d[1:5, ]
   expect_close(predict(f1, nd) - predict(f1, transform(nd, o = 0)), nd$o, 1e-12)
-  expect_error(predict(f1, nd[, c("x1", "y")]), "o")
+  expect_error(predict(f1, nd[, c("x1", "y")]), "'newdata' lacks what the offset 'o' needs")
 })
 
 test_that("cbind(successes, failures) is binomial data with trials as weights", {

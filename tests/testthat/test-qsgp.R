@@ -156,7 +156,8 @@ test_that("summary, predict, plot, logLik, simulate, anova and gp_check run on a
   a <- anova(fit)
   expect_equal(a$Chi.sq[a$term == "z"], unname(coef(fit)[["z"]]^2 / vcov(fit)["z", "z"]), tolerance = 1e-10)
   expect_true(all(is.finite(a$Chi.sq)) && all(a[["p-value"]] >= 0 & a[["p-value"]] <= 1))
-  expect_output(gp_check(fit))
+  expect_output(chk <- gp_check(fit, plot = FALSE), "Random features of the gp\\(\\) terms.*k-index")
+  expect_equal(chk$terms$M, c(256L, 256L))
 })
 
 test_that("qsgp fits are reproducible and do not depend on the number of threads", {
