@@ -40,13 +40,10 @@
 #' anova(f0, f1)
 #' @export
 anova.gpgam <- function(object, ...) {
-  others <- list(...)
-  if (!is.null(names(others)) && "test" %in% names(others)) {
-    warning("anova() of gpgam fits has no 'test' argument (it is ignored): with one fit it decomposes ",
-            "the variance of the posterior mean and tests each term as summary() does; with several it compares ",
-            "their objectives, whose differences approximate log Bayes factors (no test)", call. = FALSE)
-    others <- others[names(others) != "test"]
-  }
+  others <- drop_test_arg(list(...), "gpgam fits",
+                          paste0("with one fit it decomposes the variance of the posterior mean and tests each ",
+                                 "term as summary() does; with several it compares their objectives, whose ",
+                                 "differences approximate log Bayes factors (no test)"))
   if (length(others) == 0) {
     tab <- variance_table(object)
     return(structure(tab, heading = c("Variance decomposition (functional ANOVA) of the posterior mean,",
@@ -54,6 +51,15 @@ anova.gpgam <- function(object, ...) {
                      class = c("gpgam_anova", "data.frame")))
   }
   compare_fits(c(list(object), others), anova_labels(match.call()), "gpgam")
+}
+
+# `others` (anova()'s arguments after the first) without a `test` argument,
+# which anova() of `what` does not take: a warning says what it does
+# (`does`) instead.
+drop_test_arg <- function(others, what, does) {
+  if (!"test" %in% names(others)) return(others)
+  warning("anova() of ", what, " has no 'test' argument (it is ignored): ", does, call. = FALSE)
+  others[names(others) != "test"]
 }
 
 # The fits of an anova() call as typed (without its `test` argument).

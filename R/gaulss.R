@@ -644,12 +644,8 @@ update.gpgam_ls <- function(object, formula., ..., evaluate = TRUE) {
 #' @rdname gaulss
 #' @export
 anova.gpgam_ls <- function(object, ...) {
-  others <- list(...)
-  if ("test" %in% names(others)) {
-    warning("anova() of location-scale fits has no 'test' argument (it is ignored): it compares their joint ",
-            "ELBOs, whose differences approximate log Bayes factors", call. = FALSE)
-    others <- others[names(others) != "test"]
-  }
+  others <- drop_test_arg(list(...), "location-scale fits",
+                          "it compares their joint ELBOs, whose differences approximate log Bayes factors")
   if (length(others) == 0)
     stop("anova() of one location-scale (gaulss) fit is not available: summary(fit) tests each predictor's terms; ",
          "anova(fit1, fit2, ...) compares fits of the same data by their joint ELBOs", call. = FALSE)
