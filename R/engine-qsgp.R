@@ -43,7 +43,7 @@ NULL
 #' (`variational_rate`); the log lengthscales, log variances and log noise
 #' variance take Adam steps (`gp_control(learning_rate = )`), after the
 #' first `freeze` fraction of the iterations, during which they are held at
-#' their initial values; both step sizes decay exponentially to `final_rate`
+#' their initial values (from the pilot fit, see `pilot`); both step sizes decay exponentially to `final_rate`
 #' times their start at the last iteration.  With `feature_batch` equal to
 #' `features` and `batch_size` equal to the number of rows the estimator is
 #' the exact ELBO.  Rows are reduced in fixed groups, so a fit does not
@@ -96,9 +96,7 @@ NULL
 #' This version fits `gp()` terms of numeric
 #' inputs without `by` (each with a stationary kernel; terms are reported
 #' centred over the data, with the means carried by the intercept), with no
-#' priors on the hyperparameters (`gp_control(priors = )` is ignored) and
-#' hyperparameters starting at the package's defaults (the paper starts them
-#' at an exact GP fit of 1000 rows).  Not implemented: the chevron
+#' priors on the hyperparameters (`gp_control(priors = )` is ignored).  Not implemented: the chevron
 #' covariance (dense columns) and the control variates.  The mean-field posterior ignores
 #' the posterior correlations of the weights, so its standard errors can be
 #' too small (the paper's QSGP-0 results) or, far from convergence, much too
@@ -121,6 +119,14 @@ NULL
 #' @param freeze fraction of the iterations at the start during which the
 #'   hyperparameters are held at their initial values (the paper's 0.1), in
 #'   \[0, 1).
+#' @param pilot rows of the pilot fit that gives the starting
+#'   hyperparameters: the kernel variance and lengthscales of every `gp()`
+#'   term (unless given in `gp()` or fixed) and the noise of a Gaussian model
+#'   (unless given or fixed) start where a full-batch `inference = "vi"` fit
+#'   of `pilot` rows drawn with the fit's seed (all rows when there are
+#'   fewer) puts them, with the terms' inducing points of that engine (the
+#'   paper starts from an exact GP fitted to 1000 random rows; this pilot is
+#'   a sparse one).  0: the package's default starting values.
 #' @return A list of the options.
 #' @references Evans and Nair (2018) Quadruply stochastic Gaussian
 #'   processes. arXiv:2006.03015.  Rahimi and Recht (2007) Random features
@@ -145,7 +151,7 @@ NULL
 #' head(fitted(fb))
 #' @export
 qsgp_options <- function(features = 2048, feature_batch = NULL, variational_rate = 0.1, final_rate = 0.1,
-                         freeze = 0.1) {
+                         freeze = 0.1, pilot = 1000) {
   check_count(features, "features")
   if (features %% 2 != 0) stop_arg("features", "must be even (a cosine and a sine per frequency), not ", features)
   feature_batch <- feature_batch %||% min(512, features)
@@ -157,8 +163,10 @@ qsgp_options <- function(features = 2048, feature_batch = NULL, variational_rate
   if (final_rate > 1) stop_arg("final_rate", "must be in (0, 1], not ", final_rate)
   if (!is.numeric(freeze) || length(freeze) != 1 || !is.finite(freeze) || freeze < 0 || freeze >= 1)
     stop_arg("freeze", "must be a single number in [0, 1), not ", deparse1(freeze))
+  check_count(pilot, "pilot", zero = TRUE)
+  if (pilot > 0 && pilot < 50) stop_arg("pilot", "must be 0 (no pilot fit) or at least 50 rows, not ", pilot)
   list(features = as.integer(features), feature_batch = as.integer(feature_batch),
-       variational_rate = variational_rate, final_rate = final_rate, freeze = freeze)
+       variational_rate = variational_rate, final_rate = final_rate, freeze = freeze, pilot = as.integer(pilot))
 }
 
 qsgp_engine <- function() {
@@ -193,7 +201,38 @@ qsgp_components <- function(setup) {
   })
 }
 
+# The starting hyperparameters (the paper's initialisation, its section 5):
+# a vi_pilot_fit() of min(n, pilot) rows drawn with the fit's seed, with the
+# terms' inducing points of the setup.  Its fitted log variance and log
+# lengthscales replace the defaults of every gp() term whose kernel is
+# learned and was not given in gp(variance = , lengthscale = ); its noise
+# replaces the default unless gp_control(sigma = ) or fixed = "sigma".
+# Returns the setup and what the pilot did (NULL with pilot = 0).
+qsgp_pilot <- function(setup, control) {
+  rows <- min(setup$n, control$options$pilot)
+  if (rows == 0) return(list(setup = setup))
+  t0 <- proc.time()[["elapsed"]]
+  if (isTRUE(control$verbose))
+    inform("QSGP: starting hyperparameters from an inference = \"vi\" fit of ", rows,
+           if (rows < setup$n) " random", " rows (qsgp_options(pilot = ); 0 for the package's defaults).")
+  res <- vi_pilot_fit(subset_setup(setup, seeded_sample(setup$n, rows, control$seed)), control)
+  for (i in seq_along(setup$terms$gp)) {
+    k <- setup$comps[[i]]
+    spec <- setup$terms$gp[[i]]$spec
+    if (!isTRUE(k$learn_kernel)) next
+    if (is.null(spec$variance)) k$log_var <- res$specs[[i]]$log_var
+    if (is.null(spec$lengthscale)) k$log_ls <- res$specs[[i]]$log_ls
+    setup$comps[[i]] <- k
+  }
+  if (setup$lik == "gaussian" && is.null(control$sigma) && !"sigma" %in% control$fixed) setup$log_noise <- res$log_noise
+  list(setup = setup, pilot = list(rows = rows, iterations = res$iterations, converged = isTRUE(res$converged),
+                                   seconds = proc.time()[["elapsed"]] - t0))
+}
+
 engine_fit.engine_qsgp <- function(engine, setup, control) {
+  qsgp_components(setup)  # (refuses what the core does not fit, before the pilot)
+  start <- qsgp_pilot(setup, control)
+  setup <- start$setup
   comps <- qsgp_components(setup)
   o <- control$options
   if (isTRUE(control$verbose))
@@ -203,6 +242,8 @@ engine_fit.engine_qsgp <- function(engine, setup, control) {
   bar$priors <- FALSE  # (no priors here: the bar shows the ELBO alone)
   res <- .qsgp_fit(setup$X, setup$y, setup$w, setup$offset, comps, setup$lik, setup$log_noise, common_settings(control),
                    unclass(o), control$threads, control$seed, progress_monitor(bar, engine$objective, jacobian(setup)))
+  res$pilot <- start$pilot
+  if (!is.null(start$pilot)) res$seconds[["init"]] <- res$seconds[["init"]] + start$pilot$seconds
   # the setup's specs with the fitted hyperparameters and the frequencies (no inducing inputs)
   res$specs <- Map(function(full, fitted) {
     if (full$kind == "linear") return(full)
@@ -210,6 +251,11 @@ engine_fit.engine_qsgp <- function(engine, setup, control) {
     utils::modifyList(full, c(list(kind = "stationary"), fitted[c("log_var", "log_ls", "eps")]))
   }, setup$comps, res$specs)
   res
+}
+
+engine_collect.engine_qsgp <- function(engine, fit, res) {
+  fit$pilot <- res$pilot
+  fit
 }
 
 # ---- the posterior contract for a mean-field Gaussian over feature weights ----

@@ -101,6 +101,24 @@ tune_allocator <- function() {
   invisible()
 }
 
+# The pilot fit an engine may start from (qsgp_options(pilot = )): a
+# full-batch inference = "vi" fit (L-BFGS; the collapsed bound for a
+# Gaussian model) of the rows of `sub` (a subset_setup()) over exact values,
+# its inducing inputs moving in the first 50 iterations unless
+# gp_control(fixed = "inducing"), at most 2000 iterations (the default
+# gp_control()'s), with the calling engine's control otherwise (its seed,
+# tolerance, threads, verbose).  Returns the raw result
+# (engine_fit()).  decoupled_pilot() (R/engine-decoupled.R) builds the same
+# fit with its own inducing points.
+vi_pilot_fit <- function(sub, control) {
+  vc <- control
+  vc$options <- structure(vi_options(learn_inducing = if ("inducing" %in% control$fixed) FALSE else 50,
+                                     discrete = FALSE), class = c("vi_options", "scalegp_options"))
+  vc$batch_size <- sub$n
+  vc$iterations <- 2000L
+  engine_fit(vi_engine(), sub, vc)
+}
+
 # engine_fit() with the adaptation of gp(basis = "hilbert") terms (?gp,
 # hilbert_adapt() in R/components.R): after a fit whose lengthscales the
 # basis cannot represent, the enlarged setup is refitted, at most three

@@ -161,6 +161,7 @@ gpgam <- function(formula, data, family = gaussian(), inference = "vi", control 
                   weights, subset, na.action, offset, model = TRUE) {
   cl <- match.call()
   tune_allocator()
+  if (!missing(data)) data <- eval_data_arg(data)
   if ((is.list(formula) && !inherits(formula, "formula")) || is_gaulss(family)) {  # ?gaulss
     if (!is_gaulss(family))
       stop_arg("formula", "is a list of formulas, which needs family = mgcv::gaulss() (a mean and a log-sd predictor)")

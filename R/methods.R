@@ -79,12 +79,16 @@ lik_param_line <- function(x, digits) {
 #' the log marginal likelihood, for `inference = "ep"` the EP estimate of the
 #' log marginal likelihood, with `df` the number of estimated
 #' hyperparameters plus parametric coefficients; `fitted()` the posterior
-#' mean response at the data; `residuals()` the residuals of the types glm
+#' mean response at the data; `terms()` the terms of the model frame (all
+#' variables of the formula, as [mgcv::gam()]'s); `model.matrix()` the
+#' lpmatrix of the fitting rows, `predict(fit, type = "lpmatrix")` (as
+#' mgcv's); `nobs()` the rows with a non-zero prior
+#' weight (as for a [glm()]); `residuals()` the residuals of the types glm
 #' users expect (see Details); `family()` the glm family of the fit (for the
 #' negative binomial, a glm family at the fitted or given theta, as
 #' `MASS::negative.binomial(theta)`).
 #'
-#' @param object a fit made by [gpgam()].
+#' @param object,x a fit made by [gpgam()].
 #' @param type residual type.
 #' @param full `coef()`, `vcov()`: `FALSE` (default) for the parametric
 #'   coefficients, `TRUE` for all the weights of the model (the parametric
@@ -133,12 +137,27 @@ sigma.scalegp <- function(object, ...) {
 #' @rdname gpgam-methods
 #' @export
 logLik.scalegp <- function(object, ...) {
-  structure(object$objective, df = object$df, nobs = object$n, class = "logLik")
+  structure(object$objective, df = object$df, nobs = stats::nobs(object), class = "logLik")
 }
 
 #' @rdname gpgam-methods
 #' @export
-nobs.scalegp <- function(object, ...) object$n
+terms.gpgam <- function(x, ...) {
+  # the model frame's terms (every variable, the gp() inputs included), as terms.gam()
+  attr(x$model, "terms") %||% x$terms$full
+}
+
+#' @rdname gpgam-methods
+#' @export
+model.matrix.gpgam <- function(object, ...) predict(object, type = "lpmatrix")
+
+#' @rdname gpgam-methods
+#' @export
+nobs.scalegp <- function(object, ...) {
+  # rows with a non-zero prior weight, as nobs.glm()
+  if (is.numeric(object$prior.weights) && length(object$prior.weights) == object$n) sum(object$prior.weights != 0)
+  else object$n
+}
 
 #' @rdname gpgam-methods
 #' @export

@@ -23,7 +23,10 @@
 #'   (`residual.scale`, as mgcv's, is `sigma()`: for Gamma `sqrt(1 / shape)`).
 #'   Not with `type = "lpmatrix"` (see Details for the standard errors).
 #' @param na.action what to do with rows of `newdata` with missing values:
-#'   [na.pass()] (default) returns `NA` for them.
+#'   [na.pass()] (default) returns `NA` for them.  Without `newdata` the
+#'   predictions are for the rows the fit used, padded with `NA` for the
+#'   rows it dropped when it was made with `na.action = na.exclude` (as
+#'   [predict.lm()]).
 #' @param terms with `type = "terms"`, the labels of the terms to return (as
 #'   in [predict.lm()]); `NULL`: all.  Ignored by `type = "link"` and
 #'   `"response"` (as by [predict.lm()]: the prediction has every term);
@@ -116,6 +119,14 @@ predict.gpgam <- function(object, newdata, type = c("link", "response", "terms",
       stop_arg("terms", "is for type = \"terms\"; with type = \"lpmatrix\" select the matrix's columns by name")
     return(predict_lpmatrix(object, new_design(object, newdata, na.action)))
   }
+  # without newdata: the fitting rows, padded with NA where the fit's
+  # na.action was na.exclude (as predict.lm() and predict.gam())
+  pad <- if (missing(newdata) || is.null(newdata)) function(x) {
+    const <- attr(x, "constant")
+    x <- stats::napredict(object$na.action, x)
+    if (!is.null(const)) attr(x, "constant") <- const
+    x
+  } else identity
   nd <- new_design(object, newdata, na.action)
   ok <- nd$ok
   lp <- latent_predict(object, nd$X[ok, , drop = FALSE], nd$offset[ok], terms = type == "terms")
@@ -130,7 +141,7 @@ predict.gpgam <- function(object, newdata, type = c("link", "response", "terms",
       tt <- lapply(tt, function(m) m[, terms, drop = FALSE])
       attr(tt$fit, "constant") <- const
     }
-    return(if (se.fit) list(fit = tt$fit, se.fit = tt$se.fit) else tt$fit)
+    return(if (se.fit) list(fit = pad(tt$fit), se.fit = pad(tt$se.fit)) else pad(tt$fit))
   }
   if (type == "response") {
     r <- response_moments(object, lp$fit, lp$se)
@@ -141,8 +152,8 @@ predict.gpgam <- function(object, newdata, type = c("link", "response", "terms",
     se <- fill(lp$se)
   }
   if (interval != "none") fit <- interval_columns(object, type, interval, level, fit, fill(lp$fit), fill(lp$se))
-  if (!se.fit) return(fit)
-  list(fit = fit, se.fit = se, residual.scale = sigma(object))
+  if (!se.fit) return(pad(fit))
+  list(fit = pad(fit), se.fit = pad(se), residual.scale = sigma(object))
 }
 
 # Internal design of newdata (or of the fitting data when newdata is missing).

@@ -24,7 +24,7 @@
 #' @useDynLib scalegp, .registration = TRUE
 #' @importFrom Rcpp evalCpp
 #' @importFrom RcppParallel RcppParallelLibs
-#' @importFrom stats coef vcov sigma logLik nobs fitted residuals formula family predict terms AIC BIC update anova
+#' @importFrom stats coef vcov sigma logLik nobs fitted residuals formula family predict terms AIC BIC update anova model.matrix
 #'   simulate
 #'   reformulate as.formula gaussian
 #' @importFrom utils str

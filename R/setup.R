@@ -1,8 +1,14 @@
-# Model setup shared by the front functions (gpgam(), and dgp() to come), as
+# Model setup shared by the front functions (gpgam() and dgp()), as
 # mgcv's gam.setup serves gam() and bam(): formula -> model frame ->
 # response, weights, offset, standardisation, term specs and the internal
 # design.  Pipeline: parse_gpgam_formula() (terms.R), gp_model_frame(),
 # resolve_control() (control.R), gp_setup(); an engine then fits the setup.
+
+# The `data` argument of gpgam(), evaluated: an error doing so
+# (a data frame that does not exist, a failing expression) names `data`.
+eval_data_arg <- function(data) {
+  tryCatch(data, error = function(e) stop_arg("data", "could not be evaluated: ", conditionMessage(e)))
+}
 
 # The model frame of a front function's call `call` (its match.call()),
 # evaluated in `envir`, with the usual data / subset / weights / na.action

@@ -92,12 +92,14 @@ print.summary.gpgam <- function(x, digits = max(3L, getOption("digits") - 3L), .
               x$objective_note, x$n))
   if (isTRUE(x$log_prior != 0))
     cat("Log prior of the hyperparameters:", format(x$log_prior, digits = digits + 1), "\n")
-  if (!is.null(x$pilot))  # (a decoupled fit in closed form after a pilot fit)
-    cat(sprintf("No iterations: the posterior in closed form after a pilot fit of %d rows (%d iterations, %.2f s); %d thread%s, %.2f s\n",
-                x$pilot$rows, x$pilot$iterations, x$pilot$seconds, x$threads, if (x$threads > 1) "s" else "", x$time))
+  pilot <- if (!is.null(x$pilot))  # (a fit that started from a pilot fit: decoupled, qsgp)
+    sprintf("a pilot fit of %d rows (%d iterations, %.2f s)", x$pilot$rows, x$pilot$iterations, x$pilot$seconds)
+  if (!is.null(pilot) && identical(as.integer(x$iterations), 0L))  # (decoupled: in closed form after it)
+    cat(sprintf("No iterations: the posterior in closed form after %s; %d thread%s, %.2f s\n",
+                pilot, x$threads, if (x$threads > 1) "s" else "", x$time))
   else
-    cat(sprintf("%d iterations (batch size %d, %d thread%s), %.2f s\n", x$iterations, x$batch_size,
-                x$threads, if (x$threads > 1) "s" else "", x$time))
+    cat(sprintf("%d iterations (batch size %d, %d thread%s)%s, %.2f s\n", x$iterations, x$batch_size,
+                x$threads, if (x$threads > 1) "s" else "", if (!is.null(pilot)) paste(" after", pilot) else "", x$time))
   cat(x$convergence, "\n", sep = "")
   if (!is.null(x$q_change)) cat("Last change of the posterior mean of the weights:",
                                 format(x$q_change, digits = 2), "\n")

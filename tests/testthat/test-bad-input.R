@@ -58,6 +58,10 @@ test_that("gp() inputs must be numeric and non-constant", {
 test_that("too few rows are refused", {
   d <- bad_data()
   expect_error(gpgam(y ~ gp(x), data = d[1, ], control = bad_ctl()), "'data' has 1 usable row")
+  # a data argument that cannot be evaluated is blamed on 'data', not 'formula'
+  expect_error(gpgam(y ~ gp(x), data = no_such_data_frame, control = bad_ctl()),
+               "'data' could not be evaluated: object 'no_such_data_frame' not found")
+  expect_error(gpgam(y ~ gp(x), data = stop("boom"), control = bad_ctl()), "'data' could not be evaluated: boom")
   expect_error(gpgam(y ~ gp(x), data = d, subset = x > 2, control = bad_ctl()), "'data' has 0 usable row")
   expect_error(gpgam(y ~ gp(x), data = as.matrix(d[, c("x", "y")]), control = bad_ctl()), "'data'.*data frame")
   yy <- d$y

@@ -90,6 +90,17 @@ test_that("nobs, sigma, coef, vcov, family and formula", {
   expect_true(all(eigen(V, only.values = TRUE)$values > 0))
   expect_equal(family(fit)$family, "gaussian")
   expect_equal(formula(fit), y ~ gp(x1) + z + x2)
+  # terms(): a terms object with every variable, as terms.gam(); model.matrix(): the lpmatrix
+  expect_s3_class(terms(fit), "terms")
+  expect_setequal(all.vars(terms(fit)), c("y", "x1", "z", "x2"))
+  expect_equal(model.matrix(fit), predict(fit, type = "lpmatrix"))
+  expect_equal(dim(model.matrix(fit)), c(150L, length(coef(fit, full = TRUE))))
+  # nobs() counts rows with a non-zero weight, as nobs.glm(); logLik()'s nobs too
+  w <- rep(1, 150)
+  w[1:10] <- 0
+  fw <- gpgam(y ~ gp(x1) + z + x2, data = d, weights = w, control = meth_ctl())
+  expect_equal(nobs(fw), 140L)
+  expect_equal(attr(logLik(fw), "nobs"), 140L)
   d$yb <- as.numeric(d$y > 0.5)
   fb <- gpgam(yb ~ gp(x1), data = d, family = binomial(), control = meth_ctl())
   expect_equal(family(fb)$link, "logit")

@@ -136,6 +136,17 @@ test_that("na.exclude pads fitted() and residuals() with NA", {
   expect_equal(which(is.na(fitted(fit))), c(3L, 10L, 17L), ignore_attr = TRUE)
   expect_equal(which(is.na(residuals(fit))), c(3L, 10L, 17L), ignore_attr = TRUE)
   expect_close(na.omit(residuals(fit)), na.omit(d$y - fitted(fit))[seq_len(nobs(fit))], 1e-12)
+  # predict() without newdata: padded too, as predict.lm(); the kept rows are the fitted values
+  p <- predict(fit, se.fit = TRUE)
+  expect_length(p$fit, nrow(d))
+  expect_equal(which(is.na(p$fit)), c(3L, 10L, 17L), ignore_attr = TRUE)
+  expect_equal(which(is.na(p$se.fit)), c(3L, 10L, 17L), ignore_attr = TRUE)
+  expect_close(na.omit(predict(fit, type = "response")), na.omit(fitted(fit)), 1e-12)
+  tt <- predict(fit, type = "terms")
+  expect_equal(dim(tt), c(nrow(d), 2L))
+  expect_equal(which(is.na(tt[, "z"])), c(3L, 10L, 17L), ignore_attr = TRUE)
+  expect_close(na.omit(rowSums(tt) + attr(tt, "constant")), na.omit(predict(fit)), 1e-10)
+  expect_equal(dim(predict(fit, interval = "confidence")), c(nrow(d), 3L))
   # na.omit (default) drops them
   fo <- gpgam(y ~ gp(x) + z, data = d, control = pred_ctl())
   expect_length(fitted(fo), nrow(d) - 3L)

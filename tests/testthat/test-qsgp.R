@@ -171,6 +171,42 @@ test_that("qsgp fits are reproducible and do not depend on the number of threads
   expect_identical(fitted(f1), fitted(f2))
 })
 
+test_that("the pilot fit sets the starting hyperparameters: those of inference = \"vi\" on the pilot rows", {
+  d <- qs_data(150)
+  d$x2 <- runif(150)
+  f <- y ~ gp(x1) + gp(x2) + z
+  # hyperparameters held (freeze) through every iteration, so the fit keeps the start
+  ctl <- qs_ctl(features = 64, feature_batch = 32, iterations = 20, freeze = 0.99)
+  q <- gpgam(f, data = d, inference = "qsgp", control = ctl)
+  v <- gpgam(f, data = d, control = qs_ctl(discrete = FALSE, learn_inducing = 50))
+  for (i in 1:2) {
+    expect_close(q$state$specs[[i]]$log_var, v$state$specs[[i]]$log_var, 1e-10)
+    expect_close(q$state$specs[[i]]$log_ls, v$state$specs[[i]]$log_ls, 1e-10)
+  }
+  expect_close(sigma(q), sigma(v), 1e-10)
+  expect_equal(q$pilot$rows, 150L)
+  expect_equal(q$pilot$iterations, v$iterations)
+  expect_output(print(summary(q)), "20 iterations \\(batch size 150, 1 thread\\) after a pilot fit of 150 rows")
+  # a pilot of fewer rows than the data: the rows drawn with the seed
+  q2 <- gpgam(f, data = d, inference = "qsgp", control = qs_ctl(features = 64, feature_batch = 32, iterations = 20,
+                                                                freeze = 0.99, pilot = 100))
+  expect_equal(q2$pilot$rows, 100L)
+  expect_false(isTRUE(all.equal(sigma(q2), sigma(q))))
+  # pilot = 0: the package's starting values (log variance log(1 / terms), log lengthscale 0)
+  q0 <- gpgam(f, data = d, inference = "qsgp", control = qs_ctl(features = 64, feature_batch = 32, iterations = 20,
+                                                                freeze = 0.99, pilot = 0))
+  expect_null(q0$pilot)
+  expect_close(q0$state$specs[[1]]$log_var, log(1 / 2), 1e-12)
+  expect_close(q0$state$specs[[1]]$log_ls, 0, 1e-12)
+  # given values are kept: a fixed kernel, a given sigma
+  qf <- gpgam(f, data = d, inference = "qsgp", control = qs_ctl(features = 64, feature_batch = 32, iterations = 20,
+                                                                fixed = c("kernel", "sigma"), sigma = 0.5))
+  expect_close(qf$state$specs[[1]]$log_ls, 0, 1e-12)
+  expect_close(sigma(qf), 0.5, 1e-3)
+  expect_error(qsgp_options(pilot = 10), "'pilot'")
+  expect_error(qsgp_options(pilot = -1), "'pilot'")
+})
+
 test_that("bad qsgp input gives errors naming the argument", {
   expect_error(qsgp_options(features = 100, feature_batch = 200), "'feature_batch'")
   expect_error(qsgp_options(features = 101), "'features'.*even")
