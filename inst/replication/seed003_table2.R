@@ -6,7 +6,8 @@
 #             `feature_batch` sampled twice per iteration (the paper: 1e4),
 #             minibatches of 500 rows (the paper's), `iterations` iterations
 #             (the paper: 1e5 on a GPU), no control variates, hyperparameters
-#             from the package's defaults (the paper: an exact GP on 1000 rows)
+#             starting at a pilot "vi" fit of 1000 rows (qsgp_options(pilot);
+#             the paper: an exact GP on 1000 rows)
 #   qsgp_default  gpgam(y ~ gp(x1, ..., x8, kernel = "se"), inference = "qsgp")
 #             and nothing else but threads = 1, verbose = FALSE (2048 features,
 #             512 sampled, 2000 iterations of 500 rows)
