@@ -108,10 +108,14 @@ compare_fits <- function(fits, labels, cls) {
 
 #' @export
 print.gpgam_anova <- function(x, digits = max(3L, getOption("digits") - 3L), ...) {
-  cat(attr(x, "heading"), sep = "\n")
+  width <- getOption("width", 80L)
+  for (h in attr(x, "heading")) cat(strwrap(h, width = width, exdent = 2L), sep = "\n")
   cat("\n")
   out <- x
-  if (!is.null(x$term)) {  # one fit: each column formatted on its own, p-values as format.pval() writes them
+  if (is.null(x$term)) {  # fits compared: the first row has no difference (blank, as anova.gam())
+    out <- format(x, digits = digits)
+    out[[3]][is.na(x[[3]])] <- ""
+  } else {  # one fit: each column formatted on its own, p-values as format.pval() writes them
     out <- data.frame(term = x$term, variance = formatC(x$variance, format = "g", digits = digits),
                       share = formatC(x$share, format = "f", digits = 4), edf = formatC(x$edf, format = "f", digits = 3),
                       check.names = FALSE, stringsAsFactors = FALSE)

@@ -6,11 +6,13 @@
 #' In the manner of `mgcv::plot.gam()`, `which = "terms"` draws one panel per
 #' `gp()` term (centred over the data, see [gp()]): a term over one input as
 #' its posterior mean with a band of `se` standard errors; a term over two
-#' inputs as a map (`scheme`); a term over more inputs as one slice per
-#' input, the others held at their means; a factor random effect as its level
+#' inputs as a map (`scheme`), blank where no data are near (`too.far`); a
+#' term over more inputs as one slice per input, the others held at their
+#' means; a factor random effect as its level
 #' effects with error bars; a term with a numeric `by` as its coefficient
 #' function.  With `all.terms = TRUE` the parametric terms follow (a numeric
-#' variable as a line with its band, a factor as its level effects).
+#' variable as a line with its band, centred at the variable's mean as
+#' [termplot()] draws it, a factor as its level effects).
 #' `which = "trace"` plots the objective the fit maximised per iteration.
 #'
 #' @param x a `gpgam` fit.
@@ -45,6 +47,10 @@
 #'   with the overall level uncertain.
 #' @param shift,trans each curve and band is drawn as `trans(f + shift)`,
 #'   as in `mgcv::plot.gam()` (e.g. `shift = coef(fit)[1], trans = plogis`).
+#' @param too.far for maps of terms over two inputs: grid points farther than
+#'   this from every data point, with both inputs scaled to \[0, 1\], are
+#'   not drawn (mgcv's `too.far`, default 0.1 as in `mgcv::plot.gam()`); 0
+#'   draws the whole rectangle.  Needs the model frame.
 #' @param ... passed to the plotting functions.
 #' @return Invisibly, for `which = "terms"`, a list with one element per
 #'   panel drawn, as `mgcv::plot.gam()` returns: `label`, `xlab`, the grid `x`
@@ -63,7 +69,7 @@ plot.gpgam <- function(x, which = c("terms", "trace"), residuals = FALSE, rug = 
                        shade.col = grDevices::adjustcolor("steelblue", 0.25), scale = -1, select = NULL,
                        all.terms = FALSE, pages = 0, scheme = c("contour", "image", "persp"), n = 100,
                        ylim = NULL, xlab = NULL, ylab = NULL, main = NULL, col = "black", seWithMean = FALSE,
-                       shift = 0, trans = I, ...) {
+                       shift = 0, trans = I, too.far = 0.1, ...) {
   which <- match.arg(which)
   if (which == "trace") return(plot_trace(x, ...))
   if (!is.null(ylim) && (!is.numeric(ylim) || length(ylim) != 2 || any(!is.finite(ylim))))
@@ -76,6 +82,8 @@ plot.gpgam <- function(x, which = c("terms", "trace"), residuals = FALSE, rug = 
     stop_arg("se", "must be TRUE, FALSE or a number of standard errors")
   check_count(n, "n")
   check_count(pages, "pages", zero = TRUE)
+  if (!is.numeric(too.far) || length(too.far) != 1 || !(too.far >= 0))
+    stop_arg("too.far", "must be a single non-negative number (0: no masking)")
   if (!scale %in% c(-1, 0)) stop_arg("scale", "must be -1 (a shared y-axis) or 0 (one per panel)")
   panels <- term_panels(x, n, all.terms)
   if (length(panels) == 0) {
@@ -92,7 +100,7 @@ plot.gpgam <- function(x, which = c("terms", "trace"), residuals = FALSE, rug = 
     p <- panels[[i]]
     if (is.null(p$term)) next
     # (the label as drawn, with the edf as mgcv's s(x,3.38); p$label stays the term's)
-    lab <- sub("\\)$", paste0(",", format(round(edf[p$term], 2), nsmall = 2), ")"), p$label)
+    lab <- sub("\\)(:[^()]*)?$", paste0(",", format(round(edf[p$term], 2), nsmall = 2), ")\\1"), p$label)
     if (p$kind == "2d") p$title <- lab
     else p$ylab <- if (!is.null(p$ylab)) sub(p$label, lab, p$ylab, fixed = TRUE) else lab
     p$se <- sqrt(p$se^2 + v0)
@@ -102,7 +110,14 @@ plot.gpgam <- function(x, which = c("terms", "trace"), residuals = FALSE, rug = 
   # partial residuals: each term at the data plus the working residuals
   presid <- if (isTRUE(residuals) && !is.null(data_rows))
     predict(x, type = "terms") + residuals_at(x, "working")
-  for (i in seq_along(panels)) panels[[i]] <- add_data(x, panels[[i]], data_rows, presid, rug)
+  for (i in seq_along(panels)) {
+    panels[[i]] <- add_data(x, panels[[i]], data_rows, presid, rug)
+    if (panels[[i]]$kind == "2d" && too.far > 0 && !is.null(data_rows)) {  # (as mgcv's exclude.too.far())
+      far <- too_far_mask(panels[[i]]$x, panels[[i]]$y, gp_inputs(data_rows, x$terms$gp[[panels[[i]]$term]]$spec), too.far)
+      panels[[i]]$fit[far] <- NA
+      panels[[i]]$se[far] <- NA
+    }
+  }
   if (pages > 0) {
     per <- ceiling(length(panels) / pages)
     nc <- ceiling(sqrt(per))
@@ -182,7 +197,7 @@ term_panels <- function(fit, n, all.terms) {
         p <- term_grid_predict(fit, i, Xraw)
         out[[length(out) + 1]] <- list(kind = "1d", term = i, slice = j, label = g$spec$label,
                                        xlab = g$spec$vars[j],
-                                       ylab = if (d == 1) ylab else paste0(ylab, " (others at their means)"),
+                                       ylab = ylab, main = if (d > 1) "others at their means",
                                        x = grid, fit = p$fit, se = p$se)
       }
     }
@@ -205,8 +220,9 @@ parametric_panels <- function(fit, n) {
     if (is.numeric(v) && length(cols) == 1) {
       grid <- seq(min(v), max(v), length.out = n)
       b <- pp$coef[cols]
+      xc <- grid - mean(v)  # (centred at the variable's mean, as termplot())
       out[[length(out) + 1]] <- list(kind = "1d", label = labs[j], xlab = labs[j], ylab = labs[j], x = grid,
-                                     fit = grid * b, se = abs(grid) * sqrt(pp$vcov[cols, cols]), param = labs[j])
+                                     fit = xc * b, se = abs(xc) * sqrt(pp$vcov[cols, cols]), param = labs[j])
     } else if (is.factor(v)) {
       lev <- levels(v)
       nm <- names(pp$coef)[cols]
@@ -221,6 +237,28 @@ parametric_panels <- function(fit, n) {
     }
   }
   out
+}
+
+# Grid points of a map (x by y) farther than `dist` from every data point
+# (rows of X), both axes scaled to [0, 1] over the grid's range, as mgcv's
+# exclude.too.far(): TRUE where masked.  The data are first reduced to the
+# grid cells they occupy (at most length(x) x length(y) points, whose
+# rounding moves them by at most half a cell), so the cost does not grow
+# with the rows.
+too_far_mask <- function(x, y, X, dist) {
+  m1 <- length(x)
+  m2 <- length(y)
+  sc <- function(v, g) if (diff(range(g)) > 0) (v - min(g)) / diff(range(g)) else v * 0
+  cells <- unique(cbind(round(sc(X[, 1], x) * (m1 - 1)) / (m1 - 1), round(sc(X[, 2], y) * (m2 - 1)) / (m2 - 1)))
+  cells <- cells[stats::complete.cases(cells), , drop = FALSE]
+  gx <- sc(x, x)
+  gy <- sc(y, y)
+  far <- matrix(TRUE, m1, m2)
+  for (j in seq_len(m2)) {  # one column of the grid at a time: m1 x cells distances
+    d2 <- outer(gx, cells[, 1], "-")^2 + outer(rep(gy[j], m1), cells[, 2], "-")^2
+    far[, j] <- apply(d2, 1, min) > dist^2
+  }
+  far
 }
 
 # The data of a panel: the raw inputs (rug) and partial residuals.
@@ -249,7 +287,7 @@ add_data <- function(fit, p, mf, presid, rug) {
 # `tr`: the shift and transformation of the curve and band.
 draw_panel <- function(p, mult, shade, shade.col, ylim, scheme, labs, col, tr, ...) {
   xlab <- labs$xlab %||% p$xlab
-  main <- labs$main %||% ""
+  main <- labs$main %||% p$main %||% ""
   if (p$kind == "factor") {
     lo <- tr(p$fit - mult * p$se)
     hi <- tr(p$fit + mult * p$se)

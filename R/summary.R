@@ -46,7 +46,7 @@ summary.gpgam <- function(object, ...) {
   av <- if (!is.null(object$model)) variance_table(object) else NULL
   terms <- do.call(rbind, lapply(object$params$gp, function(g) {
     data.frame(term = g$label, kernel = g$kernel, basis = g$basis, variance = g$variance,
-               lengthscale = if (length(g$lengthscale)) paste(format(g$lengthscale, digits = 4), collapse = ", ")
+               lengthscale = if (length(g$lengthscale)) paste(vapply(g$lengthscale, format, "", digits = 4), collapse = ", ")
                              else "-",
                share = if (is.null(av)) NA_real_ else av$share[match(g$label, av$term)],
                stringsAsFactors = FALSE)
@@ -123,7 +123,10 @@ print_term_tables <- function(x, digits, scale = "data scale") {
   if (!is.null(x$terms) && nrow(x$terms)) {
     cat("\nGaussian-process hyperparameters (", scale, "):\n", sep = "")
     h <- x$terms
-    for (v in c("variance", "share")) h[[v]] <- format(h[[v]], digits = digits)
+    # each value in its own format (one tiny value puts no column in
+    # scientific notation); the share of the variance, a proportion, to 3 places
+    h$variance <- vapply(h$variance, format, "", digits = digits)
+    h$share <- ifelse(is.na(h$share), "-", sprintf("%.3f", h$share))
     print(h, row.names = FALSE, right = FALSE)
   }
 }

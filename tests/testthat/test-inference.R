@@ -137,10 +137,24 @@ test_that("plot() returns what it draws: bands, partial residuals, parametric te
   td <- predict(fit, type = "terms")
   expect_close(p[[1]]$p.resid, td[, "gp(x0)"] + residuals(fit, "working"), 1e-10)
   expect_close(p[[1]]$x.resid, d$x0, 1e-15)
-  # the 2-D panel is a grid map
+  # the 2-D panel is a grid map, blank (NA) at grid points farther than too.far from the data
   expect_equal(dim(p[[2]]$fit), c(25L, 25L))
-  # parametric terms: x * beta with |x| sd(beta), factor level effects
-  expect_close(p[[3]]$fit, p[[3]]$x * coef(fit)[["z"]], 1e-12)
+  p0 <- plot(fit, select = 2, n = 25, too.far = 0)[[1]]
+  expect_false(anyNA(p0$fit))
+  u <- (d$x1 - min(p0$x)) / diff(range(p0$x))
+  v <- (d$x2 - min(p0$y)) / diff(range(p0$y))
+  G <- expand.grid(x = (p0$x - min(p0$x)) / diff(range(p0$x)), y = (p0$y - min(p0$y)) / diff(range(p0$y)))
+  dmin <- apply(G, 1, function(g) sqrt(min((u - g[1])^2 + (v - g[2])^2)))
+  half_cell <- sqrt(2) / 2 / 24  # (the data are rounded to the grid's cells)
+  pf <- plot(fit, select = 2, n = 25, too.far = 0.05)[[1]]
+  expect_true(all(is.na(pf$fit[dmin > 0.05 + half_cell])))
+  expect_false(anyNA(pf$fit[dmin < 0.05 - half_cell]))
+  expect_true(any(is.na(pf$fit)))
+  expect_equal(pf$fit[!is.na(pf$fit)], p0$fit[!is.na(pf$fit)])
+  expect_error(plot(fit, too.far = -1), "'too.far'")
+  # parametric terms: (x - mean) * beta with |x - mean| sd(beta), as termplot(); factor level effects
+  expect_close(p[[3]]$fit, (p[[3]]$x - mean(d$z)) * coef(fit)[["z"]], 1e-12)
+  expect_close(p[[3]]$se, abs(p[[3]]$x - mean(d$z)) * sqrt(vcov(fit)["z", "z"]), 1e-12)
   expect_close(p[[4]]$fit, c(0, coef(fit)[["gb"]]), 1e-12)
   # select, se = FALSE, scale = 0, schemes
   q <- plot(fit, select = 2, scheme = "persp")
