@@ -68,6 +68,9 @@ gp_setup <- function(parsed, mf, fam, control) {
     y <- ifelse(tot > 0, y[, 1] / pmax(tot, 1e-300), 0)
   }
   y <- prepare_response(y, fam$lik)
+  if (fam$lik %in% c("probit", "logit") && any(abs(w * y - round(w * y)) > 1e-3))  # (as glm()'s binomial)
+    warning("'y': non-integer numbers of successes in a binomial model (a proportion needs its trials as ",
+            "'weights', or write cbind(successes, failures))", call. = FALSE)
   ylevels <- attr(y, "levels")
   attr(y, "levels") <- NULL
   off <- as.numeric(stats::model.offset(mf) %||% rep(0, n))
