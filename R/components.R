@@ -135,6 +135,9 @@ anova_products <- function(vars, others) {
   list(masks = as.integer(names(out)), coefs = unname(out))
 }
 
+# The default number of inducing points of a gp() term over d inputs.
+default_inducing <- function(d) c(20L, 64L, 100L)[min(d, 3L)]
+
 # Initial inducing inputs (standardised scale) of one gp() term: the user's,
 # or k-means centres of the term's inputs Xg (standardised: Xs; all unique
 # rows when there are fewer than k).
@@ -144,7 +147,7 @@ inducing_init <- function(Xg, Xs, spec, sc, control) {
     if (nrow(Z) > 1 && anyDuplicated(Z)) stop_arg("inducing", "has duplicated rows")
     return(unname(Z))
   }
-  k <- spec$k %||% control$inducing %||% c(20L, 64L, 100L)[min(ncol(Xg), 3L)]
+  k <- spec$k %||% control$inducing %||% default_inducing(ncol(Xg))
   nu <- n_unique_rows(Xg)
   if (k > nu && nrow(Xg) > 50000) nu <- n_unique_rows(Xg, exact = TRUE)  # (the subset may have missed some)
   if (k > nu) {
@@ -264,7 +267,13 @@ hilbert_one <- function(spec, Xg, Xs, st, sc, ysc, control, col, by, n_terms) {
   if (!is.null(by)) comp$by_col <- col + d
   rng <- st[c("min", "max"), , drop = FALSE]
   dimnames(rng) <- list(NULL, colnames(Xg))
-  if (isTRUE(control$priors)) comp <- c(comp, hyper_priors(rng, sc, spec, prod(m), ysc))
+  # the prior of the default basis's model (its lengthscale prior's lower
+  # tail at the spacing of the inducing points the term would have), so that
+  # the basis changes the approximation, not the model (with prod(m), up to
+  # 1728 functions, it allowed lengthscales several times shorter, and each
+  # refit that added sines kept that looser prior)
+  if (isTRUE(control$priors))
+    comp <- c(comp, hyper_priors(rng, sc, spec, min(control$inducing %||% default_inducing(d), n_unique_rows(Xg)), ysc))
   term <- list(spec = spec, type = "hilbert", scaling = sc, range = rng, by = by,
                hilbert = list(m = m, c = rep(cc, d), S = unname(S), L = unname(L), l_min = unname(l_min)))
   list(comp = comp, term = term, Xs = Xs)

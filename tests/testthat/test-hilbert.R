@@ -269,6 +269,31 @@ test_that("a Hilbert term with a numeric or factor `by` fits", {
   expect_lt(sqrt(mean((fitted(fit) - truth)^2)), 0.12)
 })
 
+test_that("a Hilbert term has the hyperparameter priors of the default basis's model, whatever its size", {
+  set.seed(8)
+  n <- 300
+  d <- data.frame(x1 = runif(n), x2 = runif(n), x3 = runif(n))
+  d$y <- sin(5 * d$x1) + rnorm(n, sd = 0.3)
+  ctl <- gp_control(iterations = 2, verbose = FALSE, threads = 1, seed = 1)
+  for (f in list(c("gp(x1", ")"), c("gp(x1, x2", ")"), c("gp(x1, x2, x3", ")"))) {
+    fi <- gpgam(as.formula(paste0("y ~ ", f[1], f[2])), data = d, control = ctl)
+    for (k in list(NULL, 7L)) {
+      # (two iterations: the basis checks may warn)
+      fh <- suppressWarnings(gpgam(as.formula(paste0("y ~ ", f[1], ", basis = \"hilbert\"",
+                                                     if (!is.null(k)) paste0(", k = ", k), f[2])), data = d, control = ctl))
+      si <- fi$state$specs[[1]]
+      sh <- fh$state$specs[[1]]
+      expect_equal(sh$ls_a, si$ls_a, tolerance = 1e-12)
+      expect_equal(sh$ls_b, si$ls_b, tolerance = 1e-12)
+      expect_equal(sh$sd_prior, si$sd_prior, tolerance = 1e-12)
+    }
+  }
+  # gp_control(inducing = ) sets the prior's spacing for both bases
+  fi <- gpgam(y ~ gp(x1), data = d, control = gp_control(iterations = 2, verbose = FALSE, inducing = 40))
+  fh <- gpgam(y ~ gp(x1, basis = "hilbert"), data = d, control = gp_control(iterations = 2, verbose = FALSE, inducing = 40))
+  expect_equal(fh$state$specs[[1]]$ls_b, fi$state$specs[[1]]$ls_b, tolerance = 1e-12)
+})
+
 test_that("a lengthscale too short for the basis grows it, one too long widens the box, and the fit recovers the truth", {
   set.seed(7)
   n <- 400
