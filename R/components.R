@@ -24,6 +24,7 @@ gp_component <- function(spec, mf, others, n_terms, ysc, control, col) {
   if (is.factor(z)) {
     lev <- levels(droplevels(z))
     if (length(lev) < 2) stop_arg("by", "'", spec$by, "' of ", spec$label, " has a single level")
+    if (is.ordered(z)) lev <- lev[-1]  # (as mgcv: an ordered factor's first level has no term)
     out <- list()
     for (l in lev) {
       sl <- spec

@@ -111,7 +111,10 @@
 #' @param lengthscale,variance optional initial values (on the scale of the
 #'   data and of the response); kept fixed with `gp_control(fixed = "kernel")`.
 #' @param by a numeric variable (varying-coefficient term) or a factor (one
-#'   term per level), as in mgcv.
+#'   term per level), as in mgcv; an ordered factor gives no term for its
+#'   first level (as in mgcv: with `gp(x) + gp(x, by = o)` the terms of the
+#'   other levels are their differences from the first; add `o` as a
+#'   parametric term for the levels' means).
 #' @param centre identifiability of the term.  `NULL` (default) or `TRUE`:
 #'   the term is reported centred over the data (its values at the rows used
 #'   for fitting sum to zero, as mgcv constrains every smooth), so its bands

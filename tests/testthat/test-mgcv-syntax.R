@@ -82,6 +82,26 @@ test_that("by = factor gives one centred curve per level; the factor's coefficie
   expect_error(predict(fit, data.frame(x1 = 0.5, g = "zz")), "'zz'")
 })
 
+test_that("by = an ordered factor gives no curve for its first level (difference curves, as mgcv)", {
+  d <- syn_data(900)
+  d$o <- factor(d$g, levels = c("a", "b", "c"), ordered = TRUE)
+  lev <- c(a = 0, b = 1, c = -1)
+  truth <- lev[as.character(d$g)] + ifelse(d$g == "b", sin(4 * d$x1), cos(3 * d$x1))
+  d$y <- truth + rnorm(nrow(d), sd = 0.15)
+  fit <- gpgam(y ~ o + gp(x1) + gp(x1, by = o), data = d, control = syn_ctl())
+  labs <- vapply(fit$terms$gp, function(g) g$spec$label, "")
+  expect_equal(labs, c("gp(x1)", "gp(x1):ob", "gp(x1):oc"))
+  tt <- predict(fit, d, type = "terms")
+  expect_true(all(tt[d$o == "a", c("gp(x1):ob", "gp(x1):oc")] == 0))
+  # the base curve is level a's (cos), b's difference sin - cos, c's nothing
+  expect_lt(sqrt(mean((fitted(fit) - truth)^2)), 0.06)
+  xs <- d$x1[d$o == "b"]
+  db <- tt[d$o == "b", "gp(x1):ob"]
+  expect_gt(cor(db, sin(4 * xs) - cos(3 * xs)), 0.95)
+  expect_lt(max(abs(tt[d$o == "c", "gp(x1):oc"])), 0.2)
+  expect_equal(nrow(summary(fit)$s.table), 3L)
+})
+
 test_that("y ~ . uses the other columns of data as parametric terms", {
   d <- syn_data()[, c("y", "x1", "z")]
   f1 <- gpgam(y ~ ., data = d, control = syn_ctl())
