@@ -328,7 +328,8 @@ gaulss_scale_labels <- function(object, labels) {
 
 #' @rdname gaulss
 #' @param object,x a location-scale fit (`gpgam(list(...), family = gaulss())`).
-#' @param newdata a data frame (default: the fitting rows).
+#' @param newdata a data frame (default: the fitting rows, padded with `NA`
+#'   for rows dropped by `na.action = na.exclude` when fitting).
 #' @param type for `predict()`: `"link"`, `"response"` or `"terms"`; for
 #'   `residuals()`: `"deviance"`, `"pearson"` or `"response"` (see Methods).
 #' @param se.fit whether to return posterior sds.
@@ -353,6 +354,8 @@ predict.gpgam_ls <- function(object, newdata, type = c("link", "response", "term
       stop_arg("level", "must be a probability in (0, 1)")
   }
   if (missing(newdata)) newdata <- NULL
+  # (without newdata: padded with NA for rows na.exclude dropped, as predict.gpgam())
+  pad <- if (is.null(newdata)) function(x) pad_fitting_rows(object, x) else identity
   m <- gaulss_moments(object, newdata, terms = type == "terms")
   ok <- m$ok
   rows <- gaulss_rows(ok, m$names, na.action)
@@ -372,8 +375,8 @@ predict.gpgam_ls <- function(object, newdata, type = c("link", "response", "term
     const <- c(mean = attr(t1$fit, "constant") %||% 0, log_sd = (attr(t2$fit, "constant") %||% 0) / 2)
     fit <- fit[rows, keep, drop = FALSE]
     attr(fit, "constant") <- const
-    if (!se.fit) return(fit)
-    return(list(fit = fit, se.fit = se[rows, keep, drop = FALSE]))
+    if (!se.fit) return(pad(fit))
+    return(list(fit = pad(fit), se.fit = pad(se[rows, keep, drop = FALSE])))
   }
   if (!is.null(terms)) stop_arg("terms", "is for type = \"terms\"")
   if (type == "link") {
@@ -401,8 +404,8 @@ predict.gpgam_ls <- function(object, newdata, type = c("link", "response", "term
     rownames(fit) <- m$names
   }
   fit <- fit[rows, , drop = FALSE]
-  if (!se.fit) return(fit)
-  list(fit = fit, se.fit = se[rows, , drop = FALSE])
+  if (!se.fit) return(pad(fit))
+  list(fit = pad(fit), se.fit = pad(se[rows, , drop = FALSE]))
 }
 
 # Half the central predictive interval of a new y at each row: y - m_f is a

@@ -119,14 +119,7 @@ predict.gpgam <- function(object, newdata, type = c("link", "response", "terms",
       stop_arg("terms", "is for type = \"terms\"; with type = \"lpmatrix\" select the matrix's columns by name")
     return(predict_lpmatrix(object, new_design(object, newdata, na.action)))
   }
-  # without newdata: the fitting rows, padded with NA where the fit's
-  # na.action was na.exclude (as predict.lm() and predict.gam())
-  pad <- if (missing(newdata) || is.null(newdata)) function(x) {
-    const <- attr(x, "constant")
-    x <- stats::napredict(object$na.action, x)
-    if (!is.null(const)) attr(x, "constant") <- const
-    x
-  } else identity
+  pad <- if (missing(newdata) || is.null(newdata)) function(x) pad_fitting_rows(object, x) else identity
   nd <- new_design(object, newdata, na.action)
   ok <- nd$ok
   lp <- latent_predict(object, nd$X[ok, , drop = FALSE], nd$offset[ok], terms = type == "terms")
@@ -154,6 +147,16 @@ predict.gpgam <- function(object, newdata, type = c("link", "response", "terms",
   if (interval != "none") fit <- interval_columns(object, type, interval, level, fit, fill(lp$fit), fill(lp$se))
   if (!se.fit) return(pad(fit))
   list(fit = pad(fit), se.fit = pad(se), residual.scale = sigma(object))
+}
+
+# A prediction (vector or matrix) at the fitting rows padded with NA where
+# the fit's na.action was na.exclude, as predict.lm() and predict.gam() pad
+# (the attribute "constant" of type = "terms" kept).
+pad_fitting_rows <- function(object, x) {
+  const <- attr(x, "constant")
+  x <- stats::napredict(object$na.action, x)
+  if (!is.null(const)) attr(x, "constant") <- const
+  x
 }
 
 # Internal design of newdata (or of the fitting data when newdata is missing).

@@ -186,6 +186,17 @@ test_that("predict() of a gaulss fit keeps the rows of both predictors paired un
   f3 <- gpgam(list(y ~ gp(x) + poly(z, 2), ~ poly(z, 2)), data = d, family = mgcv::gaulss(),
               control = gp_control(verbose = FALSE, inducing = 12, seed = 1, threads = 1))
   expect_close(predict(f3, d[1:5, ]), predict(f3)[1:5, ], 1e-6)
+  # without newdata, a fit with na.exclude pads the dropped rows with NA (as fitted())
+  dm <- d
+  dm$y[c(5, 9)] <- NA
+  fe <- gpgam(list(y ~ gp(x), ~ gp(z)), data = dm, family = mgcv::gaulss(), na.action = na.exclude,
+              control = gp_control(verbose = FALSE, inducing = 12, seed = 1, threads = 1))
+  pe <- predict(fe, se.fit = TRUE)
+  expect_equal(dim(pe$fit), c(300L, 2L))
+  expect_equal(which(is.na(pe$fit[, 1])), c(5L, 9L), ignore_attr = TRUE)
+  expect_equal(which(is.na(pe$se.fit[, 2])), c(5L, 9L), ignore_attr = TRUE)
+  expect_equal(nrow(predict(fe, type = "terms")), 300L)
+  expect_close(predict(fe, d[-c(5, 9), ])[, "mean"], na.omit(predict(fe)[, "mean"]), 1e-10)
 })
 
 test_that("gaulss refusals name the argument", {
