@@ -96,7 +96,9 @@ NULL
 #' This version fits `gp()` terms of numeric
 #' inputs without `by` (each with a stationary kernel; terms are reported
 #' centred over the data, with the means carried by the intercept), with no
-#' priors on the hyperparameters (`gp_control(priors = )` is ignored).  Not implemented: the chevron
+#' priors on the hyperparameters (`gp_control(priors = )`, the inducing
+#' points of `gp(k = , inducing = )` and `gp_control(inducing = )` act on
+#' the pilot fit only).  Not implemented: the chevron
 #' covariance (dense columns) and the control variates.  The mean-field posterior ignores
 #' the posterior correlations of the weights, so its standard errors can be
 #' too small (the paper's QSGP-0 results) or, far from convergence, much too
@@ -126,7 +128,10 @@ NULL
 #'   of `pilot` rows drawn with the fit's seed (all rows when there are
 #'   fewer) puts them, with the terms' inducing points of that engine (the
 #'   paper starts from an exact GP fitted to 1000 random rows; this pilot is
-#'   a sparse one).  0: the package's default starting values.
+#'   a sparse one).  A term given `variance` but not `lengthscale` (or the
+#'   reverse) takes the other from the pilot.  No pilot is fitted when
+#'   nothing would be taken from it.  0: the package's default starting
+#'   values.
 #' @return A list of the options.
 #' @references Evans and Nair (2018) Quadruply stochastic Gaussian
 #'   processes. arXiv:2006.03015.  Rahimi and Recht (2007) Random features
@@ -210,7 +215,13 @@ qsgp_components <- function(setup) {
 # Returns the setup and what the pilot did (NULL with pilot = 0).
 qsgp_pilot <- function(setup, control) {
   rows <- min(setup$n, control$options$pilot)
-  if (rows == 0) return(list(setup = setup))
+  # (nothing to take from a pilot: every kernel fixed or given, the noise fixed, given or absent)
+  takes <- vapply(seq_along(setup$terms$gp), function(i) {
+    spec <- setup$terms$gp[[i]]$spec
+    isTRUE(setup$comps[[i]]$learn_kernel) && (is.null(spec$variance) || is.null(spec$lengthscale))
+  }, TRUE)
+  noise <- setup$lik == "gaussian" && is.null(control$sigma) && !"sigma" %in% control$fixed
+  if (rows == 0 || !(any(takes) || noise)) return(list(setup = setup))
   t0 <- proc.time()[["elapsed"]]
   if (isTRUE(control$verbose))
     inform("QSGP: starting hyperparameters from an inference = \"vi\" fit of ", rows,
@@ -224,7 +235,7 @@ qsgp_pilot <- function(setup, control) {
     if (is.null(spec$lengthscale)) k$log_ls <- res$specs[[i]]$log_ls
     setup$comps[[i]] <- k
   }
-  if (setup$lik == "gaussian" && is.null(control$sigma) && !"sigma" %in% control$fixed) setup$log_noise <- res$log_noise
+  if (noise) setup$log_noise <- res$log_noise
   list(setup = setup, pilot = list(rows = rows, iterations = res$iterations, converged = isTRUE(res$converged),
                                    seconds = proc.time()[["elapsed"]] - t0))
 }

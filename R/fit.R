@@ -108,8 +108,8 @@ tune_allocator <- function() {
 # gp_control(fixed = "inducing"), at most 2000 iterations (the default
 # gp_control()'s), with the calling engine's control otherwise (its seed,
 # tolerance, threads, verbose).  Returns the raw result
-# (engine_fit()).  decoupled_pilot() (R/engine-decoupled.R) builds the same
-# fit with its own inducing points.
+# (engine_fit()).  decoupled_pilot() (R/engine-decoupled.R) builds a similar
+# fit of its own (its inducing points, no iteration cap).
 vi_pilot_fit <- function(sub, control) {
   vc <- control
   vc$options <- structure(vi_options(learn_inducing = if ("inducing" %in% control$fixed) FALSE else 50,

@@ -176,12 +176,13 @@ gpgam <- function(formula, data, family = gaussian(), inference = "vi", control 
   parsed <- parse_gpgam_formula(formula, if (!missing(data) && is.data.frame(data)) data)
   if (engine$name != "vi" && any(vapply(parsed$specs, function(sp) identical(sp$basis, "hilbert"), TRUE)))
     stop_arg("inference", "= \"", engine$name, "\" does not support gp(basis = \"hilbert\") yet; use inference = \"vi\"")
-  mf <- gp_model_frame(cl, parent.frame(), parsed$full)
+  mf <- gp_model_frame(cl, parent.frame(), parsed$full, if (!missing(data)) list(data))
   control <- resolve_control(control, nrow(mf), engine, fam$lik)
   if (engine$basis != "inducing points" && (!is.null(control$inducing) ||
       any(vapply(parsed$specs, function(sp) !is.null(sp$k) || !is.null(sp$inducing), TRUE))))
     warning("inference = \"", engine$name, "\" has no inducing points (its basis: ", engine$basis, "): gp(k = ), ",
-            "gp(inducing = ) and gp_control(inducing = ) are ignored", call. = FALSE)
+            "gp(inducing = ) and gp_control(inducing = ) set at most those of a pilot fit (see ?",
+            engine$name, "_options)", call. = FALSE)
   if (!has_sigma(fam$lik) && (!is.null(control$sigma) || "sigma" %in% control$fixed))
     warning("'control': gp_control(sigma = , fixed = \"sigma\") set the residual sd of a Gaussian model; ",
             "family ", fam$family$family, " has none, so they are ignored",
@@ -201,6 +202,7 @@ gpgam <- function(formula, data, family = gaussian(), inference = "vi", control 
   fit$timing <- c(fit = elapsed, res$seconds, per_iteration = res$seconds[["iterations"]] / max(1, res$iterations))
   fit$na.action <- attr(mf, "na.action")
   fit$offset_expr <- cl$offset  # evaluated in newdata by predict()
+  fit$frame_terms <- attr(mf, "terms")  # (terms(fit), with or without the model frame)
   if (model) fit$model <- mf
   if (refits) fit$hilbert_refits <- refits
   hilbert_check(fit)

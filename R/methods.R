@@ -81,8 +81,8 @@ lik_param_line <- function(x, digits) {
 #' hyperparameters plus parametric coefficients; `fitted()` the posterior
 #' mean response at the data; `terms()` the terms of the model frame (all
 #' variables of the formula, as [mgcv::gam()]'s); `model.matrix()` the
-#' lpmatrix of the fitting rows, `predict(fit, type = "lpmatrix")` (as
-#' mgcv's); `nobs()` the rows with a non-zero prior
+#' lpmatrix, `predict(fit, type = "lpmatrix", ...)` (of the fitting rows
+#' unless `newdata` is given, as mgcv's); `nobs()` the rows with a non-zero prior
 #' weight (as for a [glm()]); `residuals()` the residuals of the types glm
 #' users expect (see Details); `family()` the glm family of the fit (for the
 #' negative binomial, a glm family at the fitted or given theta, as
@@ -143,13 +143,14 @@ logLik.scalegp <- function(object, ...) {
 #' @rdname gpgam-methods
 #' @export
 terms.gpgam <- function(x, ...) {
-  # the model frame's terms (every variable, the gp() inputs included), as terms.gam()
-  attr(x$model, "terms") %||% x$terms$full
+  # the model frame's terms (every variable, the gp() inputs included), as
+  # terms.gam(); stored by gpgam() whatever `model` is
+  x$frame_terms %||% attr(x$model, "terms") %||% x$terms$full
 }
 
 #' @rdname gpgam-methods
 #' @export
-model.matrix.gpgam <- function(object, ...) predict(object, type = "lpmatrix")
+model.matrix.gpgam <- function(object, ...) predict(object, type = "lpmatrix", ...)
 
 #' @rdname gpgam-methods
 #' @export

@@ -82,7 +82,7 @@ plot.gpgam <- function(x, which = c("terms", "trace"), residuals = FALSE, rug = 
     stop_arg("se", "must be TRUE, FALSE or a number of standard errors")
   check_count(n, "n")
   check_count(pages, "pages", zero = TRUE)
-  if (!is.numeric(too.far) || length(too.far) != 1 || !(too.far >= 0))
+  if (!is.numeric(too.far) || length(too.far) != 1 || !isTRUE(too.far >= 0))
     stop_arg("too.far", "must be a single non-negative number (0: no masking)")
   if (!scale %in% c(-1, 0)) stop_arg("scale", "must be -1 (a shared y-axis) or 0 (one per panel)")
   panels <- term_panels(x, n, all.terms)
@@ -108,8 +108,9 @@ plot.gpgam <- function(x, which = c("terms", "trace"), residuals = FALSE, rug = 
   }
   data_rows <- if (!is.null(x$model)) x$model else NULL
   # partial residuals: each term at the data plus the working residuals
+  # (at the fitting rows: predict() pads the rows na.exclude dropped)
   presid <- if (isTRUE(residuals) && !is.null(data_rows))
-    predict(x, type = "terms") + residuals_at(x, "working")
+    predict(x, data_rows, type = "terms") + residuals_at(x, "working")
   for (i in seq_along(panels)) {
     panels[[i]] <- add_data(x, panels[[i]], data_rows, presid, rug)
     if (panels[[i]]$kind == "2d" && too.far > 0 && !is.null(data_rows)) {  # (as mgcv's exclude.too.far())
@@ -241,16 +242,22 @@ parametric_panels <- function(fit, n) {
 
 # Grid points of a map (x by y) farther than `dist` from every data point
 # (rows of X), both axes scaled to [0, 1] over the grid's range, as mgcv's
-# exclude.too.far(): TRUE where masked.  The data are first reduced to the
-# grid cells they occupy (at most length(x) x length(y) points, whose
-# rounding moves them by at most half a cell), so the cost does not grow
-# with the rows.
+# exclude.too.far(): TRUE where masked.  The distances are exact when the
+# data have at most 4 m1 m2 distinct points; otherwise the points are first
+# rounded to a grid four times finer than the map's (moving them by at
+# most an eighth of a cell's diagonal), so that the cost does not grow with
+# the rows.
 too_far_mask <- function(x, y, X, dist) {
   m1 <- length(x)
   m2 <- length(y)
   sc <- function(v, g) if (diff(range(g)) > 0) (v - min(g)) / diff(range(g)) else v * 0
-  cells <- unique(cbind(round(sc(X[, 1], x) * (m1 - 1)) / (m1 - 1), round(sc(X[, 2], y) * (m2 - 1)) / (m2 - 1)))
+  cells <- unique(cbind(sc(X[, 1], x), sc(X[, 2], y)))
   cells <- cells[stats::complete.cases(cells), , drop = FALSE]
+  if (nrow(cells) > 4 * m1 * m2) {
+    f1 <- 4 * (m1 - 1)
+    f2 <- 4 * (m2 - 1)
+    cells <- unique(cbind(round(cells[, 1] * f1) / max(f1, 1), round(cells[, 2] * f2) / max(f2, 1)))
+  }
   gx <- sc(x, x)
   gy <- sc(y, y)
   far <- matrix(TRUE, m1, m2)

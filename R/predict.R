@@ -24,9 +24,9 @@
 #'   Not with `type = "lpmatrix"` (see Details for the standard errors).
 #' @param na.action what to do with rows of `newdata` with missing values:
 #'   [na.pass()] (default) returns `NA` for them.  Without `newdata` the
-#'   predictions are for the rows the fit used, padded with `NA` for the
-#'   rows it dropped when it was made with `na.action = na.exclude` (as
-#'   [predict.lm()]).
+#'   predictions (every `type`) are for the rows the fit used, padded with
+#'   `NA` for the rows it dropped when it was made with
+#'   `na.action = na.exclude` (as [predict.lm()] and mgcv's predict.gam()).
 #' @param terms with `type = "terms"`, the labels of the terms to return (as
 #'   in [predict.lm()]); `NULL`: all.  Ignored by `type = "link"` and
 #'   `"response"` (as by [predict.lm()]: the prediction has every term);
@@ -117,7 +117,13 @@ predict.gpgam <- function(object, newdata, type = c("link", "response", "terms",
                "see ?predict.gpgam)")
     if (!is.null(terms))
       stop_arg("terms", "is for type = \"terms\"; with type = \"lpmatrix\" select the matrix's columns by name")
-    return(predict_lpmatrix(object, new_design(object, newdata, na.action)))
+    Xp <- predict_lpmatrix(object, new_design(object, newdata, na.action))
+    if (!missing(newdata) && !is.null(newdata)) return(Xp)
+    # (the fitting rows: padded as the other types, its attributes too, as mgcv pads)
+    at <- attributes(Xp)[c("model.offset", "nonbasis.var")]
+    Xp <- pad_fitting_rows(object, Xp)
+    for (a in names(at)) attr(Xp, a) <- pad_fitting_rows(object, at[[a]])
+    return(Xp)
   }
   pad <- if (missing(newdata) || is.null(newdata)) function(x) pad_fitting_rows(object, x) else identity
   nd <- new_design(object, newdata, na.action)

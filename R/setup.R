@@ -15,9 +15,11 @@ eval_data_arg <- function(data) {
 # semantics, for the variables of `formula`: `data` a data frame or a list
 # of variables (as model.frame() takes); without `data`, the variables come
 # from the formula's environment, as in lm() and mgcv's gam().
-gp_model_frame <- function(call, envir, formula) {
+gp_model_frame <- function(call, envir, formula, evaluated = NULL) {
   if (!is.null(call$data)) {
-    data <- eval(call$data, envir)
+    # (`evaluated`: list(data) when the caller has evaluated it, so that an
+    # expression such as read.csv() runs once)
+    data <- if (!is.null(evaluated)) evaluated[[1]] else eval(call$data, envir)
     if (!is.list(data) || is.function(data))
       stop_arg("data", "must be a data frame (or a list of variables)")
     lens <- lengths(data)
@@ -25,6 +27,7 @@ gp_model_frame <- function(call, envir, formula) {
       stop_arg("data", "is a list whose variables differ in length (", paste(unique(lens), collapse = ", "), ")")
   }
   mf <- call[c(1L, match(c("data", "subset", "weights", "na.action", "offset"), names(call), 0L))]
+  if (!is.null(call$data)) mf$data <- data  # (the value, not the expression: evaluated once)
   mf$formula <- formula
   mf$drop.unused.levels <- TRUE
   mf[[1L]] <- quote(stats::model.frame)

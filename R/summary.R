@@ -93,7 +93,8 @@ print.summary.gpgam <- function(x, digits = max(3L, getOption("digits") - 3L), .
   if (isTRUE(x$log_prior != 0))
     cat("Log prior of the hyperparameters:", format(x$log_prior, digits = digits + 1), "\n")
   pilot <- if (!is.null(x$pilot))  # (a fit that started from a pilot fit: decoupled, qsgp)
-    sprintf("a pilot fit of %d rows (%d iterations, %.2f s)", x$pilot$rows, x$pilot$iterations, x$pilot$seconds)
+    sprintf("a pilot fit of %d rows (%d iterations%s, %.2f s)", x$pilot$rows, x$pilot$iterations,
+            if (isFALSE(x$pilot$converged)) ", not converged" else "", x$pilot$seconds)
   if (!is.null(pilot) && identical(as.integer(x$iterations), 0L))  # (decoupled: in closed form after it)
     cat(sprintf("No iterations: the posterior in closed form after %s; %d thread%s, %.2f s\n",
                 pilot, x$threads, if (x$threads > 1) "s" else "", x$time))

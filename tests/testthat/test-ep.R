@@ -230,7 +230,8 @@ test_that("EP refuses what it does not support, naming the argument", {
   expect_error(ep(family = gaussian()), "'family'.*probit")
   expect_error(ep(family = binomial("probit"), weights = rep(2, 100)), "'weights'")
   d$p <- d$y * 0.5
-  expect_error(suppressWarnings(ep(p ~ gp(x1), family = binomial("probit"))), "'y'.*proportions")
+  expect_error(expect_warning(ep(p ~ gp(x1), family = binomial("probit")), "non-integer numbers of successes"),
+               "'y'.*proportions")
   d$one <- 1
   expect_error(ep(one ~ gp(x1), family = binomial("probit")), "single class")
   d$three <- factor(sample(c("a", "b", "c"), 100, TRUE))

@@ -145,11 +145,19 @@ test_that("plot() returns what it draws: bands, partial residuals, parametric te
   v <- (d$x2 - min(p0$y)) / diff(range(p0$y))
   G <- expand.grid(x = (p0$x - min(p0$x)) / diff(range(p0$x)), y = (p0$y - min(p0$y)) / diff(range(p0$y)))
   dmin <- apply(G, 1, function(g) sqrt(min((u - g[1])^2 + (v - g[2])^2)))
-  half_cell <- sqrt(2) / 2 / 24  # (the data are rounded to the grid's cells)
   pf <- plot(fit, select = 2, n = 25, too.far = 0.05)[[1]]
-  expect_true(all(is.na(pf$fit[dmin > 0.05 + half_cell])))
-  expect_false(anyNA(pf$fit[dmin < 0.05 - half_cell]))
+  # (few data points: exact distances)
+  expect_identical(is.na(c(pf$fit)), dmin > 0.05)
   expect_true(any(is.na(pf$fit)))
+  # many points are first rounded to a grid four times finer: within an eighth of a cell's diagonal
+  X <- cbind(runif(5000), runif(5000)^3)
+  gx <- seq(0, 1, length.out = 25)
+  far <- scalegp:::too_far_mask(gx, gx, X, 0.05)
+  dm <- apply(expand.grid(gx, gx), 1, function(g) sqrt(min((X[, 1] - g[1])^2 + (X[, 2] - g[2])^2)))
+  tol <- sqrt(2) / 8 / 24
+  expect_true(all(far[dm > 0.05 + tol]))
+  expect_false(any(far[dm < 0.05 - tol]))
+  expect_error(plot(fit, too.far = NA_real_), "'too.far'")
   expect_equal(pf$fit[!is.na(pf$fit)], p0$fit[!is.na(pf$fit)])
   expect_error(plot(fit, too.far = -1), "'too.far'")
   # parametric terms: (x - mean) * beta with |x - mean| sd(beta), as termplot(); factor level effects

@@ -93,6 +93,9 @@ test_that("nobs, sigma, coef, vcov, family and formula", {
   # terms(): a terms object with every variable, as terms.gam(); model.matrix(): the lpmatrix
   expect_s3_class(terms(fit), "terms")
   expect_setequal(all.vars(terms(fit)), c("y", "x1", "z", "x2"))
+  expect_equal(attr(terms(fit), "response"), 1L)
+  fnm <- gpgam(y ~ gp(x1) + z + x2, data = d, control = meth_ctl(), model = FALSE)
+  expect_identical(terms(fnm), terms(fit))
   expect_equal(model.matrix(fit), predict(fit, type = "lpmatrix"))
   expect_equal(dim(model.matrix(fit)), c(150L, length(coef(fit, full = TRUE))))
   # nobs() counts rows with a non-zero weight, as nobs.glm(); logLik()'s nobs too

@@ -147,6 +147,20 @@ test_that("na.exclude pads fitted() and residuals() with NA", {
   expect_equal(which(is.na(tt[, "z"])), c(3L, 10L, 17L), ignore_attr = TRUE)
   expect_close(na.omit(rowSums(tt) + attr(tt, "constant")), na.omit(predict(fit)), 1e-10)
   expect_equal(dim(predict(fit, interval = "confidence")), c(nrow(d), 3L))
+  # the lpmatrix (and model.matrix()) too, its attributes with it, as mgcv pads them
+  Xp <- predict(fit, type = "lpmatrix")
+  expect_equal(nrow(Xp), nrow(d))
+  expect_identical(model.matrix(fit), Xp)
+  expect_equal(which(is.na(Xp[, 1])), c(3L, 10L, 17L), ignore_attr = TRUE)
+  expect_length(attr(Xp, "model.offset"), nrow(d))
+  expect_close(na.omit(drop(Xp %*% coef(fit, full = TRUE)) + attr(Xp, "model.offset")), na.omit(predict(fit)), 1e-8)
+  expect_equal(nrow(model.matrix(fit, newdata = d[1:4, ])), 4L)
+  # plot() with partial residuals draws the fitting rows
+  pdf(NULL)
+  pp <- plot(fit, residuals = TRUE)
+  dev.off()
+  expect_length(pp[[1]]$p.resid, nobs(fit))
+  expect_false(anyNA(pp[[1]]$p.resid))
   # na.omit (default) drops them
   fo <- gpgam(y ~ gp(x) + z, data = d, control = pred_ctl())
   expect_length(fitted(fo), nrow(d) - 3L)

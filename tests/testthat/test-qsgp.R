@@ -203,6 +203,7 @@ test_that("the pilot fit sets the starting hyperparameters: those of inference =
                                                                 fixed = c("kernel", "sigma"), sigma = 0.5))
   expect_close(qf$state$specs[[1]]$log_ls, 0, 1e-12)
   expect_close(sigma(qf), 0.5, 1e-3)
+  expect_null(qf$pilot)  # (nothing to take from a pilot: none fitted)
   expect_error(qsgp_options(pilot = 10), "'pilot'")
   expect_error(qsgp_options(pilot = -1), "'pilot'")
 })
