@@ -88,7 +88,7 @@ lik_param_line <- function(x, digits) {
 #' negative binomial, a glm family at the fitted or given theta, as
 #' `MASS::negative.binomial(theta)`).
 #'
-#' @param object,x a fit made by [gpgam()].
+#' @param object a fit made by [gpgam()].
 #' @param type residual type.
 #' @param full `coef()`, `vcov()`: `FALSE` (default) for the parametric
 #'   coefficients, `TRUE` for all the weights of the model (the parametric
