@@ -105,8 +105,8 @@
     .Call(`_scalegp_qsgp_features`, specs, block, first, count, X)
 }
 
-.qsgp_estimate <- function(X, y, w, offset, specs, log_noise, mu, rho, batch_size, feature_batch, reps, seed, lik = "gaussian", gh_points = 20L) {
-    .Call(`_scalegp_qsgp_estimate`, X, y, w, offset, specs, log_noise, mu, rho, batch_size, feature_batch, reps, seed, lik, gh_points)
+.qsgp_estimate <- function(X, y, w, offset, specs, log_noise, mu, rho, batch_size, feature_batch, reps, seed, lik = "gaussian", gh_points = 20L, control_rows = 0) {
+    .Call(`_scalegp_qsgp_estimate`, X, y, w, offset, specs, log_noise, mu, rho, batch_size, feature_batch, reps, seed, lik, gh_points, control_rows)
 }
 
 .discrete_shard_values <- function(X, specs, bins, round) {

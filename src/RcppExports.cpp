@@ -428,8 +428,8 @@ BEGIN_RCPP
 END_RCPP
 }
 // qsgp_estimate
-Rcpp::List qsgp_estimate(Eigen::Map<Eigen::MatrixXd> X, Eigen::Map<Eigen::VectorXd> y, Eigen::Map<Eigen::VectorXd> w, Eigen::Map<Eigen::VectorXd> offset, Rcpp::List specs, double log_noise, Eigen::Map<Eigen::VectorXd> mu, Eigen::Map<Eigen::VectorXd> rho, double batch_size, int feature_batch, int reps, double seed, std::string lik, int gh_points);
-RcppExport SEXP _scalegp_qsgp_estimate(SEXP XSEXP, SEXP ySEXP, SEXP wSEXP, SEXP offsetSEXP, SEXP specsSEXP, SEXP log_noiseSEXP, SEXP muSEXP, SEXP rhoSEXP, SEXP batch_sizeSEXP, SEXP feature_batchSEXP, SEXP repsSEXP, SEXP seedSEXP, SEXP likSEXP, SEXP gh_pointsSEXP) {
+Rcpp::List qsgp_estimate(Eigen::Map<Eigen::MatrixXd> X, Eigen::Map<Eigen::VectorXd> y, Eigen::Map<Eigen::VectorXd> w, Eigen::Map<Eigen::VectorXd> offset, Rcpp::List specs, double log_noise, Eigen::Map<Eigen::VectorXd> mu, Eigen::Map<Eigen::VectorXd> rho, double batch_size, int feature_batch, int reps, double seed, std::string lik, int gh_points, double control_rows);
+RcppExport SEXP _scalegp_qsgp_estimate(SEXP XSEXP, SEXP ySEXP, SEXP wSEXP, SEXP offsetSEXP, SEXP specsSEXP, SEXP log_noiseSEXP, SEXP muSEXP, SEXP rhoSEXP, SEXP batch_sizeSEXP, SEXP feature_batchSEXP, SEXP repsSEXP, SEXP seedSEXP, SEXP likSEXP, SEXP gh_pointsSEXP, SEXP control_rowsSEXP) {
 BEGIN_RCPP
     Rcpp::RObject rcpp_result_gen;
     Rcpp::RNGScope rcpp_rngScope_gen;
@@ -447,7 +447,8 @@ BEGIN_RCPP
     Rcpp::traits::input_parameter< double >::type seed(seedSEXP);
     Rcpp::traits::input_parameter< std::string >::type lik(likSEXP);
     Rcpp::traits::input_parameter< int >::type gh_points(gh_pointsSEXP);
-    rcpp_result_gen = Rcpp::wrap(qsgp_estimate(X, y, w, offset, specs, log_noise, mu, rho, batch_size, feature_batch, reps, seed, lik, gh_points));
+    Rcpp::traits::input_parameter< double >::type control_rows(control_rowsSEXP);
+    rcpp_result_gen = Rcpp::wrap(qsgp_estimate(X, y, w, offset, specs, log_noise, mu, rho, batch_size, feature_batch, reps, seed, lik, gh_points, control_rows));
     return rcpp_result_gen;
 END_RCPP
 }
@@ -587,7 +588,7 @@ static const R_CallMethodDef CallEntries[] = {
     {"_scalegp_qsgp_fit", (DL_FUNC) &_scalegp_qsgp_fit, 12},
     {"_scalegp_qsgp_predict", (DL_FUNC) &_scalegp_qsgp_predict, 6},
     {"_scalegp_qsgp_features", (DL_FUNC) &_scalegp_qsgp_features, 5},
-    {"_scalegp_qsgp_estimate", (DL_FUNC) &_scalegp_qsgp_estimate, 14},
+    {"_scalegp_qsgp_estimate", (DL_FUNC) &_scalegp_qsgp_estimate, 15},
     {"_scalegp_discrete_shard_values", (DL_FUNC) &_scalegp_discrete_shard_values, 4},
     {"_scalegp_discrete_merge", (DL_FUNC) &_scalegp_discrete_merge, 4},
     {"_scalegp_discrete_shard_sums", (DL_FUNC) &_scalegp_discrete_shard_sums, 9},

@@ -19,6 +19,7 @@ QsgpSettings qsgp_settings_from(const Rcpp::List& o) {
   s.variational_rate = Rcpp::as<double>(o["variational_rate"]);
   s.final_rate = Rcpp::as<double>(o["final_rate"]);
   s.freeze = Rcpp::as<double>(o["freeze"]);
+  s.control_rows = static_cast<std::size_t>(Rcpp::as<double>(o["control_variate"]));
   return s;
 }
 
@@ -86,6 +87,10 @@ Rcpp::List qsgp_fit(Eigen::Map<Eigen::MatrixXd> X, Eigen::Map<Eigen::VectorXd> y
     FitInfo info = model.fit(pfor, rng, monitor_from(monitor));
     const auto t0 = Clock::now();
     const QsgpExact ex = model.exact(pfor);
+    // the tracked a = Phi0_P mu against a direct computation (when that is cheap)
+    double cv_drift = NA_REAL;
+    if (!model.cv_rows.empty() && static_cast<double>(model.cv_rows.size()) * model.total_size() <= 5e7)
+      cv_drift = (model.cv_exact(pfor) - model.cv_a).cwiseAbs().maxCoeff();
     info.seconds_final = seconds_since(t0);
     return Rcpp::List::create(
         Rcpp::Named("specs") = specs_to(model.blocks, specs), Rcpp::Named("log_noise") = model.log_noise,
@@ -93,7 +98,8 @@ Rcpp::List qsgp_fit(Eigen::Map<Eigen::MatrixXd> X, Eigen::Map<Eigen::VectorXd> y
         Rcpp::Named("iterations") = info.iterations, Rcpp::Named("converged") = info.converged,
         Rcpp::Named("stop") = info.stop, Rcpp::Named("objective") = ex.elbo, Rcpp::Named("gradient") = info.gradient,
         Rcpp::Named("failures") = 0, Rcpp::Named("seconds") = seconds_of(info), Rcpp::Named("row_mean") = ex.mean,
-        Rcpp::Named("row_var") = ex.var, Rcpp::Named("feature_means") = ex.feature_means);
+        Rcpp::Named("row_var") = ex.var, Rcpp::Named("feature_means") = ex.feature_means,
+        Rcpp::Named("control_rows") = static_cast<double>(model.cv_rows.size()), Rcpp::Named("cv_drift") = cv_drift);
   } catch (const std::exception& e) {
     Rcpp::stop(e.what());
   }
@@ -140,13 +146,14 @@ Eigen::MatrixXd qsgp_features(Rcpp::List specs, int block, int first, int count,
 // the mean of its gradient (mu, rho, then per gp() component its log
 // variance and log lengthscales, then the log noise) over `reps` draws, their
 // standard errors, and the exact ELBO; likelihood `lik` (non-Gaussian: the
-// tangent-line bound, tangent points at the posterior given).  For the tests.
+// tangent-line bound, tangent points at the posterior given); with `control_rows` > 0 (Gaussian) the
+// control variate on that many support rows drawn first.  For the tests.
 // [[Rcpp::export(.qsgp_estimate)]]
 Rcpp::List qsgp_estimate(Eigen::Map<Eigen::MatrixXd> X, Eigen::Map<Eigen::VectorXd> y, Eigen::Map<Eigen::VectorXd> w,
                          Eigen::Map<Eigen::VectorXd> offset, Rcpp::List specs, double log_noise,
                          Eigen::Map<Eigen::VectorXd> mu, Eigen::Map<Eigen::VectorXd> rho, double batch_size,
                          int feature_batch, int reps, double seed, std::string lik = "gaussian",
-                         int gh_points = 20) {
+                         int gh_points = 20, double control_rows = 0) {
   try {
     Settings set;
     set.batch_size = static_cast<std::size_t>(batch_size);
@@ -160,6 +167,7 @@ Rcpp::List qsgp_estimate(Eigen::Map<Eigen::MatrixXd> X, Eigen::Map<Eigen::Vector
     model.mu = mu;
     model.rho = rho;
     Rng rng(static_cast<std::uint64_t>(seed));
+    model.cv_init(static_cast<std::size_t>(control_rows), rng, serial_for);
     const Index len = 2 * m + model.n_hyper();
     Eigen::VectorXd gs = Eigen::VectorXd::Zero(len), gss = gs;
     double s = 0, ss = 0;

@@ -5,7 +5,8 @@
 #             Fourier features, `features` features (the paper: 1e5),
 #             `feature_batch` sampled twice per iteration (the paper: 1e4),
 #             minibatches of 500 rows (the paper's), `iterations` iterations
-#             (the paper: 1e5 on a GPU), no control variates, hyperparameters
+#             (the paper: 1e5 on a GPU), the control variate on 500 support
+#             rows (the default; the paper's n_bar = 500), hyperparameters
 #             starting at a pilot "vi" fit of 1000 rows (qsgp_options(pilot);
 #             the paper: an exact GP on 1000 rows)
 #   qsgp_default  gpgam(y ~ gp(x1, ..., x8, kernel = "se"), inference = "qsgp")

@@ -85,6 +85,47 @@ test_that("the ELBO estimator averages to the closed-form ELBO, and its gradient
   expect_lt(est$value_se, 0.02 * abs(exact))  # (an error bar small enough to catch a wrong factor)
   expect_true(all(abs(est$gradient - fd) < 4 * est$gradient_se + 1e-5 * pmax(abs(fd), 1)))
   expect_gt(min(est$gradient_se[1:16]), 0)  # (the gp() weights were sampled)
+  # with the control variate on 30 support rows: still unbiased; all rows and features: exact
+  full_cv <- scalegp:::.qsgp_estimate(md$X, md$y, rep(1, 60), rep(0, 60), specs, st$log_noise, mu, rho, 60, 16, 1, 1,
+                                      control_rows = 30)
+  expect_close(full_cv$value, exact, 1e-9 * abs(exact))
+  expect_true(all(abs(full_cv$gradient - fd) < 1e-5 * pmax(abs(fd), 1)))
+  cv <- scalegp:::.qsgp_estimate(md$X, md$y, rep(1, 60), rep(0, 60), specs, st$log_noise, mu, rho, 8, 4, 40000, 5,
+                                 control_rows = 30)
+  expect_lt(abs(cv$value - exact), 4 * cv$value_se)
+  expect_true(all(abs(cv$gradient - fd) < 4 * cv$gradient_se + 1e-5 * pmax(abs(fd), 1)))
+})
+
+test_that("the control variate (Evans and Nair 2018, Prop. 3) cuts the variance of the mean's gradient, unbiased", {
+  # near the posterior of a fit, 256 features of which 16 sampled, 50 of 400 rows per draw
+  d <- qs_data(400)
+  fit <- gpgam(y ~ gp(x1), data = d, inference = "qsgp",
+               control = qs_ctl(features = 256, feature_batch = 16, iterations = 1000, batch_size = 50))
+  st <- fit$state
+  md <- qs_model(fit)
+  m <- length(st$mu)
+  specs <- scalegp:::qsgp_core_specs(st)
+  est <- function(cv, reps = 5000)
+    scalegp:::.qsgp_estimate(md$X, md$y, rep(1, 400), rep(0, 400), specs, st$log_noise, st$mu, st$rho, 50, 16, reps,
+                             5, control_rows = cv)
+  s2 <- 1e-6 + exp(st$log_noise)
+  g_mu <- drop(crossprod(md$Phi, md$y - md$Phi %*% st$mu)) / s2 - md$prec * st$mu  # d ELBO / d mu
+  e0 <- est(0)
+  e1 <- est(300)
+  v0 <- sum(e0$gradient_se[1:m]^2)
+  v1 <- sum(e1$gradient_se[1:m]^2)
+  expect_gt(v0 / v1, 4)  # (8.5 with 20000 draws; the paper reports about 10 at 300 support rows)
+  expect_true(all(abs(e1$gradient[1:m] - g_mu) < 4.5 * e1$gradient_se[1:m] + 1e-8 * max(abs(g_mu))))
+  expect_true(all(abs(e0$gradient[1:m] - g_mu) < 4.5 * e0$gradient_se[1:m] + 1e-8 * max(abs(g_mu))))
+  # the fit (default: 500 support rows, here all 400) tracked a = Phi0_P mu
+  # through its 1000 sparse updates (the paper's Proposition 3)
+  expect_equal(fit$control_variate$rows, 400)
+  expect_lt(fit$control_variate$drift, 1e-10 * max(1, abs(fitted(fit))))
+  fb <- gpgam(I(y > 0) ~ gp(x1), data = d, family = binomial(), inference = "qsgp",
+              control = qs_ctl(features = 64, iterations = 20))
+  expect_null(fb$control_variate)  # (Gaussian only)
+  expect_error(qsgp_options(control_variate = -1), "'control_variate'")
+  expect_error(qsgp_options(control_variate = 2.5), "'control_variate'")
 })
 
 test_that("the fit's ELBO is the closed-form ELBO at its posterior, and its fitted values and predictions agree", {

@@ -34,6 +34,14 @@
 // in full (I = J = all), so that the estimator is then exact.  An iteration
 // costs O(n~ m~ d) per term, independent of n and m.
 //
+// Control variate (Gaussian likelihood; the paper's eq. 3, Proposition 3 and
+// Appendix F): a fixed set P of nbar support rows, drawn once, and the
+// features phi0 at the hyperparameters of the start of the iterations give
+// the zero-mean correction (n / nbar) sum_{p in P} w_p [u0_p w0_p - a_p^2] /
+// (2 sigma^2), u0, w0 estimated from the same I, J as u, w, and a = Phi0_P mu
+// tracked under the sparse updates in O(nbar m~) per iteration; it cancels
+// most of the feature-sampling noise of the u w term (control_variate()).
+//
 // Non-Gaussian likelihoods: E_q log p(y_l | w) = F_l(a_l, sqrt(v_l)) with
 // F_l(a, s) = E_{z ~ N(0, 1)} log p(y_l | offset_l + a + s z), jointly
 // concave in (a, s) for a log-concave likelihood and non-increasing in
@@ -75,8 +83,10 @@
 #include "optim.hpp"
 #include "parallel.hpp"
 #include "settings.hpp"
+#include <algorithm>
 #include <cmath>
 #include <stdexcept>
+#include <utility>
 #include <vector>
 
 namespace scalegp {
@@ -89,7 +99,32 @@ struct QsgpSettings {
   double final_rate = 0.1;        // step sizes at the last iteration, as a fraction of the first
   double freeze = 0.1;            // fraction of iterations with the hyperparameters frozen
   std::size_t init_rows = 2000;   // rows that estimate phi_i' W phi_i for the initial c_i (init_diagonal)
+  std::size_t control_rows = 0;   // support rows of the control variate (Gaussian; 0: none)
 };
+
+// Per block of a draw: which entries of I and of J are the first occurrence
+// of their index in (I, J) (I first), and the number of distinct indices |U|.
+inline Index first_occurrences(const std::vector<Index>& I, const std::vector<Index>& J, std::vector<char>& fI,
+                               std::vector<char>& fJ) {
+  std::vector<std::pair<Index, std::size_t>> all;
+  all.reserve(I.size() + J.size());
+  for (std::size_t e = 0; e < I.size(); ++e) all.emplace_back(I[e], e);
+  for (std::size_t e = 0; e < J.size(); ++e) all.emplace_back(J[e], I.size() + e);
+  std::sort(all.begin(), all.end());
+  fI.assign(I.size(), 0);
+  fJ.assign(J.size(), 0);
+  Index distinct = 0;
+  for (std::size_t k = 0; k < all.size(); ++k) {
+    if (k > 0 && all[k].first == all[k - 1].first) continue;
+    ++distinct;
+    const std::size_t pos = all[k].second;
+    if (pos < I.size())
+      fI[pos] = 1;
+    else
+      fJ[pos - I.size()] = 1;
+  }
+  return distinct;
+}
 
 // A standard normal by Box-Muller from the core's generator (portable: the
 // same numbers on every platform, unlike std::normal_distribution).
@@ -157,6 +192,7 @@ struct QsgpEstimate {
   double value = 0;
   std::vector<VectorXd> gmuI, grhoI, gmuJ;
   VectorXd ghyper;
+  std::vector<MatrixXd> cvI, cvJ;  // control variate: per block the frozen features of the support rows at I, J
 };
 
 // The exact ELBO on all rows and features, the latent mean and variance of
@@ -174,6 +210,11 @@ class Qsgp {
   Settings set;
   QsgpSettings qs;
   bool learn_noise = true;
+  // The control variate (Gaussian likelihood; cv_init()): support rows,
+  // per block the log lengthscales frozen at cv_init(), a = Phi0_P mu.
+  std::vector<std::size_t> cv_rows;
+  std::vector<VectorXd> cv_log_ls;
+  VectorXd cv_a;
   // The likelihood: Gaussian (the unbiased estimator above, with this
   // class's log_noise) or, through lik.expect(), logit, probit or Poisson
   // (the tangent-line bound; lik.log_noise is not used).
@@ -421,7 +462,153 @@ class Qsgp {
       est.gmuJ.push_back(gmuJ);
     }
     est.ghyper(h) = sc * acc(1) * std::exp(log_noise);
+    if (gauss && !cv_rows.empty()) control_variate(dr, sI, sJ, features, pfor, est);
     return est;
+  }
+
+  // The control variate of the Gaussian likelihood's quadratic term (the
+  // paper's eq. 3, Proposition 3 and Appendix F): with the support rows P
+  // (cv_init()) and their features phi0 at the hyperparameters frozen there,
+  // the estimate gains
+  //   (n / nbar) sum_{p in P} w_p [u0_p w0_p - a_p^2] / (2 sigma^2),
+  // u0_p, w0_p the draw's estimates of a_p = phi0_p' mu from I and J (as
+  // u_l, w_l above) and a = Phi0_P mu tracked by fit(); its mean over the
+  // draw is 0, so the estimator stays unbiased, and it cancels much of the
+  // feature-sampling noise of -(n / n~) sum_l w_l u_l w_l / (2 sigma^2).
+  // The gradient of the a_p^2 part is dense in mu; per block it is kept on
+  // the distinct sampled indices U only and scaled by m_b / |U| (unbiased,
+  // Appendix F.1).  Fills est.cvI, est.cvJ (nbar x m~ per block) for the
+  // tracking of a.  O(nbar m~ d) per term.
+  template <class Side, class Features>
+  void control_variate(const QsgpDraw& dr, const std::vector<Side>& sI, const std::vector<Side>& sJ,
+                       const Features& features, const ParallelFor& pfor, QsgpEstimate& est) const {
+    const std::size_t B = blocks.size(), nbar = cv_rows.size();
+    std::vector<Side> cI(sI), cJ(sJ);  // the sampled entries with the frozen frequencies
+    std::vector<Index> off(B);
+    Index len = 1;
+    for (std::size_t b = 0; b < B; ++b) {
+      const QsgpBlock& bl = blocks[b];
+      if (bl.rff)
+        for (int side_j = 0; side_j < 2; ++side_j) {
+          Side& sd = side_j == 0 ? cI[b] : cJ[b];
+          const std::vector<Index>& idx = side_j == 0 ? dr.I[b] : dr.J[b];
+          for (Index e = 0; e < sd.om.rows(); ++e)
+            for (Index d = 0; d < bl.dim(); ++d)
+              sd.om(e, d) = bl.eps(idx[static_cast<std::size_t>(e)] % bl.nf(), d) *
+                            std::exp(-cv_log_ls[b](cv_log_ls[b].size() == 1 ? 0 : d));
+        }
+      est.cvI.emplace_back(static_cast<Index>(nbar), static_cast<Index>(dr.I[b].size()));
+      est.cvJ.emplace_back(static_cast<Index>(nbar), static_cast<Index>(dr.J[b].size()));
+      off[b] = len;
+      len += 2 * static_cast<Index>(dr.I[b].size() + dr.J[b].size());
+    }
+    // accumulator: [0] sum_p w_p (u0 w0 - a^2); per block: d/d mu_I and d/d
+    // mu_J of sum_p w_p u0 w0 / 2, then sum_p w_p a_p phi0_p at I and at J
+    auto work = [&](VectorXd& acc, std::size_t begin, std::size_t end) {
+      std::vector<VectorXd> phiI(B), phiJ(B), tI(B), tJ(B), xb(B);
+      for (std::size_t b = 0; b < B; ++b) {
+        phiI[b].resize(static_cast<Index>(dr.I[b].size()));
+        tI[b].resize(phiI[b].size());
+        phiJ[b].resize(static_cast<Index>(dr.J[b].size()));
+        tJ[b].resize(phiJ[b].size());
+        xb[b].resize(blocks[b].rff ? blocks[b].dim() : 1);
+      }
+      for (std::size_t q = begin; q < end; ++q) {
+        const std::size_t l = cv_rows[q];
+        const Index qi = static_cast<Index>(q);
+        const double wt = w_[l], a = cv_a(qi);
+        double u = 0, v = 0;
+        for (std::size_t b = 0; b < B; ++b) {
+          const QsgpBlock& bl = blocks[b];
+          if (bl.rff) {
+            for (Index d = 0; d < bl.dim(); ++d) xb[b](d) = X_[l + n_ * static_cast<std::size_t>(bl.cols[d])];
+            features(bl, cI[b], xb[b], phiI[b], tI[b]);
+            features(bl, cJ[b], xb[b], phiJ[b], tJ[b]);
+          } else {
+            for (std::size_t e = 0; e < dr.I[b].size(); ++e)
+              phiI[b](static_cast<Index>(e)) =
+                  X_[l + n_ * static_cast<std::size_t>(bl.cols[dr.I[b][e]])] * cI[b].om(static_cast<Index>(e), 0);
+            for (std::size_t e = 0; e < dr.J[b].size(); ++e)
+              phiJ[b](static_cast<Index>(e)) =
+                  X_[l + n_ * static_cast<std::size_t>(bl.cols[dr.J[b][e]])] * cJ[b].om(static_cast<Index>(e), 0);
+          }
+          // (rows written by one worker each)
+          est.cvI[b].row(qi) = phiI[b].transpose();
+          est.cvJ[b].row(qi) = phiJ[b].transpose();
+          u += dr.alpha[b] * phiI[b].dot(cI[b].mu);
+          v += dr.alpha[b] * phiJ[b].dot(cJ[b].mu);
+        }
+        if (!(wt > 0)) continue;
+        acc(0) += wt * (u * v - a * a);
+        for (std::size_t b = 0; b < B; ++b) {
+          const Index nI = phiI[b].size(), nJ = phiJ[b].size(), o = off[b];
+          acc.segment(o, nI) += (0.5 * wt * dr.alpha[b] * v) * phiI[b];
+          acc.segment(o + nI, nJ) += (0.5 * wt * dr.alpha[b] * u) * phiJ[b];
+          acc.segment(o + nI + nJ, nI) += (wt * a) * phiI[b];
+          acc.segment(o + 2 * nI + nJ, nJ) += (wt * a) * phiJ[b];
+        }
+      }
+    };
+    const VectorXd acc =
+        deterministic_reduce<VectorXd>(nbar, pfor, [len] { return VectorXd::Zero(len).eval(); }, work);
+    const double s2 = noise_var(), scv = static_cast<double>(n_) / static_cast<double>(nbar);
+    est.value += 0.5 * scv * acc(0) / s2;
+    est.ghyper(est.ghyper.size() - 1) -= 0.5 * scv * acc(0) / (s2 * s2) * std::exp(log_noise);
+    std::vector<char> fI, fJ;
+    for (std::size_t b = 0; b < B; ++b) {
+      const Index nI = static_cast<Index>(dr.I[b].size()), nJ = static_cast<Index>(dr.J[b].size()), o = off[b];
+      est.gmuI[b] += (scv / s2) * acc.segment(o, nI);
+      est.gmuJ[b] += (scv / s2) * acc.segment(o + nI, nJ);
+      // - (n / nbar) sum_p w_p a_p^2 / (2 sigma^2): its gradient at the distinct indices, times m_b / |U|
+      const Index distinct = first_occurrences(dr.I[b], dr.J[b], fI, fJ);
+      const double k = static_cast<double>(blocks[b].size()) / static_cast<double>(distinct) * scv / s2;
+      for (Index e = 0; e < nI; ++e)
+        if (fI[static_cast<std::size_t>(e)]) est.gmuI[b](e) -= k * acc(o + nI + nJ + e);
+      for (Index e = 0; e < nJ; ++e)
+        if (fJ[static_cast<std::size_t>(e)]) est.gmuJ[b](e) -= k * acc(o + 2 * nI + nJ + e);
+    }
+  }
+
+  // The control variate's support rows: `rows` rows drawn without
+  // replacement (all when rows >= n; none for non-Gaussian likelihoods or
+  // rows = 0), the hyperparameters frozen now, and a = Phi0_P mu (O(rows m d)
+  // unless mu = 0).
+  void cv_init(std::size_t rows, Rng& rng, const ParallelFor& pfor) {
+    cv_rows.clear();
+    cv_log_ls.clear();
+    if (rows == 0 || lik.family != Family::gaussian) return;
+    if (rows >= n_) {
+      cv_rows.resize(n_);
+      for (std::size_t l = 0; l < n_; ++l) cv_rows[l] = l;
+    } else {  // a partial Fisher-Yates shuffle
+      std::vector<std::size_t> idx(n_);
+      for (std::size_t l = 0; l < n_; ++l) idx[l] = l;
+      for (std::size_t k = 0; k < rows; ++k) std::swap(idx[k], idx[k + uniform_index(rng, n_ - k)]);
+      cv_rows.assign(idx.begin(), idx.begin() + static_cast<std::ptrdiff_t>(rows));
+      std::sort(cv_rows.begin(), cv_rows.end());
+    }
+    for (const QsgpBlock& b : blocks) cv_log_ls.push_back(b.log_ls);
+    cv_a = mu.isZero(0) ? VectorXd::Zero(static_cast<Index>(cv_rows.size())) : cv_exact(pfor);  // (fit(): mu = 0)
+  }
+
+  // Phi0_P mu in full, at the frozen hyperparameters.  O(nbar m d).
+  VectorXd cv_exact(const ParallelFor& pfor) const {
+    std::vector<MatrixXd> om;
+    for (std::size_t b = 0; b < blocks.size(); ++b) {
+      MatrixXd o = blocks[b].eps;
+      for (Index d = 0; d < o.cols(); ++d) o.col(d) *= std::exp(-cv_log_ls[b](cv_log_ls[b].size() == 1 ? 0 : d));
+      om.push_back(std::move(o));
+    }
+    const Index nbar = static_cast<Index>(cv_rows.size()), m = total_size();
+    VectorXd a = VectorXd::Zero(nbar);
+    blocked_for(cv_rows.size(), pfor, [&](std::size_t begin, std::size_t end) {
+      VectorXd phi(m);
+      for (std::size_t q = begin; q < end; ++q) {
+        row_features(X_ + cv_rows[q], n_, om, phi);
+        a(static_cast<Index>(q)) = phi.dot(mu);
+      }
+    });
+    return a;
   }
 
   // The exact ELBO (all rows, all features), the latent mean and variance
@@ -644,6 +831,10 @@ class Qsgp {
     const int tail = std::max(1, T / 10);
     double rate = qs.variational_rate;
     init_diagonal(qs.init_rows, rng, pfor);
+    cv_init(qs.control_rows, rng, pfor);
+    const bool cv = !cv_rows.empty();
+    std::vector<std::vector<char>> fI(blocks.size()), fJ(blocks.size());
+    std::vector<VectorXd> dI(blocks.size()), dJ(blocks.size());
     // Non-Gaussian likelihoods: the tangent points, per block the mean of
     // c_i^2, tracked under the sparse updates in O(touched) per iteration
     // (and recomputed every kTangentRefresh iterations against drift).
@@ -681,6 +872,17 @@ class Qsgp {
           if (!mark[static_cast<std::size_t>(g)]) mark[static_cast<std::size_t>(g)] = 1, touched.push_back(g);
         }
       }
+      if (cv)  // the steps of mu at the first occurrences, for the tracking of a below: -mu before
+        for (std::size_t b = 0; b < blocks.size(); ++b) {
+          first_occurrences(dr.I[b], dr.J[b], fI[b], fJ[b]);
+          const Index s = blocks[b].start;
+          dI[b] = VectorXd::Zero(static_cast<Index>(dr.I[b].size()));
+          dJ[b] = VectorXd::Zero(static_cast<Index>(dr.J[b].size()));
+          for (std::size_t e = 0; e < fI[b].size(); ++e)
+            if (fI[b][e]) dI[b](static_cast<Index>(e)) = -mu(s + dr.I[b][e]);
+          for (std::size_t e = 0; e < fJ[b].size(); ++e)
+            if (fJ[b][e]) dJ[b](static_cast<Index>(e)) = -mu(s + dr.J[b][e]);
+        }
       for (Index g : touched) {  // AdaGrad ascent on the touched coordinates only
         const double c2_old = gauss ? 0.0 : std::exp(2.0 * rho(g));
         acc_mu(g) += g_mu(g) * g_mu(g);
@@ -694,6 +896,16 @@ class Qsgp {
           tmean[b] += (std::exp(2.0 * rho(g)) - c2_old) / static_cast<double>(blocks[b].size());
         }
       }
+      if (cv)  // a += Phi0_{P,U} (mu_U - mu_U before) (Proposition 3)
+        for (std::size_t b = 0; b < blocks.size(); ++b) {
+          const Index s = blocks[b].start;
+          for (std::size_t e = 0; e < fI[b].size(); ++e)
+            if (fI[b][e]) dI[b](static_cast<Index>(e)) += mu(s + dr.I[b][e]);
+          for (std::size_t e = 0; e < fJ[b].size(); ++e)
+            if (fJ[b][e]) dJ[b](static_cast<Index>(e)) += mu(s + dr.J[b][e]);
+          cv_a.noalias() += est.cvI[b] * dI[b];
+          cv_a.noalias() += est.cvJ[b] * dJ[b];
+        }
       const VectorXd gh = learned_gradient(est.ghyper);
       if (t > T - tail) gsum += gh;
       if (t > frozen && hyper.size() > 0) {
