@@ -144,7 +144,7 @@ NULL
 #'   values.
 #' @param control_variate support rows of the control variate (Gaussian
 #'   models; the paper's Proposition 3, with its 500 rows): a fixed set of
-#'   rows, drawn once with the fit's seed, on which the features of the
+#'   rows (all rows when there are fewer), drawn once with the fit's seed, on which the features of the
 #'   sampled weights at the starting hyperparameters give a zero-mean
 #'   correction that cancels much of the noise the sampled features add
 #'   to the gradient of the data-fit term.  Each iteration costs about this
