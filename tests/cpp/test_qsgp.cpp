@@ -1,8 +1,8 @@
 // Tests of the QSGP engine (qsgp.hpp): random Fourier features against the
 // SE and Matern kernels; the ELBO estimator exact with all rows and features
 // and unbiased (value and gradient) under sampling, against the closed-form
-// ELBO and its finite-difference gradient; fits bit-identical for any thread
-// count.
+// ELBO and its finite-difference gradient, also with the control variate;
+// fits bit-identical for any thread count.
 #include <catch2/catch.hpp>
 #include "fixtures.hpp"
 
@@ -180,6 +180,62 @@ TEST_CASE("QSGP fit is bit-identical for any thread count and starts at the prio
     const FitInfo info = q.fit(pfor, rng, [](int, double) { return true; });
     CHECK_FALSE(info.converged);
     return std::make_pair(q.mu, info.trace);
+  };
+  const auto a = run(serial_for), b = run(thread_for(3));
+  CHECK(a.first == b.first);
+  CHECK(a.second == b.second);
+}
+
+TEST_CASE("QSGP control variate: unbiased, exact in full, tracked under sparse updates, thread-independent", "[qsgp]") {
+  const Data d = make_data(30, Family::gaussian, 4);
+  Qsgp q = make_model(d, 8, 6, 5, 7);
+  const QsgpExact ex = q.exact(serial_for);
+  const VectorXd fd = exact_gradient(q);
+  Rng rng(2);
+  q.cv_init(12, rng, serial_for);
+  REQUIRE(q.cv_rows.size() == 12);
+  const int R = 40000;
+  double s = 0, ss = 0;
+  VectorXd gs = VectorXd::Zero(fd.size()), gss = gs;
+  for (int r = 0; r < R; ++r) {
+    const QsgpDraw dr = q.draw(rng);
+    const QsgpEstimate est = q.estimate(dr, serial_for);
+    s += est.value;
+    ss += est.value * est.value;
+    const VectorXd g = full_gradient(q, dr, est);
+    gs += g;
+    gss += g.cwiseAbs2();
+  }
+  const double mean = s / R, se = std::sqrt((ss / R - mean * mean) / R);
+  CHECK(std::abs(mean - ex.elbo) < 4 * se);
+  const VectorXd gm = gs / R, gse = ((gss / R - gm.cwiseAbs2()) / R).cwiseSqrt();
+  int outside = 0;
+  for (Index j = 0; j < gm.size(); ++j) outside += std::abs(gm(j) - fd(j)) > 4 * gse(j) + 1e-6;
+  CHECK(outside == 0);
+  // all rows and features: the estimate and its gradient are exact
+  Qsgp full = make_model(d, 8, 30, 16, 7);
+  full.cv_init(30, rng, serial_for);
+  const QsgpDraw dr = full.draw(rng);
+  const QsgpEstimate est = full.estimate(dr, serial_for);
+  CHECK(est.value == Approx(ex.elbo).epsilon(1e-10));
+  CHECK((full_gradient(full, dr, est) - fd).cwiseAbs().maxCoeff() < 1e-5 * std::max(1.0, fd.cwiseAbs().maxCoeff()));
+  // a fit: a = Phi0_P mu tracked through the sparse steps; bit-identical for any thread count
+  const Data big = make_data(3000, Family::gaussian, 5);
+  auto run = [&](const ParallelFor& pfor) {
+    Settings set;
+    set.batch_size = 300;
+    set.max_iter = 60;
+    QsgpSettings qs;
+    qs.feature_batch = 64;
+    qs.control_rows = 200;
+    Qsgp f(make_blocks(256, KernelType::matern52, 9), std::log(0.3), set, qs, big.X.data(), big.n(), 3, big.y.data(),
+           big.w.data(), big.o.data());
+    Rng r(4);
+    const FitInfo info = f.fit(pfor, r, [](int, double) { return true; });
+    CHECK(f.cv_rows.size() == 200);
+    CHECK((f.cv_exact(pfor) - f.cv_a).cwiseAbs().maxCoeff() < 1e-10 * std::max(1.0, f.cv_a.cwiseAbs().maxCoeff()));
+    CHECK(f.cv_a.cwiseAbs().maxCoeff() > 0.1);  // (mu moved)
+    return std::make_pair(f.mu, info.trace);
   };
   const auto a = run(serial_for), b = run(thread_for(3));
   CHECK(a.first == b.first);
