@@ -21,7 +21,12 @@
 # collection that the paper used; test rows of split 0 = column 1 of
 # test_mask.csv.gz), or $SCALEGP_DATA/uci-evans/kin40k.
 #
-#   Rscript inst/replication/seed003_table2.R [iterations] [features] [feature_batch] [vi_iterations] [methods]
+#   Rscript inst/replication/seed003_table2.R [iterations] [features] [feature_batch] [vi_iterations] [methods] [dataset]
+#
+# `dataset` (default kin40k): another set of ../shared/data/uci-evans (protein,
+# keggdirected, keggundirected: the paper's "kegg" and "keggu"), first split,
+# inputs x1, ..., xd, all in one gp() term; its rows go to
+# inst/replication/results/seed003_table2_<dataset>.rds.
 #
 # e.g. `Rscript inst/replication/seed003_table2.R 15000 100000 512 1000 qsgp_default,qsgp0,svgp` (the
 # stored run, 2026-11-27: about 12 minutes on one thread of a shared 2-core machine).  Each fit's row goes to inst/replication/results/seed003_table2.rds as soon as it is made, replacing that method's row of an earlier run.
@@ -32,13 +37,16 @@ features <- if (length(args) >= 2) as.numeric(args[2]) else 1e5
 fbatch <- if (length(args) >= 3) as.numeric(args[3]) else 512
 vi_iters <- if (length(args) >= 4) as.integer(args[4]) else 1000L
 methods <- if (length(args) >= 5) strsplit(args[5], ",")[[1]] else c("qsgp_default", "qsgp0", "svgp")
-out <- file.path("inst", "replication", "results", "seed003_table2.rds")
+dataset <- if (length(args) >= 6) args[6] else "kin40k"
+out <- file.path("inst", "replication", "results",
+                 if (dataset == "kin40k") "seed003_table2.rds" else paste0("seed003_table2_", dataset, ".rds"))
 
 source(file.path("inst", "replication", "kin40k_data.R"))
-split <- read_kin40k(1)
-tr <- split$train
-te <- split$test
-fml <- y ~ gp(x1, x2, x3, x4, x5, x6, x7, x8, kernel = "se")
+split <- read_uci_evans(dataset, 1)
+keep <- vapply(split$train, function(v) stats::sd(v) > 0, TRUE)  # (keggundirected has a constant input)
+tr <- split$train[keep]
+te <- split$test[keep]
+fml <- stats::as.formula(paste0("y ~ gp(", paste(setdiff(names(tr), "y"), collapse = ", "), ", kernel = \"se\")"))
 
 fit_one <- function(method) {
   t0 <- proc.time()[["elapsed"]]
@@ -54,7 +62,7 @@ fit_one <- function(method) {
   p <- predict(f, te, se.fit = TRUE)
   s <- sqrt(p$se.fit^2 + f$params$sigma^2)
   o <- f$control$options
-  data.frame(method = method, n_train = nrow(tr), n_test = nrow(te), iterations = f$iterations,
+  data.frame(dataset = dataset, method = method, n_train = nrow(tr), n_test = nrow(te), iterations = f$iterations,
              features = if (method == "svgp") NA else o$features,
              feature_batch = if (method == "svgp") NA else o$feature_batch,
              inducing = if (method == "svgp") 512 else NA, batch_size = f$control$batch_size,
@@ -69,6 +77,7 @@ fit_one <- function(method) {
 }
 
 res <- if (file.exists(out)) readRDS(out) else NULL
+if (!is.null(res) && is.null(res$dataset)) res <- cbind(dataset = dataset, res)  # (rows stored before the column)
 for (m in methods) {
   r <- fit_one(m)
   print(r[c("method", "iterations", "features", "seconds", "rmse", "mnlp", "sigma", "coverage95")], row.names = FALSE)
