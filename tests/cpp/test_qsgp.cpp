@@ -98,6 +98,32 @@ VectorXd exact_gradient(Qsgp q) {
       x0, 1e-4);
 }
 
+// The mean of the estimate and of its full gradient over R draws, with their standard errors.
+struct McAverage {
+  double value, value_se;
+  VectorXd gradient, gradient_se;
+};
+McAverage average_estimate(const Qsgp& q, int R, Rng& rng) {
+  double s = 0, ss = 0;
+  VectorXd gs, gss;
+  for (int r = 0; r < R; ++r) {
+    const QsgpDraw dr = q.draw(rng);
+    const QsgpEstimate est = q.estimate(dr, serial_for);
+    s += est.value;
+    ss += est.value * est.value;
+    const VectorXd g = full_gradient(q, dr, est);
+    if (r == 0) gs = gss = VectorXd::Zero(g.size());
+    gs += g;
+    gss += g.cwiseAbs2();
+  }
+  McAverage out;
+  out.value = s / R;
+  out.value_se = std::sqrt((ss / R - out.value * out.value) / R);
+  out.gradient = gs / R;
+  out.gradient_se = ((gss / R - out.gradient.cwiseAbs2()) / R).cwiseSqrt();
+  return out;
+}
+
 }  // namespace
 
 TEST_CASE("random Fourier features approximate the SE and Matern kernels", "[qsgp]") {
@@ -141,24 +167,12 @@ TEST_CASE("QSGP ELBO estimator and its gradient are unbiased under row and featu
   const QsgpExact ex = q.exact(serial_for);
   const VectorXd fd = exact_gradient(q);
   Rng rng(2);
-  const int R = 40000;
-  double s = 0, ss = 0;
-  VectorXd gs = VectorXd::Zero(fd.size()), gss = gs;
-  for (int r = 0; r < R; ++r) {
-    const QsgpDraw dr = q.draw(rng);
-    const QsgpEstimate est = q.estimate(dr, serial_for);
-    s += est.value;
-    ss += est.value * est.value;
-    const VectorXd g = full_gradient(q, dr, est);
-    gs += g;
-    gss += g.cwiseAbs2();
-  }
-  const double mean = s / R, se = std::sqrt((ss / R - mean * mean) / R);
-  CHECK(std::abs(mean - ex.elbo) < 4 * se);
-  CHECK(se < 0.05 * std::abs(ex.elbo));  // (a test with power: the error bar is small)
-  const VectorXd gm = gs / R, gse = ((gss / R - gm.cwiseAbs2()) / R).cwiseSqrt();
+  const McAverage mc = average_estimate(q, 40000, rng);
+  CHECK(std::abs(mc.value - ex.elbo) < 4 * mc.value_se);
+  CHECK(mc.value_se < 0.05 * std::abs(ex.elbo));  // (a test with power: the error bar is small)
+  const VectorXd& gse = mc.gradient_se;
   int outside = 0;
-  for (Index j = 0; j < gm.size(); ++j) outside += std::abs(gm(j) - fd(j)) > 4 * gse(j) + 1e-6;
+  for (Index j = 0; j < fd.size(); ++j) outside += std::abs(mc.gradient(j) - fd(j)) > 4 * gse(j) + 1e-6;
   CHECK(outside == 0);
   // the estimator is not exact: a wrong scale factor would show
   CHECK(gse.maxCoeff() > 0);
@@ -194,23 +208,10 @@ TEST_CASE("QSGP control variate: unbiased, exact in full, tracked under sparse u
   Rng rng(2);
   q.cv_init(12, rng, serial_for);
   REQUIRE(q.cv_rows.size() == 12);
-  const int R = 40000;
-  double s = 0, ss = 0;
-  VectorXd gs = VectorXd::Zero(fd.size()), gss = gs;
-  for (int r = 0; r < R; ++r) {
-    const QsgpDraw dr = q.draw(rng);
-    const QsgpEstimate est = q.estimate(dr, serial_for);
-    s += est.value;
-    ss += est.value * est.value;
-    const VectorXd g = full_gradient(q, dr, est);
-    gs += g;
-    gss += g.cwiseAbs2();
-  }
-  const double mean = s / R, se = std::sqrt((ss / R - mean * mean) / R);
-  CHECK(std::abs(mean - ex.elbo) < 4 * se);
-  const VectorXd gm = gs / R, gse = ((gss / R - gm.cwiseAbs2()) / R).cwiseSqrt();
+  const McAverage mc = average_estimate(q, 40000, rng);
+  CHECK(std::abs(mc.value - ex.elbo) < 4 * mc.value_se);
   int outside = 0;
-  for (Index j = 0; j < gm.size(); ++j) outside += std::abs(gm(j) - fd(j)) > 4 * gse(j) + 1e-6;
+  for (Index j = 0; j < fd.size(); ++j) outside += std::abs(mc.gradient(j) - fd(j)) > 4 * mc.gradient_se(j) + 1e-6;
   CHECK(outside == 0);
   // all rows and features: the estimate and its gradient are exact
   Qsgp full = make_model(d, 8, 30, 16, 7);
