@@ -10,35 +10,12 @@
 suppressPackageStartupMessages({ library(scalegp); library(GpGp) })
 args <- commandArgs(TRUE)
 sets <- if (length(args)) strsplit(args[1], ",")[[1]] else c("kin8nm", "power", "kin40k", "protein")
-source(file.path("bench", "gpgp_sets.R"))  # load_set(), gpgp_fit(), md_table()
-
-score <- function(set, method, sec, y, mu, s)
-  data.frame(data = set, method = method, n_train = NA, seconds = round(sec, 1),
-             rmse = signif(sqrt(mean((y - mu)^2)), 4), test_ll = round(mean(stats::dnorm(y, mu, s, log = TRUE)), 3))
-
-run_gpgam <- function(set, D, inference) {
-  fml <- stats::as.formula(paste("y ~ gp(", paste0("x", seq_len(D$p), collapse = ", "), ")"))
-  t0 <- proc.time()[["elapsed"]]
-  fit <- gpgam(fml, data = D$tr, inference = inference, control = gp_control(verbose = FALSE, seed = 1))
-  p <- predict(fit, D$te, se.fit = TRUE)
-  sec <- proc.time()[["elapsed"]] - t0
-  r <- score(set, paste0("gpgam ", inference), sec, D$te$y, p$fit, sqrt(p$se.fit^2 + fit$params$sigma^2))
-  r$detail <- if (inference == "qsgp") sprintf("%d iterations (stochastic: no stationary-point test)", fit$iterations)
-              else sprintf("%d iterations, %s", fit$iterations, if (isTRUE(fit$converged)) "converged" else "not converged")
-  r
-}
-
-run_gpgp <- function(set, D) {
-  g <- gpgp_fit(D)
-  r <- score(set, "GpGp matern25_scaledim", g$seconds, D$te$y, g$mu, g$sd)
-  r$detail <- sprintf("Vecchia m = 30, %s", if (isTRUE(g$fit$conv)) "converged" else "not converged")
-  r
-}
+source(file.path("bench", "gpgp_sets.R"))  # load_set(), run_gpgp(), run_gpgam_default(), md_table()
 
 res <- NULL
 for (set in sets) {
   D <- load_set(set)
-  for (r in list(run_gpgp(set, D), run_gpgam(set, D, "vi"), run_gpgam(set, D, "qsgp"))) {
+  for (r in list(run_gpgp(set, D), run_gpgam_default(set, D, "vi"), run_gpgam_default(set, D, "qsgp"))) {
     r$n_train <- nrow(D$tr)
     print(r)
     res <- rbind(res, r)
