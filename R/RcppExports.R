@@ -97,16 +97,16 @@
     .Call(`_scalegp_qsgp_fit`, X, y, w, offset, specs, lik, log_noise, control, options, threads, seed, monitor)
 }
 
-.qsgp_predict <- function(specs, mu, rho, center, X, threads) {
-    .Call(`_scalegp_qsgp_predict`, specs, mu, rho, center, X, threads)
+.qsgp_predict <- function(specs, mu, rho, dense, center, X, threads) {
+    .Call(`_scalegp_qsgp_predict`, specs, mu, rho, dense, center, X, threads)
 }
 
 .qsgp_features <- function(specs, block, first, count, X) {
     .Call(`_scalegp_qsgp_features`, specs, block, first, count, X)
 }
 
-.qsgp_estimate <- function(X, y, w, offset, specs, log_noise, mu, rho, batch_size, feature_batch, reps, seed, lik = "gaussian", gh_points = 20L, control_rows = 0) {
-    .Call(`_scalegp_qsgp_estimate`, X, y, w, offset, specs, log_noise, mu, rho, batch_size, feature_batch, reps, seed, lik, gh_points, control_rows)
+.qsgp_estimate <- function(X, y, w, offset, specs, log_noise, mu, rho, batch_size, feature_batch, reps, seed, lik = "gaussian", gh_points = 20L, control_rows = 0, dense = NULL) {
+    .Call(`_scalegp_qsgp_estimate`, X, y, w, offset, specs, log_noise, mu, rho, batch_size, feature_batch, reps, seed, lik, gh_points, control_rows, dense)
 }
 
 .discrete_shard_values <- function(X, specs, bins, round) {

@@ -1,10 +1,11 @@
 # inference = "qsgp": quadruply stochastic variational inference for a GP in
 # weight space on random Fourier features (Evans and Nair 2018; core:
-# qsgp.hpp, glue: qsgp.cpp).  The posterior is a mean-field Gaussian over the
-# feature weights, so this file implements every posterior generic of the
-# engine contract (R/engine.R) for class "gpgam_qsgp"; features at given rows
-# are computed block by block from the stored frequencies, never as an
-# n x m matrix.
+# qsgp.hpp, glue: qsgp.cpp).  The posterior is a Gaussian over the feature
+# weights, mean field or with the chevron factor (dense first columns per
+# gp() term); this file implements every posterior generic of the engine
+# contract (R/engine.R) for class "gpgam_qsgp"; features at given rows are
+# computed block by block from the stored frequencies, never as an n x m
+# matrix.
 
 #' @include engine.R engine-vi.R engine-ep.R engine-decoupled.R
 NULL
@@ -25,21 +26,34 @@ NULL
 #' prior \eqn{N(0, \sigma_f^2 I)}{N(0, sigma_f^2 I)} with the term's own
 #' variance.  The frequencies are stored in the fit.  The parametric terms
 #' are a small block of their own.  The posterior of the weights is a
-#' Gaussian with diagonal covariance (mean field, the paper's QSGP-0).
+#' Gaussian with a diagonal covariance (`covariance = "meanfield"`, the
+#' default; the paper's QSGP-0) or, per `gp()` term, the chevron factor of
+#' Challis and Barber (2013) (`covariance = "chevron"`, the paper's
+#' QSGP-\eqn{\kappa}{kappa}): the covariance is \eqn{C C^\top}{C C'} with
+#' the first `dense_columns` columns of the lower-triangular \eqn{C}{C} dense
+#' below the diagonal and the others diagonal, so that the posterior
+#' correlations of those weights with all others are kept at
+#' O(`dense_columns` x `features`) memory.  The order of the weights
+#' matters for it: the frequencies are sorted by their length at the
+#' starting lengthscales and the dense columns are the cosines and sines of
+#' the `dense_columns / 2` lowest, the smoothest features, whose weights are
+#' the most correlated a posteriori.  The parametric block stays mean field.
 #'
 #' Each iteration samples, uniformly with replacement, `batch_size` rows
 #' ([gp_control()]; 500 by default) and, per `gp()` term, two independent
 #' sets of `feature_batch` features; the paper's unbiased estimator of the
 #' ELBO (its Theorems 1 and 2, with the single-index estimator of the
 #' diagonal terms that a diagonal covariance allows) and of its gradient
-#' then costs O(`batch_size` x `feature_batch` x inputs) per term,
+#' then costs O(`batch_size` x `feature_batch` x inputs) per term
+#' (chevron: O(`batch_size` x `feature_batch` x (inputs + `dense_columns`))),
 #' independent of the number of rows and of `features`.  The posterior means
 #' start at 0 and the standard deviations at their optimum for a diagonal
 #' covariance at the initial hyperparameters (the paper's Proposition 1,
 #' \eqn{c_i^2 = 1 / (\phi_i^\top W \phi_i / \sigma^2 + 1 / \sigma_f^2)}{c_i^2 = 1 / (phi_i' W phi_i / sigma^2 + 1 / sigma_f^2)},
 #' with \eqn{\phi_i^\top W \phi_i}{phi_i' W phi_i} estimated from 2000 random
 #' rows).  The posterior means
-#' and log standard deviations of the sampled weights take AdaGrad steps
+#' and log standard deviations of the sampled weights (and the chevron
+#' entries of their rows of \eqn{C}{C}, which start at 0) take AdaGrad steps
 #' (`variational_rate`); the log lengthscales, log variances and log noise
 #' variance take Adam steps (`gp_control(learning_rate = )`), after the
 #' first `freeze` fraction of the iterations, during which they are held at
@@ -108,11 +122,11 @@ NULL
 #' centred over the data, with the means carried by the intercept), with no
 #' priors on the hyperparameters (`gp_control(priors = )`, the inducing
 #' points of `gp(k = , inducing = )` and `gp_control(inducing = )` act on
-#' the pilot fit only).  Not implemented: the chevron
-#' covariance (dense columns).  The mean-field posterior ignores
+#' the pilot fit only).  The mean-field posterior ignores
 #' the posterior correlations of the weights, so its standard errors can be
 #' too small (the paper's QSGP-0 results) or, far from convergence, much too
-#' large, and as it over-states the latent variance the ELBO can push the
+#' large (the chevron keeps the correlations of the dense columns' weights
+#' only), and as it over-states the latent variance the ELBO can push the
 #' kernel variances down (in simulated binomial and poisson examples to a
 #' tenth or less of `"vi"`'s), flattening the fitted curve; this version is
 #' not yet competitive with `inference = "vi"`.
@@ -142,6 +156,16 @@ NULL
 #'   reverse) takes the other from the pilot.  No pilot is fitted when
 #'   nothing would be taken from it.  0: the package's default starting
 #'   values.
+#' @param covariance the posterior covariance of each `gp()` term's
+#'   weights: `"meanfield"` (diagonal; the paper's QSGP-0) or `"chevron"`
+#'   (`dense_columns` dense first columns of its Cholesky factor).
+#' @param dense_columns for `covariance = "chevron"`: dense columns per
+#'   `gp()` term, at most `features`; `NULL` (default): 20, or `features`
+#'   when that is smaller (the paper's QSGP-100 uses 100 on a GPU).  Given
+#'   alone, a positive value selects the chevron.  Each
+#'   iteration costs about `dense_columns` times `batch_size` x
+#'   `feature_batch` more, memory 2 x `dense_columns` x `features` numbers
+#'   per term, every prediction O(`dense_columns` x `features`) per row.
 #' @param control_variate support rows of the control variate (Gaussian
 #'   models; the paper's Proposition 3, with its 500 rows): a fixed set of
 #'   rows (all rows when there are fewer), drawn once with the fit's seed, on which the features of the
@@ -173,7 +197,8 @@ NULL
 #' head(fitted(fb))
 #' @export
 qsgp_options <- function(features = 2048, feature_batch = NULL, variational_rate = 0.1, final_rate = 0.1,
-                         freeze = 0.1, pilot = 1000, control_variate = 500) {
+                         freeze = 0.1, pilot = 1000, control_variate = 500,
+                         covariance = c("meanfield", "chevron"), dense_columns = NULL) {
   check_count(features, "features")
   if (features %% 2 != 0) stop_arg("features", "must be even (a cosine and a sine per frequency), not ", features)
   feature_batch <- feature_batch %||% min(512, features)
@@ -188,9 +213,27 @@ qsgp_options <- function(features = 2048, feature_batch = NULL, variational_rate
   check_count(pilot, "pilot", zero = TRUE)
   if (pilot > 0 && pilot < 50) stop_arg("pilot", "must be 0 (no pilot fit) or at least 50 rows, not ", pilot)
   check_count(control_variate, "control_variate", zero = TRUE)
+  if (!is.null(dense_columns)) check_count(dense_columns, "dense_columns", zero = TRUE)
+  # (dense_columns > 0 alone asks for the chevron)
+  covariance <- if (missing(covariance) && isTRUE(dense_columns > 0)) "chevron"
+                else check_choice(covariance, "covariance", eval(formals(qsgp_options)$covariance))
+  if (covariance == "meanfield") {
+    if (isTRUE(dense_columns > 0))
+      stop_arg("dense_columns", "applies to covariance = \"chevron\" only (covariance is \"meanfield\")")
+    dense_columns <- 0L
+  } else {
+    dense_columns <- dense_columns %||% min(20, features)
+    if (dense_columns < 1) stop_arg("dense_columns", "must be at least 1 for covariance = \"chevron\"")
+    if (dense_columns > features)
+      stop_arg("dense_columns", "(", dense_columns, ") must be at most 'features' (", features, ")")
+    if (dense_columns * features > 2.5e8)
+      stop_arg("dense_columns", "x 'features' (", format(dense_columns * features, big.mark = ","),
+               ") must be at most 2.5e8: the chevron stores two numbers per entry, 4 GB at that size")
+  }
   list(features = as.integer(features), feature_batch = as.integer(feature_batch),
        variational_rate = variational_rate, final_rate = final_rate, freeze = freeze, pilot = as.integer(pilot),
-       control_variate = as.integer(control_variate))
+       control_variate = as.integer(control_variate), covariance = covariance,
+       dense_columns = as.integer(dense_columns))
 }
 
 qsgp_engine <- function() {
@@ -267,7 +310,8 @@ engine_fit.engine_qsgp <- function(engine, setup, control) {
   o <- control$options
   if (isTRUE(control$verbose))
     inform("QSGP: ", o$features, " random features per gp() term, ", o$feature_batch, " sampled twice and ",
-           control$batch_size, " rows per iteration; ", control$iterations, " iterations.")
+           control$batch_size, " rows per iteration; ", control$iterations, " iterations",
+           if (o$dense_columns > 0) paste0("; chevron covariance with ", o$dense_columns, " dense columns"), ".")
   bar <- control
   bar$priors <- FALSE  # (no priors here: the bar shows the ELBO alone)
   res <- .qsgp_fit(setup$X, setup$y, setup$w, setup$offset, comps, setup$lik, setup$log_noise, common_settings(control),
@@ -291,7 +335,7 @@ engine_collect.engine_qsgp <- function(engine, fit, res) {
   fit
 }
 
-# ---- the posterior contract for a mean-field Gaussian over feature weights ----
+# ---- the posterior contract for a Gaussian over feature weights ----
 
 # Indices of the components' blocks in the weight vector (gp() terms, then the parametric block).
 qsgp_blocks <- function(st) {
@@ -308,15 +352,33 @@ qsgp_core_specs <- function(st) {
   })
 }
 
+# c2 = exp(2 rho), the squared diagonal of C; dense = per component the
+# chevron's entries below the diagonal (0 columns: mean field).
 posterior_state.gpgam_qsgp <- function(fit, res) {
-  list(specs = res$specs, log_noise = res$log_noise, mu = res$mu, c2 = exp(2 * res$rho), rho = res$rho)
+  list(specs = res$specs, log_noise = res$log_noise, mu = res$mu, c2 = exp(2 * res$rho), rho = res$rho,
+       dense = res$dense)
+}
+
+# Component i's covariance C C' = diag(d) + H H': d its c^2 with the dense
+# columns' diagonals zeroed, H (weights x kappa) the dense columns with
+# their diagonals exp(rho) (NULL: mean field).  The chevron order puts the
+# cosine (0-based feature r / 2) and sine (nf + r / 2) of a frequency side by side.
+qsgp_factor <- function(st, i, idx) {
+  d <- st$c2[idx]
+  H <- st$dense[[i]]
+  if (is.null(H) || ncol(H) == 0) return(list(d = d, H = NULL))
+  r <- seq_len(ncol(H)) - 1L
+  at <- ifelse(r %% 2L == 1L, nrow(H) / 2 + r %/% 2L, r %/% 2L) + 1L
+  H[cbind(at, r + 1L)] <- sqrt(d[at])
+  d[at] <- 0
+  list(d = d, H = H)
 }
 
 term_basis.gpgam_qsgp <- function(fit) {
   lapply(seq_along(fit$terms$gp), function(i) list(size = 2L * nrow(fit$state$specs[[i]]$eps), inducing = NULL))
 }
 
-# Effective degrees of freedom: sum over the block of 1 - c_i^2 / prior
+# Effective degrees of freedom: sum over the block of 1 - Sigma_ii / prior
 # variance (the shrinkage of each weight; tr(I - S) in whitened coordinates).
 component_edf.gpgam_qsgp <- function(fit) {
   st <- fit$state
@@ -324,7 +386,8 @@ component_edf.gpgam_qsgp <- function(fit) {
   vapply(seq_along(bl), function(i) {
     s <- st$specs[[i]]
     pv <- if (s$kind == "linear") 1 else exp(s$log_var)
-    sum(1 - st$c2[bl[[i]]] / pv)
+    f <- qsgp_factor(st, i, bl[[i]])
+    sum(1 - (f$d + if (is.null(f$H)) 0 else rowSums(f$H^2)) / pv)
   }, 0)
 }
 
@@ -358,7 +421,7 @@ param_posterior.gpgam_qsgp <- function(fit, ...) {
 
 latent_predict.gpgam_qsgp <- function(fit, X, offset, terms = FALSE, se = TRUE) {
   st <- fit$state
-  r <- .qsgp_predict(qsgp_core_specs(st), st$mu, st$rho, st$center, X, fit$control$threads)
+  r <- .qsgp_predict(qsgp_core_specs(st), st$mu, st$rho, qsgp_dense(st), st$center, X, fit$control$threads)
   ysc <- fit$scaling$y
   out <- list(fit = ysc$center + ysc$scale * rowSums(r$mean) + offset, se = ysc$scale * sqrt(rowSums(r$var)))
   if (terms) {
@@ -380,10 +443,17 @@ qsgp_feature_chunk <- function(st, specs, i, first, count, X, idx) {
   sweep(F, 2, st$center[idx[first + seq_len(count)]])
 }
 
+# The chevron's dense columns as the core reads them (0 columns: mean field).
+qsgp_dense <- function(st) {
+  bl <- qsgp_blocks(st)
+  lapply(seq_along(bl), function(i) st$dense[[i]] %||% matrix(0, length(bl[[i]]), 0))
+}
+
 # Per gp() term its centred posterior mean f and covariance V at the rows X
 # themselves (the identity is an orthonormal basis of their span): with at
-# most `max_rows` rows (evenly spaced among those given) V = P diag(c^2) P'
-# costs O(max_rows^2 x features), accumulated over blocks of 1024 features.
+# most `max_rows` rows (evenly spaced among those given) V = P diag(d) P' +
+# (P H)(P H)' (qsgp_factor()) costs O(max_rows^2 x features), accumulated
+# over blocks of 1024 features.
 term_projection.gpgam_qsgp <- function(fit, X, max_rows = 400, ...) {
   st <- fit$state
   if (nrow(X) > max_rows) X <- X[unique(round(seq(1, nrow(X), length.out = max_rows))), , drop = FALSE]
@@ -391,27 +461,34 @@ term_projection.gpgam_qsgp <- function(fit, X, max_rows = 400, ...) {
   bl <- qsgp_blocks(st)
   lapply(seq_along(fit$terms$gp), function(i) {
     idx <- bl[[i]]
+    cf <- qsgp_factor(st, i, idx)
     f <- numeric(nrow(X))
     V <- matrix(0, nrow(X), nrow(X))
+    PH <- matrix(0, nrow(X), NCOL(cf$H))
     for (first in seq(0, length(idx) - 1, by = 1024)) {
       count <- min(1024, length(idx) - first)
       P <- qsgp_feature_chunk(st, specs, i, first, count, X, idx)
-      j <- idx[first + seq_len(count)]
-      f <- f + drop(P %*% st$mu[j])
-      V <- V + P %*% (st$c2[j] * t(P))
+      k <- first + seq_len(count)
+      f <- f + drop(P %*% st$mu[idx[k]])
+      V <- V + P %*% (cf$d[k] * t(P))
+      if (!is.null(cf$H)) PH <- PH + P %*% cf$H[k, , drop = FALSE]
     }
-    list(mean = f, cov = V)
+    list(mean = f, cov = V + tcrossprod(PH))
   })
 }
 
-# nsim draws w = mu + c z of the weights, then Phi(X) w block by block
-# (rows in blocks of 5000, features in blocks of 1024).
+# nsim draws w = mu + C z of the weights (qsgp_factor(): sqrt(d) z1 + H z2),
+# then Phi(X) w block by block (rows in blocks of 5000, features in blocks of 1024).
 latent_draws.gpgam_qsgp <- function(fit, X, nsim) {
   st <- fit$state
   m <- length(st$mu)
-  W <- st$mu + sqrt(st$c2) * matrix(stats::rnorm(m * nsim), m, nsim)
-  specs <- qsgp_core_specs(st)
   bl <- qsgp_blocks(st)
+  cf <- lapply(seq_along(bl), function(i) qsgp_factor(st, i, bl[[i]]))
+  W <- st$mu + sqrt(unlist(lapply(cf, `[[`, "d"))) * matrix(stats::rnorm(m * nsim), m, nsim)
+  for (i in seq_along(bl))
+    if (!is.null(cf[[i]]$H))
+      W[bl[[i]], ] <- W[bl[[i]], ] + cf[[i]]$H %*% matrix(stats::rnorm(ncol(cf[[i]]$H) * nsim), ncol(cf[[i]]$H), nsim)
+  specs <- qsgp_core_specs(st)
   eta <- matrix(0, nrow(X), nsim)
   for (rows in split(seq_len(nrow(X)), ceiling(seq_len(nrow(X)) / 5000))) {
     Xr <- X[rows, , drop = FALSE]
@@ -441,8 +518,9 @@ parameter_names.gpgam_qsgp <- function(fit, n, ...) {
 
 engine_label.gpgam_qsgp <- function(fit) {
   o <- fit$control$options
-  sprintf("%s, %d features per gp() term (%d sampled twice per iteration), mean-field posterior, %s%s",
+  sprintf("%s, %d features per gp() term (%d sampled twice per iteration), %s posterior, %s%s",
           fit$engine$label, o$features, o$feature_batch,
+          if (isTRUE(o$dense_columns > 0)) sprintf("chevron (%d dense columns)", o$dense_columns) else "mean-field",
           if (fit$control$batch_size < fit$n) sprintf("minibatches of %d rows", fit$control$batch_size) else "all rows",
           if (is.null(fit$control_variate)) ""
           else sprintf(", control variate on %d support rows", as.integer(fit$control_variate$rows)))
@@ -451,7 +529,9 @@ engine_label.gpgam_qsgp <- function(fit) {
 engine_notes.gpgam_qsgp <- function(fit) {
   c(NextMethod(),
     "stochastic fit (Evans and Nair 2018): iterations run to the limit, with no stationary-point test; the gradient shown is the mean stochastic gradient over the last tenth of the iterations",
-    "mean-field posterior over the feature weights: its standard errors ignore the weights' posterior correlations and can be too small or too large",
+    if (isTRUE(fit$control$options$dense_columns > 0))
+      "chevron posterior over the feature weights: it keeps the posterior correlations of the dense columns' weights only"
+    else "mean-field posterior over the feature weights: its standard errors ignore the weights' posterior correlations and can be too small or too large",
     if (fit$likelihood != "gaussian")
       "non-Gaussian likelihood: the iterations maximise a stochastic tangent-line lower bound on the ELBO; the ELBO shown is exact, from a final pass over all rows")
 }

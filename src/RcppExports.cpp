@@ -397,18 +397,19 @@ BEGIN_RCPP
 END_RCPP
 }
 // qsgp_predict
-Rcpp::List qsgp_predict(Rcpp::List specs, Eigen::Map<Eigen::VectorXd> mu, Eigen::Map<Eigen::VectorXd> rho, Eigen::Map<Eigen::VectorXd> center, Eigen::Map<Eigen::MatrixXd> X, int threads);
-RcppExport SEXP _scalegp_qsgp_predict(SEXP specsSEXP, SEXP muSEXP, SEXP rhoSEXP, SEXP centerSEXP, SEXP XSEXP, SEXP threadsSEXP) {
+Rcpp::List qsgp_predict(Rcpp::List specs, Eigen::Map<Eigen::VectorXd> mu, Eigen::Map<Eigen::VectorXd> rho, Rcpp::List dense, Eigen::Map<Eigen::VectorXd> center, Eigen::Map<Eigen::MatrixXd> X, int threads);
+RcppExport SEXP _scalegp_qsgp_predict(SEXP specsSEXP, SEXP muSEXP, SEXP rhoSEXP, SEXP denseSEXP, SEXP centerSEXP, SEXP XSEXP, SEXP threadsSEXP) {
 BEGIN_RCPP
     Rcpp::RObject rcpp_result_gen;
     Rcpp::RNGScope rcpp_rngScope_gen;
     Rcpp::traits::input_parameter< Rcpp::List >::type specs(specsSEXP);
     Rcpp::traits::input_parameter< Eigen::Map<Eigen::VectorXd> >::type mu(muSEXP);
     Rcpp::traits::input_parameter< Eigen::Map<Eigen::VectorXd> >::type rho(rhoSEXP);
+    Rcpp::traits::input_parameter< Rcpp::List >::type dense(denseSEXP);
     Rcpp::traits::input_parameter< Eigen::Map<Eigen::VectorXd> >::type center(centerSEXP);
     Rcpp::traits::input_parameter< Eigen::Map<Eigen::MatrixXd> >::type X(XSEXP);
     Rcpp::traits::input_parameter< int >::type threads(threadsSEXP);
-    rcpp_result_gen = Rcpp::wrap(qsgp_predict(specs, mu, rho, center, X, threads));
+    rcpp_result_gen = Rcpp::wrap(qsgp_predict(specs, mu, rho, dense, center, X, threads));
     return rcpp_result_gen;
 END_RCPP
 }
@@ -428,8 +429,8 @@ BEGIN_RCPP
 END_RCPP
 }
 // qsgp_estimate
-Rcpp::List qsgp_estimate(Eigen::Map<Eigen::MatrixXd> X, Eigen::Map<Eigen::VectorXd> y, Eigen::Map<Eigen::VectorXd> w, Eigen::Map<Eigen::VectorXd> offset, Rcpp::List specs, double log_noise, Eigen::Map<Eigen::VectorXd> mu, Eigen::Map<Eigen::VectorXd> rho, double batch_size, int feature_batch, int reps, double seed, std::string lik, int gh_points, double control_rows);
-RcppExport SEXP _scalegp_qsgp_estimate(SEXP XSEXP, SEXP ySEXP, SEXP wSEXP, SEXP offsetSEXP, SEXP specsSEXP, SEXP log_noiseSEXP, SEXP muSEXP, SEXP rhoSEXP, SEXP batch_sizeSEXP, SEXP feature_batchSEXP, SEXP repsSEXP, SEXP seedSEXP, SEXP likSEXP, SEXP gh_pointsSEXP, SEXP control_rowsSEXP) {
+Rcpp::List qsgp_estimate(Eigen::Map<Eigen::MatrixXd> X, Eigen::Map<Eigen::VectorXd> y, Eigen::Map<Eigen::VectorXd> w, Eigen::Map<Eigen::VectorXd> offset, Rcpp::List specs, double log_noise, Eigen::Map<Eigen::VectorXd> mu, Eigen::Map<Eigen::VectorXd> rho, double batch_size, int feature_batch, int reps, double seed, std::string lik, int gh_points, double control_rows, Rcpp::Nullable<Rcpp::List> dense);
+RcppExport SEXP _scalegp_qsgp_estimate(SEXP XSEXP, SEXP ySEXP, SEXP wSEXP, SEXP offsetSEXP, SEXP specsSEXP, SEXP log_noiseSEXP, SEXP muSEXP, SEXP rhoSEXP, SEXP batch_sizeSEXP, SEXP feature_batchSEXP, SEXP repsSEXP, SEXP seedSEXP, SEXP likSEXP, SEXP gh_pointsSEXP, SEXP control_rowsSEXP, SEXP denseSEXP) {
 BEGIN_RCPP
     Rcpp::RObject rcpp_result_gen;
     Rcpp::RNGScope rcpp_rngScope_gen;
@@ -448,7 +449,8 @@ BEGIN_RCPP
     Rcpp::traits::input_parameter< std::string >::type lik(likSEXP);
     Rcpp::traits::input_parameter< int >::type gh_points(gh_pointsSEXP);
     Rcpp::traits::input_parameter< double >::type control_rows(control_rowsSEXP);
-    rcpp_result_gen = Rcpp::wrap(qsgp_estimate(X, y, w, offset, specs, log_noise, mu, rho, batch_size, feature_batch, reps, seed, lik, gh_points, control_rows));
+    Rcpp::traits::input_parameter< Rcpp::Nullable<Rcpp::List> >::type dense(denseSEXP);
+    rcpp_result_gen = Rcpp::wrap(qsgp_estimate(X, y, w, offset, specs, log_noise, mu, rho, batch_size, feature_batch, reps, seed, lik, gh_points, control_rows, dense));
     return rcpp_result_gen;
 END_RCPP
 }
@@ -586,9 +588,9 @@ static const R_CallMethodDef CallEntries[] = {
     {"_scalegp_group_bounds_r", (DL_FUNC) &_scalegp_group_bounds_r, 1},
     {"_scalegp_tune_malloc", (DL_FUNC) &_scalegp_tune_malloc, 0},
     {"_scalegp_qsgp_fit", (DL_FUNC) &_scalegp_qsgp_fit, 12},
-    {"_scalegp_qsgp_predict", (DL_FUNC) &_scalegp_qsgp_predict, 6},
+    {"_scalegp_qsgp_predict", (DL_FUNC) &_scalegp_qsgp_predict, 7},
     {"_scalegp_qsgp_features", (DL_FUNC) &_scalegp_qsgp_features, 5},
-    {"_scalegp_qsgp_estimate", (DL_FUNC) &_scalegp_qsgp_estimate, 15},
+    {"_scalegp_qsgp_estimate", (DL_FUNC) &_scalegp_qsgp_estimate, 16},
     {"_scalegp_discrete_shard_values", (DL_FUNC) &_scalegp_discrete_shard_values, 4},
     {"_scalegp_discrete_merge", (DL_FUNC) &_scalegp_discrete_merge, 4},
     {"_scalegp_discrete_shard_sums", (DL_FUNC) &_scalegp_discrete_shard_sums, 9},

@@ -20,13 +20,15 @@ QsgpSettings qsgp_settings_from(const Rcpp::List& o) {
   s.final_rate = Rcpp::as<double>(o["final_rate"]);
   s.freeze = Rcpp::as<double>(o["freeze"]);
   s.control_rows = static_cast<std::size_t>(Rcpp::as<double>(o["control_variate"]));
+  s.dense_columns = Rcpp::as<int>(o["dense_columns"]);
   return s;
 }
 
 // One block per component: a stationary gp() term becomes features/2 random
-// frequencies (those stored in its spec as `eps`, else drawn from rng), the
-// parametric block its columns.
-std::vector<QsgpBlock> blocks_from(const Rcpp::List& specs, Index features, Rng* rng) {
+// frequencies (those stored in its spec as `eps`, else drawn from rng and,
+// with `sort` (the chevron), ordered by |omega| at the starting
+// lengthscales), the parametric block its columns.
+std::vector<QsgpBlock> blocks_from(const Rcpp::List& specs, Index features, Rng* rng, bool sort = false) {
   std::vector<QsgpBlock> out;
   for (R_xlen_t i = 0; i < specs.size(); ++i) {
     const Rcpp::List s = specs[i];
@@ -46,6 +48,7 @@ std::vector<QsgpBlock> blocks_from(const Rcpp::List& specs, Index features, Rng*
       } else {
         if (!rng) throw std::invalid_argument("a gp() component has no stored frequencies");
         b.eps = rff_frequencies(b.type, features / 2, b.dim(), *rng);
+        if (sort) b.eps = sort_frequencies(b.eps, b.log_ls);
       }
     } else {
       throw std::invalid_argument("inference = \"qsgp\" cannot fit a component of kind '" + kind + "'");
@@ -69,6 +72,19 @@ Rcpp::List specs_to(const std::vector<QsgpBlock>& blocks, const Rcpp::List& spec
   return out;
 }
 
+// The chevron's dense columns from R (a list of matrices, one per block).
+std::vector<Eigen::MatrixXd> dense_from(const Rcpp::List& dense) {
+  std::vector<Eigen::MatrixXd> out;
+  for (R_xlen_t i = 0; i < dense.size(); ++i) out.push_back(Rcpp::as<Eigen::MatrixXd>(dense[i]));
+  return out;
+}
+
+Rcpp::List dense_to(const std::vector<Eigen::MatrixXd>& L) {
+  Rcpp::List out(static_cast<R_xlen_t>(L.size()));
+  for (std::size_t b = 0; b < L.size(); ++b) out[static_cast<R_xlen_t>(b)] = Rcpp::wrap(L[b]);
+  return out;
+}
+
 }  // namespace
 
 // [[Rcpp::export(.qsgp_fit)]]
@@ -79,7 +95,8 @@ Rcpp::List qsgp_fit(Eigen::Map<Eigen::MatrixXd> X, Eigen::Map<Eigen::VectorXd> y
     const Settings set = settings_from(control);
     const QsgpSettings qs = qsgp_settings_from(options);
     Rng rng(static_cast<std::uint64_t>(seed));
-    Qsgp model(blocks_from(specs, qs.features, &rng), log_noise, set, qs, X.data(), static_cast<std::size_t>(X.rows()),
+    Qsgp model(blocks_from(specs, qs.features, &rng, qs.dense_columns > 0), log_noise, set, qs, X.data(),
+               static_cast<std::size_t>(X.rows()),
                static_cast<std::size_t>(X.cols()), y.data(), w.data(), offset.data());
     model.lik = likelihood_from(lik, control, log_noise);
     model.learn_noise = set.learn_noise && model.lik.family == Family::gaussian;
@@ -94,7 +111,8 @@ Rcpp::List qsgp_fit(Eigen::Map<Eigen::MatrixXd> X, Eigen::Map<Eigen::VectorXd> y
     info.seconds_final = seconds_since(t0);
     return Rcpp::List::create(
         Rcpp::Named("specs") = specs_to(model.blocks, specs), Rcpp::Named("log_noise") = model.log_noise,
-        Rcpp::Named("mu") = model.mu, Rcpp::Named("rho") = model.rho, Rcpp::Named("trace") = info.trace,
+        Rcpp::Named("mu") = model.mu, Rcpp::Named("rho") = model.rho, Rcpp::Named("dense") = dense_to(model.L),
+        Rcpp::Named("trace") = info.trace,
         Rcpp::Named("iterations") = info.iterations, Rcpp::Named("converged") = info.converged,
         Rcpp::Named("stop") = info.stop, Rcpp::Named("objective") = ex.elbo, Rcpp::Named("gradient") = info.gradient,
         Rcpp::Named("failures") = 0, Rcpp::Named("seconds") = seconds_of(info), Rcpp::Named("row_mean") = ex.mean,
@@ -106,10 +124,12 @@ Rcpp::List qsgp_fit(Eigen::Map<Eigen::MatrixXd> X, Eigen::Map<Eigen::VectorXd> y
 }
 
 // Per component at the rows of X: the mean and variance of its part of the
-// latent predictor, uncentred and with features centred by `center`.
+// latent predictor, uncentred and with features centred by `center`
+// (posterior mu, rho and the chevron's dense columns, one matrix per block).
 // [[Rcpp::export(.qsgp_predict)]]
 Rcpp::List qsgp_predict(Rcpp::List specs, Eigen::Map<Eigen::VectorXd> mu, Eigen::Map<Eigen::VectorXd> rho,
-                        Eigen::Map<Eigen::VectorXd> center, Eigen::Map<Eigen::MatrixXd> X, int threads) {
+                        Rcpp::List dense, Eigen::Map<Eigen::VectorXd> center, Eigen::Map<Eigen::MatrixXd> X,
+                        int threads) {
   try {
     const double dummy = 0;
     Qsgp model(blocks_from(specs, 0, nullptr), 0.0, Settings(), QsgpSettings(), X.data(),
@@ -118,6 +138,7 @@ Rcpp::List qsgp_predict(Rcpp::List specs, Eigen::Map<Eigen::VectorXd> mu, Eigen:
       throw std::invalid_argument("the posterior does not match the feature blocks");
     model.mu = mu;
     model.rho = rho;
+    model.set_dense(dense_from(dense));
     Eigen::MatrixXd mean, var, cmean, cvar;
     model.predict(X.data(), static_cast<std::size_t>(X.rows()), center, mean, var, cmean, cvar, make_pfor(threads));
     return Rcpp::List::create(Rcpp::Named("mean") = mean, Rcpp::Named("var") = var, Rcpp::Named("cmean") = cmean,
@@ -147,13 +168,17 @@ Eigen::MatrixXd qsgp_features(Rcpp::List specs, int block, int first, int count,
 // variance and log lengthscales, then the log noise) over `reps` draws, their
 // standard errors, and the exact ELBO; likelihood `lik` (non-Gaussian: the
 // tangent-line bound, tangent points at the posterior given); with `control_rows` > 0 (Gaussian) the
-// control variate on that many support rows drawn first.  For the tests.
+// control variate on that many support rows drawn first; `dense` (a list,
+// one matrix per block; NULL: mean field) the chevron's dense columns, whose
+// mean gradient (the blocks' matrices stacked column-major) and its standard
+// error are `gradient_dense`, `gradient_dense_se`.  For the tests.
 // [[Rcpp::export(.qsgp_estimate)]]
 Rcpp::List qsgp_estimate(Eigen::Map<Eigen::MatrixXd> X, Eigen::Map<Eigen::VectorXd> y, Eigen::Map<Eigen::VectorXd> w,
                          Eigen::Map<Eigen::VectorXd> offset, Rcpp::List specs, double log_noise,
                          Eigen::Map<Eigen::VectorXd> mu, Eigen::Map<Eigen::VectorXd> rho, double batch_size,
                          int feature_batch, int reps, double seed, std::string lik = "gaussian",
-                         int gh_points = 20, double control_rows = 0) {
+                         int gh_points = 20, double control_rows = 0,
+                         Rcpp::Nullable<Rcpp::List> dense = R_NilValue) {
   try {
     Settings set;
     set.batch_size = static_cast<std::size_t>(batch_size);
@@ -166,10 +191,13 @@ Rcpp::List qsgp_estimate(Eigen::Map<Eigen::MatrixXd> X, Eigen::Map<Eigen::Vector
     if (mu.size() != m || rho.size() != m) throw std::invalid_argument("mu and rho must have one entry per feature");
     model.mu = mu;
     model.rho = rho;
+    if (dense.isNotNull()) model.set_dense(dense_from(Rcpp::List(dense)));
+    Index nL = 0;
+    for (const Eigen::MatrixXd& Lb : model.L) nL += Lb.size();
     Rng rng(static_cast<std::uint64_t>(seed));
     model.cv_init(static_cast<std::size_t>(control_rows), rng, serial_for);
     const Index len = 2 * m + model.n_hyper();
-    Eigen::VectorXd gs = Eigen::VectorXd::Zero(len), gss = gs;
+    Eigen::VectorXd gs = Eigen::VectorXd::Zero(len), gss = gs, ls = Eigen::VectorXd::Zero(nL), lss = ls;
     double s = 0, ss = 0;
     for (int r = 0; r < reps; ++r) {
       const QsgpDraw dr = model.draw(rng);
@@ -181,20 +209,39 @@ Rcpp::List qsgp_estimate(Eigen::Map<Eigen::MatrixXd> X, Eigen::Map<Eigen::Vector
           g(st + dr.I[b][e]) += est.gmuI[b](static_cast<Index>(e));
           g(m + st + dr.I[b][e]) += est.grhoI[b](static_cast<Index>(e));
         }
-        for (std::size_t e = 0; e < dr.J[b].size(); ++e) g(st + dr.J[b][e]) += est.gmuJ[b](static_cast<Index>(e));
+        for (std::size_t e = 0; e < dr.J[b].size(); ++e) {
+          g(st + dr.J[b][e]) += est.gmuJ[b](static_cast<Index>(e));
+          if (model.kappa(b) > 0) g(m + st + dr.J[b][e]) += est.grhoJ[b](static_cast<Index>(e));
+        }
       }
       g.tail(model.n_hyper()) = est.ghyper;
+      Eigen::VectorXd gl = Eigen::VectorXd::Zero(nL);
+      for (std::size_t b = 0, o = 0; b < model.blocks.size(); o += static_cast<std::size_t>(model.L[b].size()), ++b) {
+        const Index rows = model.L[b].rows();
+        for (int side_j = 0; side_j < 2; ++side_j) {
+          const std::vector<Index>& idx = side_j == 0 ? dr.I[b] : dr.J[b];
+          const Eigen::MatrixXd& gL = side_j == 0 ? est.gLI[b] : est.gLJ[b];
+          for (std::size_t e = 0; e < idx.size(); ++e)
+            for (Index r = 0; r < gL.cols(); ++r)
+              gl(static_cast<Index>(o) + r * rows + idx[e]) += gL(static_cast<Index>(e), r);
+        }
+      }
+      ls += gl;
+      lss += gl.cwiseAbs2();
       s += est.value;
       ss += est.value * est.value;
       gs += g;
       gss += g.cwiseAbs2();
     }
     const double mean = s / reps;
-    const Eigen::VectorXd gm = gs / reps;
+    const Eigen::VectorXd gm = gs / reps, lm = ls / reps;
     return Rcpp::List::create(
         Rcpp::Named("value") = mean, Rcpp::Named("value_se") = std::sqrt(std::max(0.0, ss / reps - mean * mean) / reps),
         Rcpp::Named("gradient") = gm,
         Rcpp::Named("gradient_se") = Eigen::VectorXd(((gss / reps - gm.cwiseAbs2()).cwiseMax(0.0) / reps).cwiseSqrt()),
+        Rcpp::Named("gradient_dense") = lm,
+        Rcpp::Named("gradient_dense_se") =
+            Eigen::VectorXd(((lss / reps - lm.cwiseAbs2()).cwiseMax(0.0) / reps).cwiseSqrt()),
         Rcpp::Named("exact") = model.exact(serial_for).elbo);
   } catch (const std::exception& e) {
     Rcpp::stop(e.what());

@@ -403,3 +403,188 @@ test_that("a non-Gaussian qsgp fit's logLik is the exact ELBO at its posterior, 
     expect_true(any(grepl("tangent-line lower bound", out)))
   }
 })
+
+# ---- the chevron covariance (Challis and Barber 2013; the paper's QSGP-kappa) ----
+
+# The full Cholesky factor C (m x m) of a chevron posterior, written from
+# its definition: diagonal exp(rho); per gp() block with nf frequencies the
+# dense column at chevron position r (feature r / 2, a cosine, or nf + r / 2,
+# a sine; 0-based) holds dense[[i]][, r + 1] at the features further along
+# that order.
+qs_chol <- function(st, rho, dense) {
+  C <- diag(exp(rho), length(rho))
+  bl <- scalegp:::qsgp_blocks(st)
+  for (i in seq_along(bl)) {
+    H <- dense[[i]]
+    if (is.null(H) || ncol(H) == 0) next
+    nf <- nrow(H) / 2
+    pos <- 2 * ((seq_len(nrow(H)) - 1) %% nf) + (seq_len(nrow(H)) > nf)
+    for (r in seq_len(ncol(H)) - 1) {
+      below <- which(pos > r)
+      C[bl[[i]][below], bl[[i]][pos == r]] <- H[below, r + 1]
+    }
+  }
+  C
+}
+
+# Eq. 1-2 with a general C: E_q log p(y | w) - KL(q || p).
+qs_elbo_chol <- function(Phi, y, prec, mu, C, log_noise) {
+  s2 <- 1e-6 + exp(log_noise)
+  a <- drop(Phi %*% mu)
+  v <- rowSums((Phi %*% C)^2)
+  sum(-0.5 * log(2 * pi * s2) - ((y - a)^2 + v) / (2 * s2)) -
+    0.5 * (sum(prec * (mu^2 + rowSums(C^2))) - 2 * sum(log(diag(C))) - sum(log(prec)) - length(mu))
+}
+
+test_that("chevron: the ELBO estimator averages to the closed-form ELBO, and its gradient to the exact gradient", {
+  d <- qs_data(60)
+  fit <- gpgam(y ~ gp(x1) + z, data = d, inference = "qsgp",
+               control = qs_ctl(features = 16, feature_batch = 16, iterations = 50, batch_size = 60,
+                                covariance = "chevron", dense_columns = 5))
+  st <- fit$state
+  expect_equal(dim(st$dense[[1]]), c(16L, 5L))
+  expect_equal(ncol(st$dense[[2]]), 0L)  # (the parametric block stays mean field)
+  md <- qs_model(fit)
+  m <- length(st$mu)
+  set.seed(3)  # a posterior away from the fit's, with dense columns
+  mu <- st$mu + rnorm(m, sd = 0.3)
+  rho <- st$rho + runif(m, -0.5, 0.3)
+  dense <- st$dense
+  dense[[1]][] <- rnorm(80, sd = 0.3)
+  nf <- 8
+  pos <- 2 * ((1:16 - 1) %% nf) + (1:16 > nf)
+  live <- outer(pos, 0:4, ">")  # entries below the diagonal; the others are structural zeros
+  dense[[1]][!live] <- 0
+  exact <- qs_elbo_chol(md$Phi, md$y, md$prec, mu, qs_chol(st, rho, dense), st$log_noise)
+  specs <- scalegp:::qsgp_core_specs(st)
+  specs[[1]]$learn_kernel <- TRUE
+  full <- scalegp:::.qsgp_estimate(md$X, md$y, rep(1, 60), rep(0, 60), specs, st$log_noise, mu, rho, 60, 16, 1, 1,
+                                   dense = dense)
+  expect_close(full$value, exact, 1e-9 * abs(exact))
+  expect_close(full$exact, exact, 1e-9 * abs(exact))
+  # central differences in mu, rho, log variance, log lengthscale, log noise, then the live entries of L
+  f <- function(x) {
+    sp <- st$specs
+    sp[[1]]$log_var <- x[2 * m + 1]
+    sp[[1]]$log_ls <- x[2 * m + 2]
+    f2 <- fit
+    f2$state$specs <- sp
+    m2 <- qs_model(f2)
+    dn <- dense
+    dn[[1]][live] <- x[2 * m + 3 + seq_len(sum(live))]
+    qs_elbo_chol(m2$Phi, md$y, m2$prec, x[1:m], qs_chol(st, x[m + 1:m], dn), x[2 * m + 3])
+  }
+  x0 <- c(mu, rho, st$specs[[1]]$log_var, st$specs[[1]]$log_ls, st$log_noise, dense[[1]][live])
+  h <- 1e-4
+  fd <- vapply(seq_along(x0), function(j) {
+    e <- replace(numeric(length(x0)), j, h)
+    (f(x0 + e) - f(x0 - e)) / (2 * h)
+  }, 0)
+  g_full <- c(full$gradient, full$gradient_dense[live])
+  expect_true(all(abs(g_full - fd) < 1e-5 * pmax(abs(fd), 1)))
+  expect_identical(full$gradient_dense[!live], rep(0, sum(!live)))
+  expect_gt(min(abs(fd[2 * m + 3 + seq_len(sum(live))])), 1e-3)  # (every live entry has a gradient to test)
+  # sampled rows and features (4 of 16): unbiased, within Monte Carlo error
+  est <- scalegp:::.qsgp_estimate(md$X, md$y, rep(1, 60), rep(0, 60), specs, st$log_noise, mu, rho, 8, 4, 40000, 5,
+                                  dense = dense)
+  expect_lt(abs(est$value - exact), 4 * est$value_se)
+  expect_lt(est$value_se, 0.02 * abs(exact))
+  g_est <- c(est$gradient, est$gradient_dense[live])
+  se <- c(est$gradient_se, est$gradient_dense_se[live])
+  expect_true(all(abs(g_est - fd) < 4 * se + 1e-5 * pmax(abs(fd), 1)))
+  expect_gt(min(est$gradient_dense_se[live]), 0)  # (the dense entries were sampled)
+})
+
+test_that("chevron with every column dense and all rows and features converges to the exact posterior", {
+  # C then is a full Cholesky factor: the ELBO's optimum is the Bayesian
+  # linear model's posterior N(A^-1 Phi'y / s2, A^-1), A = Phi'Phi / s2 + S,
+  # and the ELBO there is the log evidence log N(y | 0, Phi S^-1 Phi' + s2 I)
+  d <- qs_data(120)
+  fit <- gpgam(y ~ gp(x1) - 1, data = d, inference = "qsgp",
+               control = qs_ctl(features = 12, feature_batch = 12, batch_size = 120, iterations = 20000,
+                                final_rate = 1, variational_rate = 0.5, fixed = c("kernel", "sigma"), sigma = 0.3,
+                                covariance = "chevron", dense_columns = 12))
+  st <- fit$state
+  md <- qs_model(fit)
+  s2 <- 1e-6 + exp(st$log_noise)
+  A <- crossprod(md$Phi) / s2 + diag(md$prec)
+  Sigma <- solve(A)
+  mu <- drop(Sigma %*% crossprod(md$Phi, md$y) / s2)
+  C <- qs_chol(st, st$rho, st$dense)
+  expect_close(st$mu, mu, 1e-5 * max(abs(mu)))
+  expect_close(tcrossprod(C), Sigma, 1e-5 * max(abs(Sigma)))
+  K <- md$Phi %*% (t(md$Phi) / md$prec) + diag(s2, 120)
+  evidence <- -0.5 * (determinant(K)$modulus + sum(md$y * solve(K, md$y)) + 120 * log(2 * pi))
+  expect_close(as.numeric(logLik(fit)) + 120 * log(fit$scaling$y$scale), evidence, 1e-6 * abs(evidence))
+  # latent sd at new rows: sqrt(phi' Sigma phi), and the edf tr(I - S Sigma)
+  p <- predict(fit, d[1:10, ], se.fit = TRUE)
+  expect_close(p$se.fit, fit$scaling$y$scale * sqrt(rowSums((md$Phi[1:10, ] %*% C)^2)), 1e-8)
+  edf <- eval(quote(component_edf(fit)), list(fit = fit), asNamespace("scalegp"))
+  expect_close(edf[1], sum(1 - diag(Sigma) * md$prec), 1e-4)
+})
+
+test_that("chevron: predictions, term covariances and posterior draws use the dense columns", {
+  d <- qs_data(300)
+  fit <- gpgam(y ~ gp(x1) + z, data = d, inference = "qsgp",
+               control = qs_ctl(features = 64, feature_batch = 16, iterations = 400, batch_size = 50,
+                                covariance = "chevron", dense_columns = 10))
+  expect_match(capture.output(print(fit))[2], "chevron \\(10 dense columns\\) posterior")
+  st <- fit$state
+  expect_gt(max(abs(st$dense[[1]])), 1e-3)  # (the dense columns moved)
+  md <- qs_model(fit)
+  C <- qs_chol(st, st$rho, st$dense)
+  ysc <- fit$scaling$y
+  p <- predict(fit, d[1:20, ], se.fit = TRUE)
+  expect_close(p$se.fit, ysc$scale * sqrt(rowSums((md$Phi[1:20, ] %*% C)^2)), 1e-9)
+  expect_close(fitted(fit), ysc$center + ysc$scale * drop(md$Phi %*% st$mu), 1e-9)
+  elbo <- qs_elbo_chol(md$Phi, md$y, md$prec, st$mu, C, st$log_noise)
+  expect_close(as.numeric(logLik(fit)) + 300 * log(ysc$scale), elbo, 1e-8 * abs(elbo))
+  # the term's covariance at rows (centred features) against predict's term se
+  X <- md$X[1:30, ]
+  tp <- eval(quote(term_projection(fit, X)), list(fit = fit, X = X), asNamespace("scalegp"))[[1]]
+  tt <- predict(fit, d[1:30, ], type = "terms", se.fit = TRUE)
+  expect_close(sqrt(diag(tp$cov)) * ysc$scale, tt$se.fit[, "gp(x1)"], 1e-9)
+  # posterior draws: their variance at a row is the latent variance (Monte Carlo, 20000 draws: 1% sd)
+  set.seed(5)
+  eta <- eval(quote(latent_draws(fit, X[1:5, ], 20000)), list(fit = fit, X = X), asNamespace("scalegp"))
+  expect_true(all(abs(apply(eta, 1, var) / (p$se.fit[1:5] / ysc$scale)^2 - 1) < 0.05))
+  # reproducible for any number of threads
+  f2 <- gpgam(y ~ gp(x1) + z, data = d, inference = "qsgp",
+              control = gp_control(verbose = FALSE, threads = 2, seed = 7, features = 64, feature_batch = 16,
+                                   iterations = 400, batch_size = 50, covariance = "chevron", dense_columns = 10))
+  expect_identical(f2$state$dense, st$dense)
+  expect_identical(f2$state$mu, st$mu)
+})
+
+test_that("chevron, binomial: the estimator with all rows and features is the exact ELBO; sampled, a lower bound", {
+  d <- qs_glm_data(60, seed = 3)
+  fit <- gpgam(b ~ gp(x), data = d, family = binomial(), inference = "qsgp",
+               control = qs_ctl(features = 16, feature_batch = 16, iterations = 50, batch_size = 60, dense_columns = 4))
+  st <- fit$state
+  expect_equal(fit$control$options$covariance, "chevron")  # (dense_columns alone selects it)
+  md <- qs_model(fit)
+  m <- length(st$mu)
+  set.seed(4)
+  dense <- st$dense
+  dense[[1]][] <- rnorm(64, sd = 0.2)
+  specs <- scalegp:::qsgp_core_specs(st)
+  full <- scalegp:::.qsgp_estimate(md$X, fit$y, rep(1, 60), rep(0, 60), specs, st$log_noise, st$mu, st$rho, 60, 16,
+                                   1, 1, "logit", dense = dense)
+  expect_close(full$value, full$exact, 1e-9 * abs(full$exact))
+  est <- scalegp:::.qsgp_estimate(md$X, fit$y, rep(1, 60), rep(0, 60), specs, st$log_noise, st$mu, st$rho, 8, 4,
+                                  20000, 5, "logit", dense = dense)
+  expect_lt(est$value, full$exact + 3 * est$value_se)
+})
+
+test_that("bad chevron input gives errors naming the argument", {
+  expect_error(qsgp_options(features = 64, covariance = "chevron", dense_columns = 65), "'dense_columns'.*at most")
+  expect_error(qsgp_options(covariance = "meanfield", dense_columns = 5), "'dense_columns'.*chevron")
+  expect_error(qsgp_options(dense_columns = -1), "'dense_columns'")
+  expect_error(qsgp_options(dense_columns = 2.5), "'dense_columns'")
+  expect_error(qsgp_options(covariance = "chevron", dense_columns = 0), "'dense_columns'.*at least 1")
+  expect_error(qsgp_options(covariance = "full"), "'covariance'")
+  expect_error(qsgp_options(features = 1e7, dense_columns = 100), "'dense_columns'.*2.5e8")
+  expect_equal(qsgp_options(covariance = "chevron")$dense_columns, 20L)
+  expect_equal(qsgp_options(features = 8, covariance = "chevron")$dense_columns, 8L)
+  expect_equal(qsgp_options()$dense_columns, 0L)
+})

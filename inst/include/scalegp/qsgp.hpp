@@ -15,7 +15,8 @@
 // link) with latent predictor offset_l + f(x_l) (likelihoods.hpp).
 //
 // Posterior: q(w) = N(mu, C C') with C diagonal (mean field, QSGP-0),
-// c_i = exp(rho_i).  ELBO = sum_l E_q log p(y_l | w) - KL(q || p) with
+// c_i = exp(rho_i), or, per gp() term, the chevron factor of Challis and
+// Barber (QSGP-kappa; see "Chevron" below).  ELBO = sum_l E_q log p(y_l | w) - KL(q || p) with
 //   E_q log p(y_l | w) = -1/2 log(2 pi sigma^2 / w_l) - w_l Q_l / (2 sigma^2),
 //   Q_l = (r_l - a_l)^2 + v_l,  a_l = phi_l' mu,  v_l = sum_i phi_li^2 c_i^2,
 // (eq. 1-2 of the paper, row by row).  Per iteration the estimator samples,
@@ -33,6 +34,21 @@
 // whose feature batch is all its features, and a batch of all rows, are used
 // in full (I = J = all), so that the estimator is then exact.  An iteration
 // costs O(n~ m~ d) per term, independent of n and m.
+//
+// Chevron (QsgpSettings::dense_columns = kappa > 0): per gp() term the
+// first kappa columns of C, in the chevron order pos(i) = 2 (i mod nf) +
+// [i is a sine] (the cosine and sine of a frequency side by side; the glue
+// sorts the frequencies by |omega| at the starting lengthscales, so that the
+// dense columns belong to the smoothest features), are dense below the
+// diagonal: column r < kappa has entries c_ir = L_b(i, r) at the rows with
+// pos(i) > r, its diagonal exp(rho) at pos(i) = r, zeros above; the other
+// columns are diagonal.  Then phi' Sigma phi = sum_{r<kappa} (phi' c_r)^2 +
+// sum_{pos(i)>=kappa} phi_i^2 c_i^2, and per row and term q = z_I' z_J with
+// z_I = alpha C_{I,:}' phi_I, z_J the same over J (independent: E q = the
+// dense part), added to d, whose sum is then over pos(i) >= kappa only; the
+// KL's trace term over I adds each sampled row's |L_b(i, :)|^2.  Unbiased
+// as before; an iteration costs O(n~ m~ kappa) more per term.  Memory
+// 2 kappa m_b (L_b and its AdaGrad accumulator).
 //
 // Control variate (Gaussian likelihood; the paper's eq. 3, Proposition 3 and
 // Appendix F): a fixed set P of nbar support rows, drawn once, and the
@@ -100,6 +116,7 @@ struct QsgpSettings {
   double freeze = 0.1;            // fraction of iterations with the hyperparameters frozen
   std::size_t init_rows = 2000;   // rows that estimate phi_i' W phi_i for the initial c_i (init_diagonal)
   std::size_t control_rows = 0;   // support rows of the control variate (Gaussian; 0: none)
+  Index dense_columns = 0;        // chevron: dense columns of C per gp() term (0: mean field)
 };
 
 // Per block of a draw: which entries of I and of J are the first occurrence
@@ -155,6 +172,27 @@ inline MatrixXd rff_frequencies(KernelType type, Index nf, Index d, Rng& rng) {
   return eps;
 }
 
+// The rows of eps reordered by |eps_k / ell| ascending (stable; log_ls one
+// per column or a single one): the chevron's dense columns then belong to
+// the smoothest features.
+inline MatrixXd sort_frequencies(const MatrixXd& eps, const VectorXd& log_ls) {
+  VectorXd norm(eps.rows());
+  for (Index k = 0; k < eps.rows(); ++k) {
+    double s = 0;
+    for (Index d = 0; d < eps.cols(); ++d) {
+      const double o = eps(k, d) / std::exp(log_ls.size() == 1 ? log_ls(0) : log_ls(d));
+      s += o * o;
+    }
+    norm(k) = s;
+  }
+  std::vector<Index> ord(static_cast<std::size_t>(eps.rows()));
+  for (Index k = 0; k < eps.rows(); ++k) ord[static_cast<std::size_t>(k)] = k;
+  std::stable_sort(ord.begin(), ord.end(), [&](Index a, Index b) { return norm(a) < norm(b); });
+  MatrixXd out(eps.rows(), eps.cols());
+  for (Index k = 0; k < eps.rows(); ++k) out.row(k) = eps.row(ord[static_cast<std::size_t>(k)]);
+  return out;
+}
+
 // One block of the weight vector: a gp() term's random features, or the parametric columns.
 struct QsgpBlock {
   bool rff = true;
@@ -170,6 +208,10 @@ struct QsgpBlock {
   Index nf() const { return eps.rows(); }
   Index size() const { return rff ? 2 * eps.rows() : prior_sd.size(); }
   Index dim() const { return static_cast<Index>(cols.size()); }
+  // The chevron order of feature i (head comment): cosine and sine of a frequency side by side.
+  Index pos(Index i) const { return rff ? 2 * (i % nf()) + (i >= nf() ? 1 : 0) : i; }
+  // The feature at chevron position r.
+  Index at(Index r) const { return rff ? (r % 2 ? nf() + r / 2 : r / 2) : r; }
   double ls(Index d) const { return std::exp(log_ls.size() == 1 ? log_ls(0) : log_ls(d)); }
   double precision() const { return rff ? std::exp(-log_var) : 1.0; }
   Index n_hyper() const { return rff && learn_kernel ? 1 + log_ls.size() : 0; }
@@ -191,6 +233,8 @@ struct QsgpDraw {
 struct QsgpEstimate {
   double value = 0;
   std::vector<VectorXd> gmuI, grhoI, gmuJ;
+  std::vector<VectorXd> grhoJ;           // chevron: per block, the J entries' log sds (diagonals of dense columns)
+  std::vector<MatrixXd> gLI, gLJ;        // chevron: per block, per entry of I (J) its row of L (structural zeros 0)
   VectorXd ghyper;
   std::vector<MatrixXd> cvI, cvJ;  // control variate: per block the frozen features of the support rows at I, J
 };
@@ -206,7 +250,10 @@ class Qsgp {
  public:
   std::vector<QsgpBlock> blocks;
   double log_noise = 0;
-  VectorXd mu, rho;  // q(w) = N(mu, diag(exp(2 rho)))
+  VectorXd mu, rho;  // q(w) = N(mu, C C'), diagonal of C exp(rho)
+  // Chevron: per block its dense columns below the diagonal, m_b x kappa_b
+  // (entry (i, r) used where pos(i) > r; 0 columns: mean field).
+  std::vector<MatrixXd> L;
   Settings set;
   QsgpSettings qs;
   bool learn_noise = true;
@@ -234,11 +281,44 @@ class Qsgp {
     }
     mu = VectorXd::Zero(m);
     rho = VectorXd::Zero(m);
+    if (qs.dense_columns < 0) throw std::invalid_argument("dense_columns must be >= 0");
+    for (const QsgpBlock& bl : blocks)
+      L.push_back(MatrixXd::Zero(bl.size(), bl.rff ? std::min(qs.dense_columns, bl.size()) : 0));
     // q starts at the prior: mu = 0, c_i = prior sd
     for (const QsgpBlock& bl : blocks) rho.segment(bl.start, bl.size()).setConstant(-0.5 * std::log(bl.precision()));
   }
 
   Index total_size() const { return mu.size(); }
+  Index kappa(std::size_t b) const { return L[b].cols(); }
+
+  // Replaces the chevron columns (per block m_b x kappa_b, kappa_b <= m_b,
+  // none for the parametric block); entries at structural zeros are cleared.
+  void set_dense(const std::vector<MatrixXd>& dense) {
+    if (dense.size() != blocks.size()) throw std::invalid_argument("one dense-column matrix per block is needed");
+    for (std::size_t b = 0; b < blocks.size(); ++b) {
+      const QsgpBlock& bl = blocks[b];
+      if (dense[b].rows() != bl.size() || dense[b].cols() > bl.size() || (!bl.rff && dense[b].cols() > 0))
+        throw std::invalid_argument("a dense-column matrix does not match its block");
+      L[b] = dense[b];
+      for (Index i = 0; i < bl.size(); ++i)
+        for (Index r = std::min(bl.pos(i), L[b].cols()); r < L[b].cols(); ++r) L[b](i, r) = 0;
+    }
+  }
+
+  // The latent variance of block b at features f (its segment), with c2 the
+  // block's exp(2 rho): f' C_b C_b' f (head comment).  O(m_b kappa_b).
+  double block_variance(std::size_t b, const Eigen::Ref<const VectorXd>& f, const Eigen::Ref<const VectorXd>& c2) const {
+    double v = f.cwiseAbs2().dot(c2);
+    const Index k = kappa(b);
+    if (k == 0) return v;
+    VectorXd z = L[b].transpose() * f;
+    for (Index r = 0; r < k; ++r) {
+      const Index i = blocks[b].at(r);
+      v -= f(i) * f(i) * c2(i);
+      z(r) += f(i) * std::sqrt(c2(i));
+    }
+    return v + z.squaredNorm();
+  }
   std::size_t n() const { return n_; }
   double noise_var() const { return Likelihood::kNoiseFloor + std::exp(log_noise); }
   Index n_hyper() const {
@@ -274,12 +354,14 @@ class Qsgp {
     return dr;
   }
 
-  // Per block the mean of c_i^2 over its features: the tangent point of a
-  // block sampled in part (non-Gaussian likelihoods; see the head comment).  O(m).
+  // Per block the mean of the diagonal of C_b C_b' (tr / m_b; mean field: of
+  // c_i^2): the tangent point of a block sampled in part (non-Gaussian
+  // likelihoods; see the head comment).  O(kappa m).
   std::vector<double> tangent_means() const {
     std::vector<double> out;
     for (const QsgpBlock& b : blocks)
-      out.push_back((2.0 * rho.segment(b.start, b.size())).array().exp().sum() / static_cast<double>(b.size()));
+      out.push_back(((2.0 * rho.segment(b.start, b.size())).array().exp().sum() + L[out.size()].squaredNorm()) /
+                    static_cast<double>(b.size()));
     return out;
   }
 
@@ -297,19 +379,23 @@ class Qsgp {
     const bool gauss = lik.family == Family::gaussian;
     if (!gauss && tmean.size() != B) throw std::invalid_argument("QSGP: one tangent point per block is needed");
     // the sampled entries of each block: frequencies omega (rff) or the
-    // column's prior sd (parametric), whether a sine, mu and c^2
+    // column's prior sd (parametric), whether a sine, mu, c^2 of the
+    // diagonal columns (0 at the chevron's dense ones) and the rows of the
+    // dense columns C (entries x kappa: L, the diagonal exp(rho), zeros)
     struct Side {
-      MatrixXd om;
+      MatrixXd om, C;
       std::vector<char> sine;
       VectorXd mu, c2;
     };
     std::vector<Side> sI(B), sJ(B);
-    auto side = [&](const QsgpBlock& bl, const std::vector<Index>& idx, Side& sd) {
-      const Index ne = static_cast<Index>(idx.size());
+    auto side = [&](std::size_t b, const std::vector<Index>& idx, Side& sd) {
+      const QsgpBlock& bl = blocks[b];
+      const Index ne = static_cast<Index>(idx.size()), k = kappa(b);
       sd.om.resize(ne, bl.rff ? bl.dim() : 1);
       sd.sine.assign(idx.size(), 0);
       sd.mu.resize(ne);
       sd.c2.resize(ne);
+      sd.C = MatrixXd::Zero(ne, k);
       for (Index e = 0; e < ne; ++e) {
         const Index i = idx[static_cast<std::size_t>(e)];
         if (bl.rff) {
@@ -320,19 +406,29 @@ class Qsgp {
         }
         sd.mu(e) = mu(bl.start + i);
         sd.c2(e) = std::exp(2.0 * rho(bl.start + i));
+        const Index p = bl.pos(i);
+        for (Index r = 0; r < std::min(p, k); ++r) sd.C(e, r) = L[b](i, r);
+        if (p < k) {
+          sd.C(e, p) = std::exp(rho(bl.start + i));
+          sd.c2(e) = 0;
+        }
       }
     };
     for (std::size_t b = 0; b < B; ++b) {
-      side(blocks[b], dr.I[b], sI[b]);
-      side(blocks[b], dr.J[b], sJ[b]);
+      side(b, dr.I[b], sI[b]);
+      side(b, dr.J[b], sJ[b]);
     }
-    // accumulator layout: [0] sum of E_l, [1] d/d sigma^2, then per block gmuI, grhoI, gmuJ, d/d log ell
-    std::vector<Index> off(B);
+    // accumulator layout: [0] sum of E_l, [1] d/d sigma^2, then per block
+    // gmuI, grhoI, gmuJ, d/d log ell, and (chevron) the gradients of the
+    // rows of C at I, then at J (column-major, entries x kappa)
+    std::vector<Index> off(B), offC(B);
     Index len = 2;
     for (std::size_t b = 0; b < B; ++b) {
       off[b] = len;
       len += 2 * static_cast<Index>(dr.I[b].size()) + static_cast<Index>(dr.J[b].size()) +
              (blocks[b].rff ? blocks[b].log_ls.size() : 0);
+      offC[b] = len;
+      len += kappa(b) * static_cast<Index>(dr.I[b].size() + dr.J[b].size());
     }
     const double s2 = noise_var();
     // random features of the entries of one side at the row's block inputs xb (t: the arguments omega' x)
@@ -343,7 +439,7 @@ class Qsgp {
         phi(e) = (sd.sine[static_cast<std::size_t>(e)] ? std::sin(t(e)) : std::cos(t(e))) * sq;
     };
     auto work = [&](VectorXd& acc, std::size_t begin, std::size_t end) {
-      std::vector<VectorXd> phiI(B), phiJ(B), tI(B), tJ(B), xb(B);
+      std::vector<VectorXd> phiI(B), phiJ(B), tI(B), tJ(B), xb(B), zI(B), zJ(B), yI(B), yJ(B);
       for (std::size_t b = 0; b < B; ++b) {
         phiI[b].resize(static_cast<Index>(dr.I[b].size()));
         tI[b].resize(phiI[b].size());
@@ -357,15 +453,26 @@ class Qsgp {
       // dE/dv): means and log sds of the entries of I, means of J, and the
       // lengthscales through the features (d t / d log ell_d = -omega_d x_d,
       // cos' = -sin, sin' = cos)
+      // (chevron: the dense part q = z_I' z_J of the variance carries gd
+      // as d does: d q / d C_I = alpha phi_I z_J', d q / d phi_I = alpha C_I z_J)
       auto scatter = [&](std::size_t b, double gu, double gd, double gv) {
         const QsgpBlock& bl = blocks[b];
         const double al = dr.alpha[b];
-        const Index nI = phiI[b].size(), nJ = phiJ[b].size();
+        const Index nI = phiI[b].size(), nJ = phiJ[b].size(), k = kappa(b);
         const Index oI = off[b], oR = off[b] + nI, oJ = off[b] + 2 * nI, oL = off[b] + 2 * nI + nJ;
         acc.segment(oI, nI) += (gu * al) * phiI[b];
         acc.segment(oR, nI) += (2.0 * gd * al) * phiI[b].cwiseAbs2().cwiseProduct(sI[b].c2);
         acc.segment(oJ, nJ) += (gv * al) * phiJ[b];
+        if (k > 0) {
+          Eigen::Map<MatrixXd>(acc.data() + offC[b], nI, k).noalias() += (gd * al) * phiI[b] * zJ[b].transpose();
+          Eigen::Map<MatrixXd>(acc.data() + offC[b] + nI * k, nJ, k).noalias() +=
+              (gd * al) * phiJ[b] * zI[b].transpose();
+        }
         if (!(bl.rff && bl.learn_kernel)) return;
+        if (k > 0) {
+          yI[b].noalias() = sI[b].C * zJ[b];
+          yJ[b].noalias() = sJ[b].C * zI[b];
+        }
         const double sq = 1.0 / std::sqrt(static_cast<double>(bl.nf()));
         const bool iso = bl.log_ls.size() == 1;
         for (int side_j = 0; side_j < 2; ++side_j) {
@@ -373,7 +480,8 @@ class Qsgp {
           const VectorXd& phi = side_j == 0 ? phiI[b] : phiJ[b];
           const VectorXd& t = side_j == 0 ? tI[b] : tJ[b];
           for (Index e = 0; e < phi.size(); ++e) {
-            const double de = side_j == 0 ? al * (gu * sd.mu(e) + 2.0 * gd * phi(e) * sd.c2(e)) : al * gv * sd.mu(e);
+            double de = side_j == 0 ? al * (gu * sd.mu(e) + 2.0 * gd * phi(e) * sd.c2(e)) : al * gv * sd.mu(e);
+            if (k > 0) de += al * gd * (side_j == 0 ? yI[b](e) : yJ[b](e));
             const double dphi = (sd.sine[static_cast<std::size_t>(e)] ? std::cos(t(e)) : -std::sin(t(e))) * sq;
             const double c = de * dphi;
             for (Index d = 0; d < bl.dim(); ++d) acc(oL + (iso ? 0 : d)) -= c * sd.om(e, d) * xb[b](d);
@@ -402,9 +510,16 @@ class Qsgp {
                   X_[l + n_ * static_cast<std::size_t>(bl.cols[dr.J[b][e]])] * sJ[b].om(static_cast<Index>(e), 0);
           }
           u += al * phiI[b].dot(sI[b].mu);
-          dd += al * phiI[b].cwiseAbs2().dot(sI[b].c2);
+          double q = 0;  // chevron: q = z_I' z_J (in full, al = 1 and I = J: the exact dense part)
+          if (kappa(b) > 0) {
+            zI[b].noalias() = al * (sI[b].C.transpose() * phiI[b]);
+            zJ[b].noalias() = al * (sJ[b].C.transpose() * phiJ[b]);
+            q = zI[b].dot(zJ[b]);
+          }
+          const double db = phiI[b].cwiseAbs2().dot(sI[b].c2);
+          dd += al * db + q;
           v += al * phiJ[b].dot(sJ[b].mu);
-          if (!gauss) tl += dr.full[b] ? phiI[b].cwiseAbs2().dot(sI[b].c2) : tmean[b];
+          if (!gauss) tl += dr.full[b] ? db + q : tmean[b];
         }
         if (!gauss) {
           // the tangent-line bound (head comment): a^ = (u + v) / 2,
@@ -441,16 +556,39 @@ class Qsgp {
       const Index nI = static_cast<Index>(dr.I[b].size()), nJ = static_cast<Index>(dr.J[b].size());
       VectorXd gmuI = sc * acc.segment(off[b], nI), grhoI = sc * acc.segment(off[b] + nI, nI);
       const VectorXd gmuJ = sc * acc.segment(off[b] + 2 * nI, nJ);
-      // KL(q || p) = 1/2 sum_i [s (mu_i^2 + c_i^2) - 2 rho_i - log s - 1], estimated over I
+      const Index k = kappa(b);
+      MatrixXd gLI = sc * Eigen::Map<const MatrixXd>(acc.data() + offC[b], nI, k);
+      MatrixXd gLJ = sc * Eigen::Map<const MatrixXd>(acc.data() + offC[b] + nI * k, nJ, k);
+      // KL(q || p) = 1/2 sum_i [s (mu_i^2 + |row i of C|^2) - 2 rho_i - log s - 1],
+      // estimated over I (|row i of C|^2 = c_i^2 + |L_b(i, :)|^2)
       const double s = bl.precision(), al = dr.alpha[b];
       double dkl_dlogs = 0;
       for (Index e = 0; e < nI; ++e) {
-        const Index g = bl.start + dr.I[b][static_cast<std::size_t>(e)];
+        const Index i = dr.I[b][static_cast<std::size_t>(e)], g = bl.start + i;
         const double m2 = mu(g) * mu(g), c2 = std::exp(2.0 * rho(g));
-        est.value -= al * 0.5 * (s * (m2 + c2) - 2.0 * rho(g) - std::log(s) - 1.0);
+        const double l2 = k > 0 ? L[b].row(i).squaredNorm() : 0.0;
+        est.value -= al * 0.5 * (s * (m2 + c2 + l2) - 2.0 * rho(g) - std::log(s) - 1.0);
         gmuI(e) -= al * s * mu(g);
         grhoI(e) -= al * (s * c2 - 1.0);
-        dkl_dlogs += al * 0.5 * (s * (m2 + c2) - 1.0);
+        if (k > 0) gLI.row(e) -= (al * s) * L[b].row(i);
+        dkl_dlogs += al * 0.5 * (s * (m2 + c2 + l2) - 1.0);
+      }
+      // chevron: a dense column's diagonal entry is exp(rho) (to its log sd);
+      // the entries above it are structural zeros
+      VectorXd grhoJ;
+      if (k > 0) {
+        grhoJ = VectorXd::Zero(nJ);
+        for (int side_j = 0; side_j < 2; ++side_j) {
+          const std::vector<Index>& idx = side_j == 0 ? dr.I[b] : dr.J[b];
+          MatrixXd& gL = side_j == 0 ? gLI : gLJ;
+          for (Index e = 0; e < gL.rows(); ++e) {
+            const Index i = idx[static_cast<std::size_t>(e)], p = bl.pos(i);
+            if (p >= k) continue;
+            const double g = gL(e, p) * std::exp(rho(bl.start + i));
+            (side_j == 0 ? grhoI(e) : grhoJ(e)) += g;
+            gL.row(e).tail(k - p).setZero();
+          }
+        }
       }
       if (bl.rff) {
         est.ghyper(h) = dkl_dlogs;  // d ELBO / d log sigma_f^2 = d KL / d log s
@@ -460,6 +598,9 @@ class Qsgp {
       est.gmuI.push_back(std::move(gmuI));
       est.grhoI.push_back(std::move(grhoI));
       est.gmuJ.push_back(gmuJ);
+      est.grhoJ.push_back(std::move(grhoJ));
+      est.gLI.push_back(std::move(gLI));
+      est.gLJ.push_back(std::move(gLJ));
     }
     est.ghyper(h) = sc * acc(1) * std::exp(log_noise);
     if (gauss && !cv_rows.empty()) control_variate(dr, sI, sJ, features, pfor, est);
@@ -505,7 +646,7 @@ class Qsgp {
     // accumulator: [0] sum_p w_p (u0 w0 - a^2); per block: d/d mu_I and d/d
     // mu_J of sum_p w_p u0 w0 / 2, then sum_p w_p a_p phi0_p at I and at J
     auto work = [&](VectorXd& acc, std::size_t begin, std::size_t end) {
-      std::vector<VectorXd> phiI(B), phiJ(B), tI(B), tJ(B), xb(B);
+      std::vector<VectorXd> phiI(B), phiJ(B), tI(B), tJ(B), xb(B), zI(B), zJ(B), yI(B), yJ(B);
       for (std::size_t b = 0; b < B; ++b) {
         phiI[b].resize(static_cast<Index>(dr.I[b].size()));
         tI[b].resize(phiI[b].size());
@@ -626,7 +767,12 @@ class Qsgp {
       VectorXd phi(m);
       for (std::size_t l = begin; l < end; ++l) {
         row_features(X_ + l, n_, om, phi);
-        const double a = phi.dot(mu), v = phi.cwiseAbs2().dot(c2);
+        const double a = phi.dot(mu);
+        double v = 0;
+        for (std::size_t b = 0; b < blocks.size(); ++b) {
+          const Index s = blocks[b].start, z = blocks[b].size();
+          v += block_variance(b, phi.segment(s, z), c2.segment(s, z));
+        }
         ex.mean(static_cast<Index>(l)) = a;
         ex.var(static_cast<Index>(l)) = v;
         acc.tail(m) += phi;
@@ -644,13 +790,15 @@ class Qsgp {
     return ex;
   }
 
-  // KL(q || p) in full (O(m)).
+  // KL(q || p) in full (O(m + kappa m)).
   double kl() const {
     double out = 0;
-    for (const QsgpBlock& b : blocks) {
+    for (std::size_t bi = 0; bi < blocks.size(); ++bi) {
+      const QsgpBlock& b = blocks[bi];
       const double s = b.precision();
       for (Index i = b.start; i < b.start + b.size(); ++i)
         out += 0.5 * (s * (mu(i) * mu(i) + std::exp(2.0 * rho(i))) - 2.0 * rho(i) - std::log(s) - 1.0);
+      out += 0.5 * s * L[bi].squaredNorm();
     }
     return out;
   }
@@ -707,10 +855,10 @@ class Qsgp {
           const Index s = blocks[static_cast<std::size_t>(b)].start, z = blocks[static_cast<std::size_t>(b)].size();
           const auto f = phi.segment(s, z);
           mean(li, b) = f.dot(mu.segment(s, z));
-          var(li, b) = f.cwiseAbs2().dot(c2.segment(s, z));
+          var(li, b) = block_variance(static_cast<std::size_t>(b), f, c2.segment(s, z));
           const VectorXd fc = f - center.segment(s, z);
           cmean(li, b) = fc.dot(mu.segment(s, z));
-          cvar(li, b) = fc.cwiseAbs2().dot(c2.segment(s, z));
+          cvar(li, b) = block_variance(static_cast<std::size_t>(b), fc, c2.segment(s, z));
         }
       }
     });
@@ -832,6 +980,14 @@ class Qsgp {
     double rate = qs.variational_rate;
     init_diagonal(qs.init_rows, rng, pfor);
     cv_init(qs.control_rows, rng, pfor);
+    // chevron: AdaGrad accumulators of L, and per block the touched rows of
+    // L with their summed gradients (slot: row of the staging matrix, or -1)
+    std::vector<MatrixXd> acc_L, stage(blocks.size());
+    std::vector<std::vector<Index>> slot(blocks.size()), staged(blocks.size());
+    for (std::size_t b = 0; b < blocks.size(); ++b) {
+      acc_L.push_back(MatrixXd::Constant(L[b].rows(), L[b].cols(), qs.adagrad_init));
+      if (kappa(b) > 0) slot[b].assign(static_cast<std::size_t>(blocks[b].size()), -1);
+    }
     const bool cv = !cv_rows.empty();
     std::vector<std::vector<char>> fI(blocks.size()), fJ(blocks.size());
     std::vector<VectorXd> dI(blocks.size()), dJ(blocks.size());
@@ -869,7 +1025,22 @@ class Qsgp {
         for (std::size_t e = 0; e < dr.J[b].size(); ++e) {
           const Index g = s + dr.J[b][e];
           g_mu(g) += est.gmuJ[b](static_cast<Index>(e));
+          if (kappa(b) > 0) g_rho(g) += est.grhoJ[b](static_cast<Index>(e));
           if (!mark[static_cast<std::size_t>(g)]) mark[static_cast<std::size_t>(g)] = 1, touched.push_back(g);
+        }
+        if (kappa(b) > 0) {  // the rows of L at I and J, summed per distinct index
+          const Index k = kappa(b);
+          stage[b].setZero(static_cast<Index>(dr.I[b].size() + dr.J[b].size()), k);
+          staged[b].clear();
+          for (int side_j = 0; side_j < 2; ++side_j) {
+            const std::vector<Index>& idx = side_j == 0 ? dr.I[b] : dr.J[b];
+            const MatrixXd& gL = side_j == 0 ? est.gLI[b] : est.gLJ[b];
+            for (std::size_t e = 0; e < idx.size(); ++e) {
+              Index& sl = slot[b][static_cast<std::size_t>(idx[e])];
+              if (sl < 0) sl = static_cast<Index>(staged[b].size()), staged[b].push_back(idx[e]);
+              stage[b].row(sl) += gL.row(static_cast<Index>(e));
+            }
+          }
         }
       }
       if (cv)  // the steps of mu at the first occurrences, for the tracking of a below: -mu before
@@ -896,6 +1067,17 @@ class Qsgp {
           tmean[b] += (std::exp(2.0 * rho(g)) - c2_old) / static_cast<double>(blocks[b].size());
         }
       }
+      for (std::size_t b = 0; b < blocks.size(); ++b)  // chevron: AdaGrad on the touched rows of L
+        for (std::size_t q = 0; q < staged[b].size(); ++q) {
+          const Index i = staged[b][q], kr = std::min(blocks[b].pos(i), kappa(b));
+          for (Index r = 0; r < kr; ++r) {
+            const double gr = stage[b](static_cast<Index>(q), r), old = L[b](i, r);
+            acc_L[b](i, r) += gr * gr;
+            L[b](i, r) += rate * gr / std::sqrt(acc_L[b](i, r));
+            if (!gauss) tmean[b] += (L[b](i, r) * L[b](i, r) - old * old) / static_cast<double>(blocks[b].size());
+          }
+          slot[b][static_cast<std::size_t>(i)] = -1;
+        }
       if (cv)  // a += Phi0_{P,U} (mu_U - mu_U before) (Proposition 3)
         for (std::size_t b = 0; b < blocks.size(); ++b) {
           const Index s = blocks[b].start;
