@@ -417,3 +417,55 @@ TEST_CASE("QSGP non-Gaussian fit is bit-identical for any thread count and raise
   CHECK(std::get<1>(a) == std::get<1>(b));
   CHECK(std::get<2>(a) > start + 100);
 }
+
+TEST_CASE("QSGP chevron: exact in full with the finite-difference gradient of its dense columns; fit thread-independent",
+          "[qsgp]") {
+  const Data d = make_data(40, Family::gaussian, 11);
+  Qsgp q = make_model(d, 6, 40, 12, 21);
+  // 4 dense columns in the gp() block (12 features), the parametric block mean field
+  MatrixXd L = uniform_matrix(12, 4, 23, -0.4, 0.4);
+  q.set_dense({L, MatrixXd::Zero(1, 0)});
+  for (Index i = 0; i < 12; ++i)
+    for (Index r = 0; r < 4; ++r) CHECK((q.L[0](i, r) == 0) == (q.blocks[0].pos(i) <= r));  // (structural zeros)
+  Rng rng(5);
+  const QsgpDraw dr = q.draw(rng);
+  const QsgpEstimate est = q.estimate(dr, serial_for);
+  const double exact = q.exact(serial_for).elbo;
+  CHECK(est.value == Approx(exact).epsilon(1e-10));
+  // every live entry of L: the gradient (I and J are all features) against central differences of the exact ELBO
+  int live = 0;
+  for (Index i = 0; i < 12; ++i)
+    for (Index r = 0; r < std::min<Index>(q.blocks[0].pos(i), 4); ++r) {
+      double g = 0;
+      for (std::size_t e = 0; e < dr.I[0].size(); ++e)
+        if (dr.I[0][e] == i) g += est.gLI[0](static_cast<Index>(e), r);
+      for (std::size_t e = 0; e < dr.J[0].size(); ++e)
+        if (dr.J[0][e] == i) g += est.gLJ[0](static_cast<Index>(e), r);
+      Qsgp qp = q, qm = q;
+      qp.L[0](i, r) += 1e-5;
+      qm.L[0](i, r) -= 1e-5;
+      const double fd = (qp.exact(serial_for).elbo - qm.exact(serial_for).elbo) / 2e-5;
+      CHECK(g == Approx(fd).epsilon(1e-6).margin(1e-6));
+      ++live;
+    }
+  CHECK(live == 38);  // (sum over the chevron positions 0..11 of min(pos, 4))
+  // a fit with 6 dense columns: the same posterior for 1 and 3 threads
+  const Data big = make_data(2000, Family::gaussian, 5);
+  auto run = [&](const ParallelFor& pfor) {
+    Settings set;
+    set.batch_size = 300;
+    set.max_iter = 40;
+    QsgpSettings qs;
+    qs.feature_batch = 32;
+    qs.dense_columns = 6;
+    Qsgp f(make_blocks(64, KernelType::se, 9), std::log(0.3), set, qs, big.X.data(), big.n(), 3, big.y.data(),
+           big.w.data(), big.o.data());
+    Rng r(4);
+    f.fit(pfor, r, [](int, double) { return true; });
+    return std::make_pair(f.mu, f.L[0]);
+  };
+  const auto a = run(serial_for), b = run(thread_for(3));
+  CHECK(a.first == b.first);
+  CHECK(a.second == b.second);
+  CHECK(a.second.cwiseAbs().maxCoeff() > 0);  // (the dense columns moved)
+}
