@@ -38,6 +38,13 @@ NULL
 #' starting lengthscales and the dense columns are the cosines and sines of
 #' the `dense_columns / 2` lowest, the smoothest features, whose weights are
 #' the most correlated a posteriori.  The parametric block stays mean field.
+#' The dense columns start at 0 (the mean field) and take AdaGrad steps in
+#' units of their diagonal entry, divided by `features / feature_batch`.
+#' With random features the posterior correlations are spread over all the
+#' weights, so a few dense columns recover little of the mean field's error
+#' in the latent variance, and their sampled gradients are noisy: the
+#' chevron is an option, not the default (`bench/qsgp_chevron.R` in the
+#' sources measures both).
 #'
 #' Each iteration samples, uniformly with replacement, `batch_size` rows
 #' ([gp_control()]; 500 by default) and, per `gp()` term, two independent

@@ -48,7 +48,8 @@
 // dense part), added to d, whose sum is then over pos(i) >= kappa only; the
 // KL's trace term over I adds each sampled row's |L_b(i, :)|^2.  Unbiased
 // as before; an iteration costs O(n~ m~ kappa) more per term.  Memory
-// 2 kappa m_b (L_b and its AdaGrad accumulator).
+// 2 kappa m_b (L_b and its AdaGrad accumulator).  fit() starts L at 0 (the
+// mean field) and steps it by AdaGrad in units of each column's diagonal.
 //
 // Control variate (Gaussian likelihood; the paper's eq. 3, Proposition 3 and
 // Appendix F): a fixed set P of nbar support rows, drawn once, and the
@@ -1067,13 +1068,19 @@ class Qsgp {
           tmean[b] += (std::exp(2.0 * rho(g)) - c2_old) / static_cast<double>(blocks[b].size());
         }
       }
-      for (std::size_t b = 0; b < blocks.size(); ++b)  // chevron: AdaGrad on the touched rows of L
+      // chevron: AdaGrad on the touched rows of L in units of their column's
+      // diagonal (entries b = L / c_rr: steps scale with the posterior sd,
+      // not the fixed variational_rate), the step divided by m_b / m~ (the
+      // scale of a sampled entry's gradient), against the noise of the
+      // sampled gradients (absolute AdaGrad steps on L lowered the ELBO)
+      for (std::size_t b = 0; b < blocks.size(); ++b)
         for (std::size_t q = 0; q < staged[b].size(); ++q) {
           const Index i = staged[b][q], kr = std::min(blocks[b].pos(i), kappa(b));
           for (Index r = 0; r < kr; ++r) {
-            const double gr = stage[b](static_cast<Index>(q), r), old = L[b](i, r);
-            acc_L[b](i, r) += gr * gr;
-            L[b](i, r) += rate * gr / std::sqrt(acc_L[b](i, r));
+            const double crr = std::exp(rho(blocks[b].start + blocks[b].at(r)));
+            const double gb = stage[b](static_cast<Index>(q), r) * crr, old = L[b](i, r);
+            acc_L[b](i, r) += gb * gb;
+            L[b](i, r) += crr * rate / dr.alpha[b] * gb / std::sqrt(acc_L[b](i, r));
             if (!gauss) tmean[b] += (L[b](i, r) * L[b](i, r) - old * old) / static_cast<double>(blocks[b].size());
           }
           slot[b][static_cast<std::size_t>(i)] = -1;
