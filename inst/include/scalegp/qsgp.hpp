@@ -16,7 +16,8 @@
 //
 // Posterior: q(w) = N(mu, C C') with C diagonal (mean field, QSGP-0),
 // c_i = exp(rho_i), or, per gp() term, the chevron factor of Challis and
-// Barber (QSGP-kappa; see "Chevron" below).  ELBO = sum_l E_q log p(y_l | w) - KL(q || p) with
+// Barber (QSGP-kappa; see "Chevron" below).
+// ELBO = sum_l E_q log p(y_l | w) - KL(q || p) with
 //   E_q log p(y_l | w) = -1/2 log(2 pi sigma^2 / w_l) - w_l Q_l / (2 sigma^2),
 //   Q_l = (r_l - a_l)^2 + v_l,  a_l = phi_l' mu,  v_l = sum_i phi_li^2 c_i^2,
 // (eq. 1-2 of the paper, row by row).  Per iteration the estimator samples,
@@ -360,9 +361,11 @@ class Qsgp {
   // likelihoods; see the head comment).  O(kappa m).
   std::vector<double> tangent_means() const {
     std::vector<double> out;
-    for (const QsgpBlock& b : blocks)
-      out.push_back(((2.0 * rho.segment(b.start, b.size())).array().exp().sum() + L[out.size()].squaredNorm()) /
-                    static_cast<double>(b.size()));
+    for (std::size_t b = 0; b < blocks.size(); ++b) {
+      const QsgpBlock& bl = blocks[b];
+      out.push_back(((2.0 * rho.segment(bl.start, bl.size())).array().exp().sum() + L[b].squaredNorm()) /
+                    static_cast<double>(bl.size()));
+    }
     return out;
   }
 
@@ -647,7 +650,7 @@ class Qsgp {
     // accumulator: [0] sum_p w_p (u0 w0 - a^2); per block: d/d mu_I and d/d
     // mu_J of sum_p w_p u0 w0 / 2, then sum_p w_p a_p phi0_p at I and at J
     auto work = [&](VectorXd& acc, std::size_t begin, std::size_t end) {
-      std::vector<VectorXd> phiI(B), phiJ(B), tI(B), tJ(B), xb(B), zI(B), zJ(B), yI(B), yJ(B);
+      std::vector<VectorXd> phiI(B), phiJ(B), tI(B), tJ(B), xb(B);
       for (std::size_t b = 0; b < B; ++b) {
         phiI[b].resize(static_cast<Index>(dr.I[b].size()));
         tI[b].resize(phiI[b].size());
