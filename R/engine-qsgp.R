@@ -420,7 +420,14 @@ param_posterior.gpgam_qsgp <- function(fit, ...) {
   if (fit$intercept) L[1, ] <- L[1, ] + ysc$scale * st$center
   b <- drop(L %*% st$mu)
   if (fit$intercept) b[1] <- b[1] + ysc$center
-  V <- L %*% (st$c2 * t(L))
+  # V = L Sigma L', Sigma block-diagonal with blocks diag(d) + H H' (qsgp_factor())
+  V <- matrix(0, nrow(L), nrow(L))
+  for (i in seq_along(bl)) {
+    cf <- qsgp_factor(st, i, bl[[i]])
+    Li <- L[, bl[[i]], drop = FALSE]
+    V <- V + Li %*% (cf$d * t(Li))
+    if (!is.null(cf$H)) V <- V + tcrossprod(Li %*% cf$H)
+  }
   names(b) <- rownames(A)
   dimnames(V) <- list(names(b), names(b))
   list(coef = b, vcov = V)

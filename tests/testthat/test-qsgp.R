@@ -539,6 +539,14 @@ test_that("chevron: predictions, term covariances and posterior draws use the de
   expect_close(fitted(fit), ysc$center + ysc$scale * drop(md$Phi %*% st$mu), 1e-9)
   elbo <- qs_elbo_chol(md$Phi, md$y, md$prec, st$mu, C, st$log_noise)
   expect_close(as.numeric(logLik(fit)) + 300 * log(ysc$scale), elbo, 1e-8 * abs(elbo))
+  # the intercept's sd (it carries the terms' means over the data, centre' mu): from L Sigma L'
+  ctr <- fit$state$center
+  expect_gt(max(abs(ctr)), 0)
+  Lrow <- ysc$scale * ctr
+  Lrow[length(Lrow) - 1] <- Lrow[length(Lrow) - 1] + fit$terms$param_scaling$A[1, 1] * ysc$scale *
+    st$specs[[2]]$prior_sd[1]
+  Lrow[length(Lrow)] <- Lrow[length(Lrow)] + fit$terms$param_scaling$A[1, 2] * ysc$scale * st$specs[[2]]$prior_sd[2]
+  expect_close(sqrt(vcov(fit)[1, 1]), sqrt(sum((Lrow %*% C)^2)), 1e-9)
   # the term's covariance at rows (centred features) against predict's term se
   X <- md$X[1:30, ]
   tp <- eval(quote(term_projection(fit, X)), list(fit = fit, X = X), asNamespace("scalegp"))[[1]]
