@@ -36,10 +36,10 @@ NULL
 #' O(`dense_columns` x `features`) memory.  The order of the weights
 #' matters for it: the frequencies are sorted by their length at the
 #' starting lengthscales and the dense columns are the cosines and sines of
-#' the `dense_columns / 2` lowest, the smoothest features, whose weights are
-#' the most correlated a posteriori.  The parametric block stays mean field.
-#' The dense columns start at 0 (the mean field) and take AdaGrad steps in
-#' units of their diagonal entry, divided by `features / feature_batch`.
+#' the `dense_columns / 2` lowest, the smoothest features.  The parametric
+#' block stays mean field.  The dense columns' entries below the diagonal
+#' start at 0 (the mean field) and take AdaGrad steps in units of their
+#' column's diagonal entry, divided by `features / feature_batch`.
 #' With random features the posterior correlations are spread over all the
 #' weights, so a few dense columns recover little of the mean field's error
 #' in the latent variance, and their sampled gradients are noisy: the
