@@ -44,6 +44,14 @@ qs_elbo <- function(Phi, y, prec, mu, rho, log_noise) {
     0.5 * sum(prec * (mu^2 + c2) - 2 * rho - log(prec) - 1)
 }
 
+# The gradient of f at x0 by central differences of step h.
+qs_central_diff <- function(f, x0, h = 1e-4) {
+  vapply(seq_along(x0), function(j) {
+    e <- replace(numeric(length(x0)), j, h)
+    (f(x0 + e) - f(x0 - e)) / (2 * h)
+  }, 0)
+}
+
 test_that("the ELBO estimator averages to the closed-form ELBO, and its gradient to the exact gradient", {
   d <- qs_data(60)
   fit <- gpgam(y ~ gp(x1) + z, data = d, inference = "qsgp",
@@ -72,11 +80,7 @@ test_that("the ELBO estimator averages to the closed-form ELBO, and its gradient
     qs_elbo(m2$Phi, md$y, m2$prec, x[1:m], x[m + 1:m], x[2 * m + 3])
   }
   x0 <- c(mu, rho, st$specs[[1]]$log_var, st$specs[[1]]$log_ls, st$log_noise)
-  h <- 1e-4
-  fd <- vapply(seq_along(x0), function(j) {
-    e <- replace(numeric(length(x0)), j, h)
-    (f(x0 + e) - f(x0 - e)) / (2 * h)
-  }, 0)
+  fd <- qs_central_diff(f, x0)
   expect_true(all(abs(full$gradient - fd) < 1e-5 * pmax(abs(fd), 1)))
   expect_gt(abs(fd[2 * m + 2]), 1)  # (a lengthscale gradient to test)
   # sampled rows and features: unbiased, within Monte Carlo error
@@ -475,11 +479,7 @@ test_that("chevron: the ELBO estimator averages to the closed-form ELBO, and its
     qs_elbo_chol(m2$Phi, md$y, m2$prec, x[1:m], qs_chol(st, x[m + 1:m], dn), x[2 * m + 3])
   }
   x0 <- c(mu, rho, st$specs[[1]]$log_var, st$specs[[1]]$log_ls, st$log_noise, dense[[1]][live])
-  h <- 1e-4
-  fd <- vapply(seq_along(x0), function(j) {
-    e <- replace(numeric(length(x0)), j, h)
-    (f(x0 + e) - f(x0 - e)) / (2 * h)
-  }, 0)
+  fd <- qs_central_diff(f, x0)
   g_full <- c(full$gradient, full$gradient_dense[live])
   expect_true(all(abs(g_full - fd) < 1e-5 * pmax(abs(fd), 1)))
   expect_identical(full$gradient_dense[!live], rep(0, sum(!live)))
