@@ -593,7 +593,8 @@ dgp_chunked <- function(cl, formula, source, hidden, inducing, fam, control, opt
 #' hidden layer's Gaussian).
 #'
 #' @param object a fit made by [dgp()].
-#' @param newdata a data frame with the inputs (default: the data of the fit).
+#' @param newdata a data frame with the inputs (default: the data of the fit;
+#'   then, after `na.action = na.exclude`, the rows it dropped are `NA`).
 #' @param type `"link"` (the latent function: variance without the output
 #'   noise) or `"response"` (Gaussian: a new observation, variance with the
 #'   noise, the same mean; probit: the probability of the second level,
@@ -622,15 +623,18 @@ predict.dgp <- function(object, newdata, type = c("link", "response"), se.fit = 
   L <- length(object$net$layers)
   if (!is.null(layer) && (!is.numeric(layer) || length(layer) != 1 || !(layer %in% seq_len(L - 1))))
     stop_arg("layer", "must be the number of a hidden layer (1 to ", L - 1, ") or NULL")
+  # (at the fitting rows, padded with NA where na.action = na.exclude dropped rows, as predict.lm() pads)
+  pad <- function(x) x
   if (missing(newdata) || is.null(newdata)) {
     if (is.null(object$model))
       stop_arg("newdata", "is needed: the fit keeps no model frame (",
                if (is.null(object$chunks)) "model = FALSE" else "data read in chunks", ")")
     newdata <- object$model
+    pad <- function(x) stats::napredict(object$na.action, x)
   }
   p <- .dgp_predict(object$net, dgp_inputs(object, newdata), object$n,
                     as.integer(object$control$threads %||% 1L))
-  if (!is.null(layer)) return(list(mean = p$mean[[layer]], var = p$var[[layer]]))
+  if (!is.null(layer)) return(list(mean = pad(p$mean[[layer]]), var = pad(p$var[[layer]])))
   ys <- object$scaling$y
   fit <- p$mean[[L]][, 1] * ys$scale + ys$center
   v <- p$var[[L]][, 1]
@@ -638,12 +642,12 @@ predict.dgp <- function(object, newdata, type = c("link", "response"), se.fit = 
     if (type == "response") {
       sc <- sqrt(1 + v)
       p <- stats::pnorm(fit / sc)
-      if (!se.fit) return(p)
-      return(list(fit = p, se.fit = stats::dnorm(fit / sc) / sc * sqrt(v)))
+      if (!se.fit) return(pad(p))
+      return(list(fit = pad(p), se.fit = pad(stats::dnorm(fit / sc) / sc * sqrt(v))))
     }
   } else if (type == "link") v <- v - exp(2 * object$net$layers[[L]]$log_sn)
-  if (!se.fit) return(fit)
-  list(fit = fit, se.fit = sqrt(pmax(v, 0)) * ys$scale)
+  if (!se.fit) return(pad(fit))
+  list(fit = pad(fit), se.fit = pad(sqrt(pmax(v, 0)) * ys$scale))
 }
 
 #' @rdname predict.dgp
