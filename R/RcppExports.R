@@ -109,6 +109,22 @@
     .Call(`_scalegp_qsgp_estimate`, X, y, w, offset, specs, log_noise, mu, rho, batch_size, feature_batch, reps, seed, lik, gh_points, control_rows, dense)
 }
 
+.qsgp_gram_fit <- function(X, y, w, offset, specs, log_noise, control, options, threads, seed, monitor) {
+    .Call(`_scalegp_qsgp_gram_fit`, X, y, w, offset, specs, log_noise, control, options, threads, seed, monitor)
+}
+
+.qsgp_gram_predict <- function(specs, Xtrain, wtrain, log_noise, mu, rho, center, X, augment, threads) {
+    .Call(`_scalegp_qsgp_gram_predict`, specs, Xtrain, wtrain, log_noise, mu, rho, center, X, augment, threads)
+}
+
+.qsgp_gram_features <- function(specs, Xtrain, first, count, X) {
+    .Call(`_scalegp_qsgp_gram_features`, specs, Xtrain, first, count, X)
+}
+
+.qsgp_gram_estimate <- function(X, y, w, offset, specs, log_noise, mu, rho, batch_size, feature_batch, reps, seed, control_rows = 0) {
+    .Call(`_scalegp_qsgp_gram_estimate`, X, y, w, offset, specs, log_noise, mu, rho, batch_size, feature_batch, reps, seed, control_rows)
+}
+
 .discrete_shard_values <- function(X, specs, bins, round) {
     .Call(`_scalegp_discrete_shard_values`, X, specs, bins, round)
 }

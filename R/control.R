@@ -145,7 +145,9 @@ gp_control <- function(inducing = NULL, batch_size = NULL, iterations = 2000, ep
 # Engine options given to gp_control(), kept as given after validation: a
 # name must be an option of some registered engine or of dgp()
 # (option_constructors()), and its value must be valid for at least one
-# that declares it (two engines may use the same name with different
+# that declares it, together with the other options given of that one (so
+# that joint constraints such as qsgp's feature_batch <= features see
+# both; two engines may use the same name with different
 # meanings; the engine of the fit validates its own again in
 # resolve_control(), dgp() in dgp_control_options()).
 given_engine_options <- function(opts) {
@@ -164,7 +166,7 @@ given_engine_options <- function(opts) {
   for (n in nm) {
     owners <- Filter(function(f) n %in% names(formals(f)), ctors)
     for (f in owners) {
-      r <- tryCatch(list(value = do.call(f, opts[n])[[n]]), error = function(cond) cond)
+      r <- tryCatch(list(value = do.call(f, opts[intersect(nm, names(formals(f)))])[[n]]), error = function(cond) cond)
       if (!inherits(r, "error")) break
     }
     if (inherits(r, "error")) stop(r)

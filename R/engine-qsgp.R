@@ -180,6 +180,30 @@ NULL
 #'   correction that cancels much of the noise the sampled features add
 #'   to the gradient of the data-fit term.  Each iteration costs about this
 #'   many rows more.  0: none.  Ignored for other families.
+#' @param basis `"fourier"` (default): random Fourier features as above.
+#'   `"inducing"`: the paper's variant with inducing points at every
+#'   training row (its Table 3): the single `gp()` term of a Gaussian model
+#'   is \eqn{f(x) = \sum_i k(x, x_i) w_i}{f(x) = sum_i k(x, x_i) w_i} over the
+#'   \eqn{n}{n} training inputs with prior
+#'   \eqn{w \sim N(0, K^{-1})}{w ~ N(0, K^-1)} (\eqn{K}{K} the training
+#'   kernel matrix), so that the prior of \eqn{f}{f} at the training rows
+#'   is the exact GP's.  Each iteration samples `feature_batch` of the
+#'   \eqn{n}{n} weights twice (`features` is not used) and costs
+#'   O((`batch_size` + `feature_batch`) x `feature_batch` x inputs);
+#'   \eqn{\mu^\top K \mu}{mu' K mu} in the KL divergence is estimated from
+#'   the two sets.  The kernel hyperparameters and the noise stay at their
+#'   starting values (the pilot's; the paper fixes them too, as
+#'   \eqn{\log |K|}{log |K|} would cost O(\eqn{n^3}{n^3})), the posterior is
+#'   mean field, and the control variate (`control_variate` support rows
+#'   \eqn{U}{U}) also covers \eqn{\mu^\top K \mu}{mu' K mu} by its Nystrom
+#'   approximation on \eqn{U}{U} (the paper's Appendix F.2).  The final pass
+#'   costs O(\eqn{n^2}{n^2}), every predicted row O(\eqn{n}{n}); predictions at
+#'   new rows add the paper's Proposition 4 variance (a basis function at
+#'   the new point, with its optimal mean-field variance), so that far from
+#'   the data the variance returns to the prior's.  [logLik()] is `NA` (the
+#'   ELBO needs \eqn{\log |K|}{log |K|}); `fit$elbo_without_logdet` holds the
+#'   ELBO without its term \eqn{\log |K| / 2}{log |K| / 2}.  Gaussian models
+#'   with one `gp()` term only.
 #' @return A list of the options.
 #' @references Evans and Nair (2018) Quadruply stochastic Gaussian
 #'   processes. arXiv:2006.03015.  Rahimi and Recht (2007) Random features
@@ -202,15 +226,24 @@ NULL
 #'             control = gp_control(features = 512, feature_batch = 128, iterations = 500,
 #'                                  threads = 1, verbose = FALSE))
 #' head(fitted(fb))
+#' # inducing points at every training row, hyperparameters from the pilot fit
+#' fi <- gpgam(y ~ gp(x), data = d, inference = "qsgp",
+#'             control = gp_control(basis = "inducing", feature_batch = 100, iterations = 300,
+#'                                  threads = 1, verbose = FALSE))
+#' fi$elbo_without_logdet
 #' @export
 qsgp_options <- function(features = 2048, feature_batch = NULL, variational_rate = 0.1, final_rate = 0.1,
                          freeze = 0.1, pilot = 1000, control_variate = 500,
-                         covariance = c("meanfield", "chevron"), dense_columns = NULL) {
+                         covariance = c("meanfield", "chevron"), dense_columns = NULL,
+                         basis = c("fourier", "inducing")) {
+  basis <- check_choice(basis, "basis", eval(formals(qsgp_options)$basis))
+  if (basis == "inducing" && (identical(covariance, "chevron") || isTRUE(dense_columns > 0)))
+    stop_arg("covariance", "must be \"meanfield\" with basis = \"inducing\" (the paper's QSGP-0)")
   check_count(features, "features")
   if (features %% 2 != 0) stop_arg("features", "must be even (a cosine and a sine per frequency), not ", features)
   feature_batch <- feature_batch %||% min(512, features)
   check_count(feature_batch, "feature_batch")
-  if (feature_batch > features)
+  if (basis == "fourier" && feature_batch > features)
     stop_arg("feature_batch", "(", feature_batch, ") must be at most 'features' (", features, ")")
   check_positive(variational_rate, "variational_rate")
   check_positive(final_rate, "final_rate")
@@ -240,7 +273,7 @@ qsgp_options <- function(features = 2048, feature_batch = NULL, variational_rate
   list(features = as.integer(features), feature_batch = as.integer(feature_batch),
        variational_rate = variational_rate, final_rate = final_rate, freeze = freeze, pilot = as.integer(pilot),
        control_variate = as.integer(control_variate), covariance = covariance,
-       dense_columns = as.integer(dense_columns))
+       dense_columns = as.integer(dense_columns), basis = basis)
 }
 
 qsgp_engine <- function() {
@@ -258,11 +291,18 @@ default_batch_size.engine_qsgp <- function(engine, n, family, opts) min(n, 500L)
 # centred ANOVA kernel becomes its stationary base kernel: the terms are
 # centred when reported), the parametric block; families gaussian, binomial
 # (logit, probit) and poisson.
-qsgp_components <- function(setup) {
+qsgp_components <- function(setup, basis = "fourier") {
   if (!setup$lik %in% c("gaussian", "logit", "probit", "poisson"))
     stop_arg("family", "must be gaussian(), binomial(link = \"logit\" or \"probit\") or poisson() ",
              "for inference = \"qsgp\"")
   labels <- vapply(setup$terms$gp, function(g) g$spec$label, "")
+  if (basis == "inducing") {
+    if (setup$lik != "gaussian")
+      stop_arg("family", "must be gaussian() for inference = \"qsgp\" with basis = \"inducing\"")
+    if (length(setup$terms$gp) != 1)
+      stop_arg("formula", "must have exactly one gp() term for inference = \"qsgp\" with basis = \"inducing\", not ",
+               length(setup$terms$gp))
+  }
   lapply(seq_along(setup$comps), function(i) {
     k <- setup$comps[[i]]
     if (k$kind == "linear") return(k[c("kind", "cols", "prior_sd")])
@@ -310,11 +350,12 @@ qsgp_pilot <- function(setup, control) {
 }
 
 engine_fit.engine_qsgp <- function(engine, setup, control) {
-  qsgp_components(setup)  # (refuses what the core does not fit, before the pilot)
+  o <- control$options
+  qsgp_components(setup, o$basis)  # (refuses what the core does not fit, before the pilot)
   start <- qsgp_pilot(setup, control)
   setup <- start$setup
-  comps <- qsgp_components(setup)
-  o <- control$options
+  comps <- qsgp_components(setup, o$basis)
+  if (o$basis == "inducing") return(qsgp_gram_fit(engine, setup, control, comps, start))
   if (isTRUE(control$verbose))
     inform("QSGP: ", o$features, " random features per gp() term, ", o$feature_batch, " sampled twice and ",
            control$batch_size, " rows per iteration; ", control$iterations, " iterations",
@@ -334,7 +375,45 @@ engine_fit.engine_qsgp <- function(engine, setup, control) {
   res
 }
 
+# basis = "inducing" (the paper's m = n variant): one weight per training
+# row for the gp() term, the hyperparameters and the noise fixed at their
+# starting values (the pilot's); the training design and weights are kept
+# for prediction.  The exact ELBO lacks (1/2) log |K| (O(n^3)), so the
+# objective is NA and `elbo_without_logdet` holds the rest.
+qsgp_gram_fit <- function(engine, setup, control, comps, start) {
+  o <- control$options
+  if (isTRUE(control$verbose))
+    inform("QSGP: inducing points at all ", setup$n, " rows, ", min(o$feature_batch, setup$n), " sampled twice and ",
+           control$batch_size, " rows per iteration; ", control$iterations,
+           " iterations; hyperparameters fixed at their starting values.")
+  bar <- control
+  bar$priors <- FALSE
+  res <- .qsgp_gram_fit(setup$X, setup$y, setup$w, setup$offset, comps, setup$log_noise, common_settings(control),
+                        unclass(o), control$threads, control$seed,
+                        progress_monitor(bar, "ELBO without log|K| / 2", jacobian(setup)))
+  res$pilot <- start$pilot
+  if (!is.null(start$pilot)) res$seconds[["init"]] <- res$seconds[["init"]] + start$pilot$seconds
+  res$elbo_without_logdet <- res$objective - jacobian(setup)  # (on the data scale, as the objective of any fit)
+  res$objective <- NA_real_
+  res$gradient <- numeric()
+  res$specs <- Map(function(full, k) {
+    if (full$kind == "linear") return(full)
+    full$Z <- NULL
+    utils::modifyList(full, list(kind = "stationary", log_var = k$log_var, log_ls = k$log_ls, gram = TRUE,
+                                 learn_kernel = FALSE))
+  }, setup$comps, comps)
+  res$X_train <- setup$X
+  res$w_train <- setup$w
+  res
+}
+
 engine_collect.engine_qsgp <- function(engine, fit, res) {
+  if (!is.null(res$X_train)) {  # basis = "inducing"
+    fit$elbo_without_logdet <- res$elbo_without_logdet
+    fit$engine$basis <- "inducing points (the training rows)"
+    fit$engine$basis_column <- "inducing"
+    fit$engine$objective_note <- "not available: it needs log|K|, O(n^3); see fit$elbo_without_logdet"
+  }
   fit$pilot <- res$pilot
   # the control variate's support rows and the largest error of its tracked
   # Phi0_P mu after the iterations (NA when not checked: rows x weights > 5e7)
@@ -346,7 +425,8 @@ engine_collect.engine_qsgp <- function(engine, fit, res) {
 
 # Indices of the components' blocks in the weight vector (gp() terms, then the parametric block).
 qsgp_blocks <- function(st) {
-  sz <- vapply(st$specs, function(s) if (s$kind == "linear") length(s$cols) else 2L * nrow(s$eps), 1L)
+  sz <- vapply(st$specs, function(s) if (s$kind == "linear") length(s$cols)
+               else if (isTRUE(s$gram)) nrow(st$X_train) else 2L * nrow(s$eps), 1L)
   Map(function(start, size) start + seq_len(size), cumsum(sz) - sz, sz)
 }
 
@@ -363,8 +443,11 @@ qsgp_core_specs <- function(st) {
 # chevron's entries below the diagonal (0 columns: mean field).
 posterior_state.gpgam_qsgp <- function(fit, res) {
   list(specs = res$specs, log_noise = res$log_noise, mu = res$mu, c2 = exp(2 * res$rho), rho = res$rho,
-       dense = res$dense)
+       dense = res$dense, X_train = res$X_train, w_train = res$w_train)
 }
+
+# basis = "inducing": the gp() term's weights are one per training row.
+qsgp_gram <- function(st) isTRUE(st$specs[[1]]$gram)
 
 # Component i's covariance C C' = diag(d) + H H': d its c^2 with the dense
 # columns' diagonals zeroed, H (weights x kappa) the dense columns with
@@ -382,7 +465,8 @@ qsgp_factor <- function(st, i, idx) {
 }
 
 term_basis.gpgam_qsgp <- function(fit) {
-  lapply(seq_along(fit$terms$gp), function(i) list(size = 2L * nrow(fit$state$specs[[i]]$eps), inducing = NULL))
+  bl <- qsgp_blocks(fit$state)
+  lapply(seq_along(fit$terms$gp), function(i) list(size = length(bl[[i]]), inducing = NULL))
 }
 
 # Effective degrees of freedom: sum over the block of 1 - Sigma_ii / prior
@@ -392,10 +476,28 @@ component_edf.gpgam_qsgp <- function(fit) {
   bl <- qsgp_blocks(st)
   vapply(seq_along(bl), function(i) {
     s <- st$specs[[i]]
-    pv <- if (s$kind == "linear") 1 else exp(s$log_var)
+    if (isTRUE(s$gram)) return(qsgp_gram_edf(st))
     f <- qsgp_factor(st, i, bl[[i]])
+    pv <- if (s$kind == "linear") 1 else exp(s$log_var)
     sum(1 - (f$d + if (is.null(f$H)) 0 else rowSums(f$H^2)) / pv)
   }, 0)
+}
+
+# basis = "inducing": tr(I - K Sigma) of the mean-field Sigma is near n
+# (each c_i^2 is about 1 / (sum_l K_li^2 / sigma^2)), so the term's edf is
+# instead that of the exact GP whose posterior mean the fit approaches,
+# tr(K (K + sigma^2 W^-1)^-1), by the Nystrom approximation of K on 300
+# evenly spaced training rows U: sum_j lambda_j / (1 + lambda_j), lambda the
+# eigenvalues of R^-T K_UX W K_XU R^-1 / sigma^2, R' R = K_UU.  O(n |U|^2).
+qsgp_gram_edf <- function(st) {
+  n <- nrow(st$X_train)
+  U <- unique(round(seq(1, n, length.out = min(n, 300))))
+  specs <- qsgp_core_specs(st)
+  Kxu <- .qsgp_gram_features(specs, st$X_train[U, , drop = FALSE], 0L, length(U), st$X_train)
+  R <- chol(Kxu[U, , drop = FALSE] + diag(1e-6 * exp(st$specs[[1]]$log_var), length(U)))
+  B <- backsolve(R, t(Kxu * sqrt(st$w_train)), transpose = TRUE)
+  lam <- eigen(tcrossprod(B), symmetric = TRUE, only.values = TRUE)$values / (1e-6 + exp(st$log_noise))
+  sum(pmax(lam, 0) / (1 + pmax(lam, 0)))
 }
 
 # Centred terms: their features minus the features' means over the data
@@ -435,7 +537,10 @@ param_posterior.gpgam_qsgp <- function(fit, ...) {
 
 latent_predict.gpgam_qsgp <- function(fit, X, offset, terms = FALSE, se = TRUE) {
   st <- fit$state
-  r <- .qsgp_predict(qsgp_core_specs(st), st$mu, st$rho, qsgp_dense(st), st$center, X, fit$control$threads)
+  r <- if (qsgp_gram(st))
+    .qsgp_gram_predict(qsgp_core_specs(st), st$X_train, st$w_train, st$log_noise, st$mu, st$rho,
+                       st$center[qsgp_blocks(st)[[1]]], X, TRUE, fit$control$threads)
+  else .qsgp_predict(qsgp_core_specs(st), st$mu, st$rho, qsgp_dense(st), st$center, X, fit$control$threads)
   ysc <- fit$scaling$y
   out <- list(fit = ysc$center + ysc$scale * rowSums(r$mean) + offset, se = ysc$scale * sqrt(rowSums(r$var)))
   if (terms) {
@@ -451,10 +556,18 @@ fitted_latent.gpgam_qsgp <- function(fit, setup, res) {
   list(fit = to_data_scale(setup, res$row_mean), se = fit$scaling$y$scale * sqrt(res$row_var))
 }
 
-# Features first + 1..first + count of block i at rows X, minus their centre.
+# Features first + 1..first + count of block i at rows X (basis =
+# "inducing": the kernel at training rows first + 1..first + count), and
+# the same minus their centre.
+qsgp_features_at <- function(st, specs, i, first, count, X) {
+  s <- st$specs[[i]]
+  k <- first + seq_len(count)
+  if (s$kind == "linear") X[, s$cols[k] + 1L, drop = FALSE] %*% diag(s$prior_sd[k], count)
+  else if (isTRUE(s$gram)) .qsgp_gram_features(specs, st$X_train, first, count, X)
+  else .qsgp_features(specs, i, first, count, X)
+}
 qsgp_feature_chunk <- function(st, specs, i, first, count, X, idx) {
-  F <- .qsgp_features(specs, i, first, count, X)
-  sweep(F, 2, st$center[idx[first + seq_len(count)]])
+  sweep(qsgp_features_at(st, specs, i, first, count, X), 2, st$center[idx[first + seq_len(count)]])
 }
 
 # The chevron's dense columns as the core reads them (0 columns: mean field).
@@ -511,7 +624,7 @@ latent_draws.gpgam_qsgp <- function(fit, X, nsim) {
       for (first in seq(0, length(idx) - 1, by = 1024)) {
         count <- min(1024, length(idx) - first)
         j <- idx[first + seq_len(count)]
-        eta[rows, ] <- eta[rows, ] + .qsgp_features(specs, i, first, count, Xr) %*% W[j, , drop = FALSE]
+        eta[rows, ] <- eta[rows, ] + qsgp_features_at(st, specs, i, first, count, Xr) %*% W[j, , drop = FALSE]
       }
     }
   }
@@ -532,6 +645,12 @@ parameter_names.gpgam_qsgp <- function(fit, n, ...) {
 
 engine_label.gpgam_qsgp <- function(fit) {
   o <- fit$control$options
+  if (qsgp_gram(fit$state))
+    return(sprintf("quadruply stochastic GP (inducing points at all %d rows, %d sampled twice per iteration), mean-field posterior, %s%s",
+                   fit$n, min(o$feature_batch, fit$n),
+                   if (fit$control$batch_size < fit$n) sprintf("minibatches of %d rows", fit$control$batch_size) else "all rows",
+                   if (is.null(fit$control_variate)) ""
+                   else sprintf(", control variate on %d support rows", as.integer(fit$control_variate$rows))))
   sprintf("%s, %d features per gp() term (%d sampled twice per iteration), %s posterior, %s%s",
           fit$engine$label, o$features, o$feature_batch,
           if (isTRUE(o$dense_columns > 0)) sprintf("chevron (%d dense columns)", o$dense_columns) else "mean-field",
@@ -541,6 +660,13 @@ engine_label.gpgam_qsgp <- function(fit) {
 }
 
 engine_notes.gpgam_qsgp <- function(fit) {
+  if (qsgp_gram(fit$state))
+    return(c(NextMethod(),
+             "stochastic fit (Evans and Nair 2018): iterations run to the limit, with no stationary-point test",
+             "inducing points at every training row (the paper's m = n variant): the kernel hyperparameters and the noise are held at their starting values (no empirical Bayes)",
+             sprintf("ELBO not available (it needs log|K|, O(n^3)); without its term log|K| / 2 it is %.2f",
+                     fit$elbo_without_logdet),
+             "mean-field posterior over the weights; predictions at new rows add the paper's Proposition 4 variance (a basis function at the new point)"))
   c(NextMethod(),
     "stochastic fit (Evans and Nair 2018): iterations run to the limit, with no stationary-point test; the gradient shown is the mean stochastic gradient over the last tenth of the iterations",
     if (isTRUE(fit$control$options$dense_columns > 0))

@@ -454,6 +454,85 @@ BEGIN_RCPP
     return rcpp_result_gen;
 END_RCPP
 }
+// qsgp_gram_fit
+Rcpp::List qsgp_gram_fit(Eigen::Map<Eigen::MatrixXd> X, Eigen::Map<Eigen::VectorXd> y, Eigen::Map<Eigen::VectorXd> w, Eigen::Map<Eigen::VectorXd> offset, Rcpp::List specs, double log_noise, Rcpp::List control, Rcpp::List options, int threads, double seed, Rcpp::Function monitor);
+RcppExport SEXP _scalegp_qsgp_gram_fit(SEXP XSEXP, SEXP ySEXP, SEXP wSEXP, SEXP offsetSEXP, SEXP specsSEXP, SEXP log_noiseSEXP, SEXP controlSEXP, SEXP optionsSEXP, SEXP threadsSEXP, SEXP seedSEXP, SEXP monitorSEXP) {
+BEGIN_RCPP
+    Rcpp::RObject rcpp_result_gen;
+    Rcpp::RNGScope rcpp_rngScope_gen;
+    Rcpp::traits::input_parameter< Eigen::Map<Eigen::MatrixXd> >::type X(XSEXP);
+    Rcpp::traits::input_parameter< Eigen::Map<Eigen::VectorXd> >::type y(ySEXP);
+    Rcpp::traits::input_parameter< Eigen::Map<Eigen::VectorXd> >::type w(wSEXP);
+    Rcpp::traits::input_parameter< Eigen::Map<Eigen::VectorXd> >::type offset(offsetSEXP);
+    Rcpp::traits::input_parameter< Rcpp::List >::type specs(specsSEXP);
+    Rcpp::traits::input_parameter< double >::type log_noise(log_noiseSEXP);
+    Rcpp::traits::input_parameter< Rcpp::List >::type control(controlSEXP);
+    Rcpp::traits::input_parameter< Rcpp::List >::type options(optionsSEXP);
+    Rcpp::traits::input_parameter< int >::type threads(threadsSEXP);
+    Rcpp::traits::input_parameter< double >::type seed(seedSEXP);
+    Rcpp::traits::input_parameter< Rcpp::Function >::type monitor(monitorSEXP);
+    rcpp_result_gen = Rcpp::wrap(qsgp_gram_fit(X, y, w, offset, specs, log_noise, control, options, threads, seed, monitor));
+    return rcpp_result_gen;
+END_RCPP
+}
+// qsgp_gram_predict
+Rcpp::List qsgp_gram_predict(Rcpp::List specs, Eigen::Map<Eigen::MatrixXd> Xtrain, Eigen::Map<Eigen::VectorXd> wtrain, double log_noise, Eigen::Map<Eigen::VectorXd> mu, Eigen::Map<Eigen::VectorXd> rho, Eigen::Map<Eigen::VectorXd> center, Eigen::Map<Eigen::MatrixXd> X, bool augment, int threads);
+RcppExport SEXP _scalegp_qsgp_gram_predict(SEXP specsSEXP, SEXP XtrainSEXP, SEXP wtrainSEXP, SEXP log_noiseSEXP, SEXP muSEXP, SEXP rhoSEXP, SEXP centerSEXP, SEXP XSEXP, SEXP augmentSEXP, SEXP threadsSEXP) {
+BEGIN_RCPP
+    Rcpp::RObject rcpp_result_gen;
+    Rcpp::RNGScope rcpp_rngScope_gen;
+    Rcpp::traits::input_parameter< Rcpp::List >::type specs(specsSEXP);
+    Rcpp::traits::input_parameter< Eigen::Map<Eigen::MatrixXd> >::type Xtrain(XtrainSEXP);
+    Rcpp::traits::input_parameter< Eigen::Map<Eigen::VectorXd> >::type wtrain(wtrainSEXP);
+    Rcpp::traits::input_parameter< double >::type log_noise(log_noiseSEXP);
+    Rcpp::traits::input_parameter< Eigen::Map<Eigen::VectorXd> >::type mu(muSEXP);
+    Rcpp::traits::input_parameter< Eigen::Map<Eigen::VectorXd> >::type rho(rhoSEXP);
+    Rcpp::traits::input_parameter< Eigen::Map<Eigen::VectorXd> >::type center(centerSEXP);
+    Rcpp::traits::input_parameter< Eigen::Map<Eigen::MatrixXd> >::type X(XSEXP);
+    Rcpp::traits::input_parameter< bool >::type augment(augmentSEXP);
+    Rcpp::traits::input_parameter< int >::type threads(threadsSEXP);
+    rcpp_result_gen = Rcpp::wrap(qsgp_gram_predict(specs, Xtrain, wtrain, log_noise, mu, rho, center, X, augment, threads));
+    return rcpp_result_gen;
+END_RCPP
+}
+// qsgp_gram_features
+Eigen::MatrixXd qsgp_gram_features(Rcpp::List specs, Eigen::Map<Eigen::MatrixXd> Xtrain, int first, int count, Eigen::Map<Eigen::MatrixXd> X);
+RcppExport SEXP _scalegp_qsgp_gram_features(SEXP specsSEXP, SEXP XtrainSEXP, SEXP firstSEXP, SEXP countSEXP, SEXP XSEXP) {
+BEGIN_RCPP
+    Rcpp::RObject rcpp_result_gen;
+    Rcpp::RNGScope rcpp_rngScope_gen;
+    Rcpp::traits::input_parameter< Rcpp::List >::type specs(specsSEXP);
+    Rcpp::traits::input_parameter< Eigen::Map<Eigen::MatrixXd> >::type Xtrain(XtrainSEXP);
+    Rcpp::traits::input_parameter< int >::type first(firstSEXP);
+    Rcpp::traits::input_parameter< int >::type count(countSEXP);
+    Rcpp::traits::input_parameter< Eigen::Map<Eigen::MatrixXd> >::type X(XSEXP);
+    rcpp_result_gen = Rcpp::wrap(qsgp_gram_features(specs, Xtrain, first, count, X));
+    return rcpp_result_gen;
+END_RCPP
+}
+// qsgp_gram_estimate
+Rcpp::List qsgp_gram_estimate(Eigen::Map<Eigen::MatrixXd> X, Eigen::Map<Eigen::VectorXd> y, Eigen::Map<Eigen::VectorXd> w, Eigen::Map<Eigen::VectorXd> offset, Rcpp::List specs, double log_noise, Eigen::Map<Eigen::VectorXd> mu, Eigen::Map<Eigen::VectorXd> rho, double batch_size, int feature_batch, int reps, double seed, double control_rows);
+RcppExport SEXP _scalegp_qsgp_gram_estimate(SEXP XSEXP, SEXP ySEXP, SEXP wSEXP, SEXP offsetSEXP, SEXP specsSEXP, SEXP log_noiseSEXP, SEXP muSEXP, SEXP rhoSEXP, SEXP batch_sizeSEXP, SEXP feature_batchSEXP, SEXP repsSEXP, SEXP seedSEXP, SEXP control_rowsSEXP) {
+BEGIN_RCPP
+    Rcpp::RObject rcpp_result_gen;
+    Rcpp::RNGScope rcpp_rngScope_gen;
+    Rcpp::traits::input_parameter< Eigen::Map<Eigen::MatrixXd> >::type X(XSEXP);
+    Rcpp::traits::input_parameter< Eigen::Map<Eigen::VectorXd> >::type y(ySEXP);
+    Rcpp::traits::input_parameter< Eigen::Map<Eigen::VectorXd> >::type w(wSEXP);
+    Rcpp::traits::input_parameter< Eigen::Map<Eigen::VectorXd> >::type offset(offsetSEXP);
+    Rcpp::traits::input_parameter< Rcpp::List >::type specs(specsSEXP);
+    Rcpp::traits::input_parameter< double >::type log_noise(log_noiseSEXP);
+    Rcpp::traits::input_parameter< Eigen::Map<Eigen::VectorXd> >::type mu(muSEXP);
+    Rcpp::traits::input_parameter< Eigen::Map<Eigen::VectorXd> >::type rho(rhoSEXP);
+    Rcpp::traits::input_parameter< double >::type batch_size(batch_sizeSEXP);
+    Rcpp::traits::input_parameter< int >::type feature_batch(feature_batchSEXP);
+    Rcpp::traits::input_parameter< int >::type reps(repsSEXP);
+    Rcpp::traits::input_parameter< double >::type seed(seedSEXP);
+    Rcpp::traits::input_parameter< double >::type control_rows(control_rowsSEXP);
+    rcpp_result_gen = Rcpp::wrap(qsgp_gram_estimate(X, y, w, offset, specs, log_noise, mu, rho, batch_size, feature_batch, reps, seed, control_rows));
+    return rcpp_result_gen;
+END_RCPP
+}
 // discrete_shard_values
 Rcpp::List discrete_shard_values(Eigen::Map<Eigen::MatrixXd> X, Rcpp::List specs, double bins, Rcpp::List round);
 RcppExport SEXP _scalegp_discrete_shard_values(SEXP XSEXP, SEXP specsSEXP, SEXP binsSEXP, SEXP roundSEXP) {
@@ -591,6 +670,10 @@ static const R_CallMethodDef CallEntries[] = {
     {"_scalegp_qsgp_predict", (DL_FUNC) &_scalegp_qsgp_predict, 7},
     {"_scalegp_qsgp_features", (DL_FUNC) &_scalegp_qsgp_features, 5},
     {"_scalegp_qsgp_estimate", (DL_FUNC) &_scalegp_qsgp_estimate, 16},
+    {"_scalegp_qsgp_gram_fit", (DL_FUNC) &_scalegp_qsgp_gram_fit, 11},
+    {"_scalegp_qsgp_gram_predict", (DL_FUNC) &_scalegp_qsgp_gram_predict, 10},
+    {"_scalegp_qsgp_gram_features", (DL_FUNC) &_scalegp_qsgp_gram_features, 5},
+    {"_scalegp_qsgp_gram_estimate", (DL_FUNC) &_scalegp_qsgp_gram_estimate, 13},
     {"_scalegp_discrete_shard_values", (DL_FUNC) &_scalegp_discrete_shard_values, 4},
     {"_scalegp_discrete_merge", (DL_FUNC) &_scalegp_discrete_merge, 4},
     {"_scalegp_discrete_shard_sums", (DL_FUNC) &_scalegp_discrete_shard_sums, 9},

@@ -85,6 +85,37 @@ Rcpp::List dense_to(const std::vector<Eigen::MatrixXd>& L) {
   return out;
 }
 
+// basis = "inducing": the one gp() component and the parametric block
+// (none when absent) of `specs` as a QsgpGram on the training design X.
+QsgpGram gram_from(const Rcpp::List& specs, const Eigen::Map<Eigen::MatrixXd>& X, const double* y, const double* w,
+                   const double* offset, double log_noise, const Settings& set, const QsgpSettings& qs) {
+  Kernel k;
+  std::vector<Index> gcols, pcols;
+  Eigen::VectorXd psd;
+  int terms = 0;
+  for (R_xlen_t i = 0; i < specs.size(); ++i) {
+    const Rcpp::List s = specs[i];
+    const std::string kind = Rcpp::as<std::string>(s["kind"]);
+    std::vector<Index> cols;
+    for (int j : Rcpp::as<std::vector<int>>(s["cols"])) cols.push_back(j);
+    if (kind == "linear") {
+      pcols = cols;
+      psd = Rcpp::as<Eigen::VectorXd>(s["prior_sd"]);
+    } else if (kind == "stationary") {
+      ++terms;
+      gcols = cols;
+      k.type = kernel_from_string(Rcpp::as<std::string>(s["kernel"]));
+      k.log_var = Rcpp::as<double>(s["log_var"]);
+      k.log_ls = Rcpp::as<Eigen::VectorXd>(s["log_ls"]);
+    } else {
+      throw std::invalid_argument("inference = \"qsgp\" cannot fit a component of kind '" + kind + "'");
+    }
+  }
+  if (terms != 1) throw std::invalid_argument("basis = \"inducing\" needs exactly one gp() component");
+  return QsgpGram(k, gcols, pcols, psd, log_noise, set, qs, X.data(), static_cast<std::size_t>(X.rows()),
+                  static_cast<std::size_t>(X.cols()), y, w, offset);
+}
+
 }  // namespace
 
 // [[Rcpp::export(.qsgp_fit)]]
@@ -242,6 +273,131 @@ Rcpp::List qsgp_estimate(Eigen::Map<Eigen::MatrixXd> X, Eigen::Map<Eigen::Vector
         Rcpp::Named("gradient_dense") = lm,
         Rcpp::Named("gradient_dense_se") =
             Eigen::VectorXd(((lss / reps - lm.cwiseAbs2()).cwiseMax(0.0) / reps).cwiseSqrt()),
+        Rcpp::Named("exact") = model.exact(serial_for).elbo);
+  } catch (const std::exception& e) {
+    Rcpp::stop(e.what());
+  }
+}
+
+// basis = "inducing" (QsgpGram, the paper's m = n variant): the fit on the
+// training design X, with the hyperparameters of `specs` and the noise fixed;
+// `objective` is the exact ELBO without (1/2) log |K|.
+// [[Rcpp::export(.qsgp_gram_fit)]]
+Rcpp::List qsgp_gram_fit(Eigen::Map<Eigen::MatrixXd> X, Eigen::Map<Eigen::VectorXd> y, Eigen::Map<Eigen::VectorXd> w,
+                         Eigen::Map<Eigen::VectorXd> offset, Rcpp::List specs, double log_noise, Rcpp::List control,
+                         Rcpp::List options, int threads, double seed, Rcpp::Function monitor) {
+  try {
+    const Settings set = settings_from(control);
+    QsgpGram model = gram_from(specs, X, y.data(), w.data(), offset.data(), log_noise, set, qsgp_settings_from(options));
+    Rng rng(static_cast<std::uint64_t>(seed));
+    const ParallelFor pfor = make_pfor(threads);
+    FitInfo info = model.fit(pfor, rng, monitor_from(monitor));
+    const auto t0 = Clock::now();
+    const QsgpExact ex = model.exact(pfor);
+    double cv_drift = NA_REAL;
+    if (!model.cv_rows.empty() && static_cast<double>(model.cv_rows.size()) * static_cast<double>(model.n()) <= 5e7)
+      cv_drift = (model.cv_exact(pfor) - model.cv_a).cwiseAbs().maxCoeff();
+    info.seconds_final = seconds_since(t0);
+    return Rcpp::List::create(
+        Rcpp::Named("log_noise") = model.log_noise, Rcpp::Named("mu") = model.mu, Rcpp::Named("rho") = model.rho,
+        Rcpp::Named("trace") = info.trace, Rcpp::Named("iterations") = info.iterations,
+        Rcpp::Named("converged") = info.converged, Rcpp::Named("stop") = info.stop,
+        Rcpp::Named("objective") = ex.elbo, Rcpp::Named("gradient") = info.gradient, Rcpp::Named("failures") = 0,
+        Rcpp::Named("seconds") = seconds_of(info), Rcpp::Named("row_mean") = ex.mean,
+        Rcpp::Named("row_var") = ex.var, Rcpp::Named("feature_means") = ex.feature_means,
+        Rcpp::Named("control_rows") = static_cast<double>(model.cv_rows.size()), Rcpp::Named("cv_drift") = cv_drift);
+  } catch (const std::exception& e) {
+    Rcpp::stop(e.what());
+  }
+}
+
+// basis = "inducing": per block (the term, the parametric block) at the rows
+// of X the mean and variance, uncentred and centred by `center` (size n),
+// with the paper's Proposition-4 augmentation of the term's variance when
+// `augment`; Xtrain, wtrain the training design and weights.
+// [[Rcpp::export(.qsgp_gram_predict)]]
+Rcpp::List qsgp_gram_predict(Rcpp::List specs, Eigen::Map<Eigen::MatrixXd> Xtrain, Eigen::Map<Eigen::VectorXd> wtrain,
+                             double log_noise, Eigen::Map<Eigen::VectorXd> mu, Eigen::Map<Eigen::VectorXd> rho,
+                             Eigen::Map<Eigen::VectorXd> center, Eigen::Map<Eigen::MatrixXd> X, bool augment,
+                             int threads) {
+  try {
+    if (wtrain.size() != Xtrain.rows() || X.cols() != Xtrain.cols())
+      throw std::invalid_argument("the training design does not match");
+    QsgpGram model = gram_from(specs, Xtrain, wtrain.data(), wtrain.data(), wtrain.data(), log_noise, Settings(),
+                               QsgpSettings());
+    if (mu.size() != model.mu.size() || rho.size() != mu.size() || center.size() != Xtrain.rows())
+      throw std::invalid_argument("the posterior does not match the basis");
+    model.mu = mu;
+    model.rho = rho;
+    Eigen::MatrixXd mean, var, cmean, cvar;
+    model.predict(X.data(), static_cast<std::size_t>(X.rows()), center, augment, mean, var, cmean, cvar,
+                  make_pfor(threads));
+    return Rcpp::List::create(Rcpp::Named("mean") = mean, Rcpp::Named("var") = var, Rcpp::Named("cmean") = cmean,
+                              Rcpp::Named("cvar") = cvar);
+  } catch (const std::exception& e) {
+    Rcpp::stop(e.what());
+  }
+}
+
+// basis = "inducing": k(rows of X, training rows first + 1, ..., first + count).
+// [[Rcpp::export(.qsgp_gram_features)]]
+Eigen::MatrixXd qsgp_gram_features(Rcpp::List specs, Eigen::Map<Eigen::MatrixXd> Xtrain, int first, int count,
+                                   Eigen::Map<Eigen::MatrixXd> X) {
+  try {
+    if (X.cols() != Xtrain.cols()) throw std::invalid_argument("the training design does not match");
+    const Eigen::VectorXd one = Eigen::VectorXd::Ones(Xtrain.rows());
+    QsgpGram model = gram_from(specs, Xtrain, one.data(), one.data(), one.data(), 0.0, Settings(), QsgpSettings());
+    return model.features(X.data(), static_cast<std::size_t>(X.rows()), first, count);
+  } catch (const std::exception& e) {
+    Rcpp::stop(e.what());
+  }
+}
+
+// basis = "inducing": the estimator's mean and the mean of its gradient (mu,
+// then rho) over `reps` draws, their standard errors, and the exact ELBO
+// without (1/2) log |K|; `control_rows` support rows for the control
+// variate (drawn first).  For the tests.
+// [[Rcpp::export(.qsgp_gram_estimate)]]
+Rcpp::List qsgp_gram_estimate(Eigen::Map<Eigen::MatrixXd> X, Eigen::Map<Eigen::VectorXd> y,
+                              Eigen::Map<Eigen::VectorXd> w, Eigen::Map<Eigen::VectorXd> offset, Rcpp::List specs,
+                              double log_noise, Eigen::Map<Eigen::VectorXd> mu, Eigen::Map<Eigen::VectorXd> rho,
+                              double batch_size, int feature_batch, int reps, double seed, double control_rows = 0) {
+  try {
+    Settings set;
+    set.batch_size = static_cast<std::size_t>(batch_size);
+    QsgpSettings qs;
+    qs.feature_batch = feature_batch;
+    QsgpGram model = gram_from(specs, X, y.data(), w.data(), offset.data(), log_noise, set, qs);
+    const Index m = model.mu.size(), n = static_cast<Index>(model.n()), np = model.n_param();
+    if (mu.size() != m || rho.size() != m) throw std::invalid_argument("mu and rho must have one entry per weight");
+    model.mu = mu;
+    model.rho = rho;
+    Rng rng(static_cast<std::uint64_t>(seed));
+    model.cv_init(static_cast<std::size_t>(control_rows), rng, serial_for);
+    Eigen::VectorXd gs = Eigen::VectorXd::Zero(2 * m), gss = gs;
+    double s = 0, ss = 0;
+    for (int r = 0; r < reps; ++r) {
+      const QsgpGramDraw dr = model.draw(rng);
+      const QsgpGramEstimate est = model.estimate(dr, serial_for);
+      Eigen::VectorXd g = Eigen::VectorXd::Zero(2 * m);
+      for (std::size_t e = 0; e < dr.I.size(); ++e) {
+        g(dr.I[e]) += est.gmuI(static_cast<Index>(e));
+        g(m + dr.I[e]) += est.grhoI(static_cast<Index>(e));
+      }
+      for (std::size_t e = 0; e < dr.J.size(); ++e) g(dr.J[e]) += est.gmuJ(static_cast<Index>(e));
+      g.segment(n, np) += est.gmuP;
+      g.segment(m + n, np) += est.grhoP;
+      s += est.value;
+      ss += est.value * est.value;
+      gs += g;
+      gss += g.cwiseAbs2();
+    }
+    const double mean = s / reps;
+    const Eigen::VectorXd gm = gs / reps;
+    return Rcpp::List::create(
+        Rcpp::Named("value") = mean, Rcpp::Named("value_se") = std::sqrt(std::max(0.0, ss / reps - mean * mean) / reps),
+        Rcpp::Named("gradient") = gm,
+        Rcpp::Named("gradient_se") = Eigen::VectorXd(((gss / reps - gm.cwiseAbs2()).cwiseMax(0.0) / reps).cwiseSqrt()),
         Rcpp::Named("exact") = model.exact(serial_for).elbo);
   } catch (const std::exception& e) {
     Rcpp::stop(e.what());

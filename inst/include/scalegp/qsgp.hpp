@@ -1126,4 +1126,481 @@ class Qsgp {
   const double* o_;
 };
 
+
+// ---- Inducing points at every training row (the paper's m = n variant, Table 3)
+//
+// QsgpGram: one gp() term whose basis functions are the kernel centred at
+// the n training inputs, phi_i(x) = k(x, x_i), with prior precision S = K
+// (the training Gram matrix), so that f = K w, w ~ N(0, K^{-1}), is the
+// exact GP prior at the training rows (Phi = S = K; the paper's Appendix G
+// and I.2); plus the parametric columns as in Qsgp (features X_p
+// diag(prior_sd), prior N(0, I)).  Weights: n for the term (index i = row i),
+// then one per parametric column.  Posterior mean field, c_i = exp(rho_i).
+// Gaussian likelihood only; the hyperparameters and the noise are fixed
+// (log |K| would cost O(n^3): the paper performs no empirical Bayes here).
+// The ELBO without its constant (1/2) log |K|:
+//   sum_l [-1/2 log(2 pi sigma^2 / w_l) - w_l Q_l / (2 sigma^2)] - KL',
+//   Q_l = (r_l - a_l)^2 + v_l, a_l = K_l. mu + p_l, v_l = sum_i K_li^2 c_i^2 + d_l,
+//   KL' = 1/2 [sigma_f^2 sum_i c_i^2 + mu' K mu - sum_i (2 rho_i + 1)] + KL(parametric)
+// (p_l, d_l the parametric block's mean and variance at row l).  Per
+// iteration: n~ rows and two independent sets I, J of m~ of the n weights
+// (uniformly with replacement; all, with I = J, when m~ >= n), alpha = n / m~;
+// u_l = alpha K_lI mu_I + p_l, v'_l = the same over J, d^_l = alpha sum_{i in I}
+// K_li^2 c_i^2 + d_l, Q^_l = r^2 - r (u + v') + u v' + d^, the trace and log
+// terms of KL' over I (times alpha), mu' K mu by alpha^2 mu_I' K_IJ mu_J:
+// unbiased for the ELBO above, as is its gradient in (mu, rho).  Cost
+// O((n~ + m~) m~ d) per iteration.
+// Control variate (the paper's Proposition 3 and Appendix F.2, on one set
+// U of nbar support rows drawn once): with h_I = K_UI mu_I, h_J = K_UJ mu_J,
+// a = K_U. mu (tracked under the sparse updates) and
+//   M = (n / nbar) diag(w_U) / sigma^2 + K_UU^{-1}
+// the estimate gains (1/2) [alpha^2 h_I' M h_J - a' M a], of mean zero; its
+// first part estimates, as the main terms do, the data term's u v' (rows
+// U standing for all rows) and mu' K mu (by its Nystrom approximation
+// K_.U K_UU^{-1} K_U.), so that much of the sampling noise of both cancels.
+// The gradient of -a' M a / 2 (dense in mu) is kept on the distinct
+// sampled indices and scaled by n / |U| (unbiased; Appendix F.1).
+// Prediction at x (predict()): mean k(x, X) mu + p, variance
+// sum_i k(x, x_i)^2 c_i^2 + d plus the paper's augmentation (its
+// Proposition 4): a basis function k(., x) with its Proposition-1 variance
+// c^2 = sigma^2 / (k' W k + sigma^2 k(x, x)) adds k(x, x)^2 c^2 (reverting to
+// the prior variance far from the data).  Each predicted row costs O(n d).
+
+struct QsgpGramDraw {
+  std::vector<std::size_t> rows;
+  std::vector<Index> I, J;
+  double alpha = 1, row_scale = 1;
+  bool full = false;
+};
+
+struct QsgpGramEstimate {
+  double value = 0;
+  VectorXd gmuI, grhoI, gmuJ, gmuP, grhoP;  // the term's weights at I (mu, rho), J (mu); the parametric block
+  MatrixXd KUI, KUJ;                        // control variate: K_UI, K_UJ (for the tracking of a)
+};
+
+class QsgpGram {
+ public:
+  Kernel kern;
+  std::vector<Index> gcols, pcols;  // the term's input columns; the parametric columns
+  VectorXd prior_sd;                // the parametric columns' prior sd
+  double log_noise = 0;
+  VectorXd mu, rho;  // n term weights, then the parametric block
+  Settings set;
+  QsgpSettings qs;
+  std::vector<std::size_t> cv_rows;  // support rows U of the control variate
+  MatrixXd cv_M;                     // (n / nbar) diag(w_U) / sigma^2 + K_UU^{-1}
+  VectorXd cv_a;                     // K_U. mu (the term's weights)
+
+  QsgpGram(const Kernel& k, std::vector<Index> g, std::vector<Index> pc, VectorXd psd, double log_noise_,
+           const Settings& s, const QsgpSettings& q, const double* X, std::size_t n, std::size_t p, const double* y,
+           const double* w, const double* offset)
+      : kern(k), gcols(std::move(g)), pcols(std::move(pc)), prior_sd(std::move(psd)), log_noise(log_noise_), set(s),
+        qs(q), n_(n), y_(y), w_(w), o_(offset) {
+    if (pcols.size() != static_cast<std::size_t>(prior_sd.size()))
+      throw std::invalid_argument("one prior sd per parametric column is needed");
+    for (Index c : gcols)
+      if (c < 0 || static_cast<std::size_t>(c) >= p) throw std::invalid_argument("a column is out of range");
+    for (Index c : pcols)
+      if (c < 0 || static_cast<std::size_t>(c) >= p) throw std::invalid_argument("a column is out of range");
+    Xs_.resize(static_cast<Index>(n), static_cast<Index>(gcols.size()));
+    for (std::size_t d = 0; d < gcols.size(); ++d)
+      for (std::size_t l = 0; l < n; ++l)
+        Xs_(static_cast<Index>(l), static_cast<Index>(d)) = X[l + n * static_cast<std::size_t>(gcols[d])];
+    Xs_ = kern.scale(Xs_);
+    xx_ = Xs_.rowwise().squaredNorm();
+    P_.resize(static_cast<Index>(n), prior_sd.size());
+    for (Index k2 = 0; k2 < prior_sd.size(); ++k2)
+      for (std::size_t l = 0; l < n; ++l)
+        P_(static_cast<Index>(l), k2) = X[l + n * static_cast<std::size_t>(pcols[static_cast<std::size_t>(k2)])] *
+                                        prior_sd(k2);
+    mu = VectorXd::Zero(static_cast<Index>(n) + prior_sd.size());
+    rho = VectorXd::Zero(mu.size());
+  }
+
+  std::size_t n() const { return n_; }
+  Index n_param() const { return prior_sd.size(); }
+  double noise_var() const { return Likelihood::kNoiseFloor + std::exp(log_noise); }
+
+  // k(x, x_i) for a scaled input x (xs, its squared norm xn) and training row i.
+  double k_at(const double* xs, double xn, std::size_t i) const {
+    double dot = 0;
+    for (Index d = 0; d < Xs_.cols(); ++d) dot += xs[d] * Xs_(static_cast<Index>(i), d);
+    double c = 0, dc = 0;
+    kern.profile(std::max(0.0, xn + xx_(static_cast<Index>(i)) - 2.0 * dot), c, dc);
+    return kern.variance() * c;
+  }
+  // k(x_l, x_I) for training row l into out.
+  void k_row(std::size_t l, const std::vector<Index>& idx, VectorXd& out) const {
+    VectorXd xs = Xs_.row(static_cast<Index>(l)).transpose();
+    for (std::size_t e = 0; e < idx.size(); ++e)
+      out(static_cast<Index>(e)) = k_at(xs.data(), xx_(static_cast<Index>(l)), static_cast<std::size_t>(idx[e]));
+  }
+
+  QsgpGramDraw draw(Rng& rng) const {
+    QsgpGramDraw dr;
+    const std::size_t nb = set.batch_size == 0 || set.batch_size >= n_ ? n_ : set.batch_size;
+    dr.rows.resize(nb);
+    for (std::size_t k = 0; k < nb; ++k) dr.rows[k] = nb == n_ ? k : uniform_index(rng, n_);
+    dr.row_scale = static_cast<double>(n_) / static_cast<double>(nb);
+    const Index m = static_cast<Index>(n_), mt = std::min(qs.feature_batch, m);
+    dr.full = mt == m;
+    dr.I.resize(static_cast<std::size_t>(mt));
+    if (dr.full) {
+      for (Index i = 0; i < m; ++i) dr.I[static_cast<std::size_t>(i)] = i;
+      dr.J = dr.I;
+    } else {
+      dr.J.resize(static_cast<std::size_t>(mt));
+      for (auto& i : dr.I) i = static_cast<Index>(uniform_index(rng, n_));
+      for (auto& j : dr.J) j = static_cast<Index>(uniform_index(rng, n_));
+    }
+    dr.alpha = static_cast<double>(m) / static_cast<double>(mt);
+    return dr;
+  }
+
+  // The estimate of the ELBO (without (1/2) log |K|) for draw dr, and its gradient (head comment).
+  QsgpGramEstimate estimate(const QsgpGramDraw& dr, const ParallelFor& pfor) const {
+    const Index nI = static_cast<Index>(dr.I.size()), nJ = static_cast<Index>(dr.J.size()), np = n_param();
+    const double al = dr.alpha, s2 = noise_var(), sf2 = kern.variance();
+    VectorXd muI(nI), c2I(nI), muJ(nJ);
+    for (Index e = 0; e < nI; ++e) {
+      muI(e) = mu(dr.I[static_cast<std::size_t>(e)]);
+      c2I(e) = std::exp(2.0 * rho(dr.I[static_cast<std::size_t>(e)]));
+    }
+    for (Index e = 0; e < nJ; ++e) muJ(e) = mu(dr.J[static_cast<std::size_t>(e)]);
+    const VectorXd muP = mu.tail(np), c2P = (2.0 * rho.tail(np)).array().exp().matrix();
+    // accumulator: [0] sum of E_l, gmuI, grhoI, gmuJ, gmuP, grhoP
+    const Index len = 1 + 2 * nI + nJ + 2 * np;
+    auto work = [&](VectorXd& acc, std::size_t begin, std::size_t end) {
+      VectorXd kI(nI), kJ(nJ);
+      for (std::size_t q = begin; q < end; ++q) {
+        const std::size_t l = dr.rows[q];
+        const double wt = w_[l];
+        if (!(wt > 0)) continue;
+        k_row(l, dr.I, kI);
+        k_row(l, dr.J, kJ);
+        const auto pl = P_.row(static_cast<Index>(l));
+        const double r = y_[l] - o_[l], pm = pl.dot(muP), pd = pl.cwiseAbs2().dot(c2P);
+        const double u = al * kI.dot(muI) + pm, v = al * kJ.dot(muJ) + pm;
+        const double dd = al * kI.cwiseAbs2().dot(c2I) + pd;
+        const double Q = r * r - r * (u + v) + u * v + dd, k = -0.5 * wt / s2;
+        acc(0) += -0.5 * (kLog2Pi + std::log(s2 / wt)) - 0.5 * wt * Q / s2;
+        acc.segment(1, nI) += (k * (v - r) * al) * kI;
+        acc.segment(1 + nI, nI) += (2.0 * k * al) * kI.cwiseAbs2().cwiseProduct(c2I);
+        acc.segment(1 + 2 * nI, nJ) += (k * (u - r) * al) * kJ;
+        acc.segment(1 + 2 * nI + nJ, np) += (k * (u + v - 2.0 * r)) * pl.transpose();
+        acc.segment(1 + 2 * nI + nJ + np, np) += (2.0 * k) * pl.transpose().cwiseAbs2().cwiseProduct(c2P);
+      }
+    };
+    const VectorXd acc =
+        deterministic_reduce<VectorXd>(dr.rows.size(), pfor, [len] { return VectorXd::Zero(len).eval(); }, work);
+    const double sc = dr.row_scale;
+    QsgpGramEstimate est;
+    est.value = sc * acc(0);
+    est.gmuI = sc * acc.segment(1, nI);
+    est.grhoI = sc * acc.segment(1 + nI, nI);
+    est.gmuJ = sc * acc.segment(1 + 2 * nI, nJ);
+    est.gmuP = sc * acc.segment(1 + 2 * nI + nJ, np);
+    est.grhoP = sc * acc.segment(1 + 2 * nI + nJ + np, np);
+    // KL': the trace and log terms over I, mu' K mu by alpha^2 mu_I' K_IJ mu_J
+    for (Index e = 0; e < nI; ++e) {
+      est.value -= al * 0.5 * (sf2 * c2I(e) - 2.0 * rho(dr.I[static_cast<std::size_t>(e)]) - 1.0);
+      est.grhoI(e) -= al * (sf2 * c2I(e) - 1.0);
+    }
+    const MatrixXd KIJ = cross(dr.I, dr.J, pfor);
+    const VectorXd KmuJ = KIJ * muJ, KmuI = KIJ.transpose() * muI;
+    est.value -= 0.5 * al * al * muI.dot(KmuJ);
+    est.gmuI -= (0.5 * al * al) * KmuJ;
+    est.gmuJ -= (0.5 * al * al) * KmuI;
+    for (Index k = 0; k < np; ++k) {
+      est.value -= 0.5 * (muP(k) * muP(k) + c2P(k) - 2.0 * rho(mu.size() - np + k) - 1.0);
+      est.gmuP(k) -= muP(k);
+      est.grhoP(k) -= c2P(k) - 1.0;
+    }
+    if (!cv_rows.empty()) {  // the control variate (head comment)
+      est.KUI = cross(cv_rows, dr.I, pfor);
+      est.KUJ = cross(cv_rows, dr.J, pfor);
+      const VectorXd hI = est.KUI * muI, hJ = est.KUJ * muJ, MhI = cv_M * hI, MhJ = cv_M * hJ, Ma = cv_M * cv_a;
+      est.value += 0.5 * (al * al * hI.dot(MhJ) - cv_a.dot(Ma));
+      est.gmuI.noalias() += (0.5 * al * al) * (est.KUI.transpose() * MhJ);
+      est.gmuJ.noalias() += (0.5 * al * al) * (est.KUJ.transpose() * MhI);
+      std::vector<char> fI, fJ;
+      const double k = static_cast<double>(n_) / static_cast<double>(first_occurrences(dr.I, dr.J, fI, fJ));
+      const VectorXd gI = est.KUI.transpose() * Ma, gJ = est.KUJ.transpose() * Ma;
+      for (Index e = 0; e < nI; ++e)
+        if (fI[static_cast<std::size_t>(e)]) est.gmuI(e) -= k * gI(e);
+      for (Index e = 0; e < nJ; ++e)
+        if (fJ[static_cast<std::size_t>(e)]) est.gmuJ(e) -= k * gJ(e);
+    }
+    return est;
+  }
+
+  // K(rows A, rows B) among the training rows, in parallel over the rows of A.
+  template <class IA, class IB>
+  MatrixXd cross(const std::vector<IA>& A, const std::vector<IB>& B, const ParallelFor& pfor) const {
+    MatrixXd K(static_cast<Index>(A.size()), static_cast<Index>(B.size()));
+    blocked_for(A.size(), pfor, [&](std::size_t begin, std::size_t end) {
+      for (std::size_t a = begin; a < end; ++a) {
+        const std::size_t l = static_cast<std::size_t>(A[a]);
+        VectorXd xs = Xs_.row(static_cast<Index>(l)).transpose();
+        for (std::size_t b = 0; b < B.size(); ++b)
+          K(static_cast<Index>(a), static_cast<Index>(b)) =
+              k_at(xs.data(), xx_(static_cast<Index>(l)), static_cast<std::size_t>(B[b]));
+      }
+    });
+    return K;
+  }
+
+  // The support rows (`rows` drawn without replacement; all when rows >= n;
+  // none when 0), M and a = K_U. mu (O(nbar n d) unless mu = 0).
+  void cv_init(std::size_t rows, Rng& rng, const ParallelFor& pfor) {
+    cv_rows.clear();
+    if (rows == 0) return;
+    std::vector<std::size_t> idx(n_);
+    for (std::size_t l = 0; l < n_; ++l) idx[l] = l;
+    if (rows < n_) {
+      for (std::size_t k = 0; k < rows; ++k) std::swap(idx[k], idx[k + uniform_index(rng, n_ - k)]);
+      idx.resize(rows);
+      std::sort(idx.begin(), idx.end());
+    }
+    cv_rows = idx;
+    const Index nbar = static_cast<Index>(cv_rows.size());
+    MatrixXd Kuu = cross(cv_rows, cv_rows, pfor);
+    Kuu.diagonal().array() += set.rel_jitter * kern.variance();
+    Eigen::LLT<MatrixXd> llt(Kuu);
+    if (llt.info() != Eigen::Success) throw numerical_error("QSGP: the support rows' kernel matrix is not positive definite");
+    cv_M = llt.solve(MatrixXd::Identity(nbar, nbar));
+    const double scv = static_cast<double>(n_) / static_cast<double>(nbar) / noise_var();
+    for (Index q = 0; q < nbar; ++q) cv_M(q, q) += scv * w_[cv_rows[static_cast<std::size_t>(q)]];
+    cv_a = VectorXd::Zero(nbar);
+    if (!mu.head(static_cast<Index>(n_)).isZero(0)) cv_a = cv_exact(pfor);
+  }
+  VectorXd cv_exact(const ParallelFor& pfor) const {
+    std::vector<std::size_t> all(n_);
+    for (std::size_t l = 0; l < n_; ++l) all[l] = l;
+    return cross(cv_rows, all, pfor) * mu.head(static_cast<Index>(n_));
+  }
+
+  // Proposition 1's c_i^2 = 1 / (sum_l w_l K_li^2 / sigma^2 + sigma_f^2), the
+  // sum estimated from `rows` rows drawn with replacement (all when rows >=
+  // n); the parametric block likewise with prior precision 1.  O(rows n d).
+  void init_diagonal(std::size_t rows, Rng& rng, const ParallelFor& pfor) {
+    const std::size_t k = std::min(rows, n_);
+    std::vector<std::size_t> idx(k);
+    for (std::size_t j = 0; j < k; ++j) idx[j] = k == n_ ? j : uniform_index(rng, n_);
+    const Index m = mu.size(), np = n_param();
+    std::vector<Index> all(n_);
+    for (std::size_t i = 0; i < n_; ++i) all[i] = static_cast<Index>(i);
+    const VectorXd ss = deterministic_reduce<VectorXd>(
+        k, pfor, [m] { return VectorXd::Zero(m).eval(); },
+        [&](VectorXd& acc, std::size_t begin, std::size_t end) {
+          VectorXd kr(static_cast<Index>(n_));
+          for (std::size_t j = begin; j < end; ++j) {
+            k_row(idx[j], all, kr);
+            acc.head(static_cast<Index>(n_)) += w_[idx[j]] * kr.cwiseAbs2();
+            acc.tail(np) += w_[idx[j]] * P_.row(static_cast<Index>(idx[j])).transpose().cwiseAbs2();
+          }
+        });
+    const double scale = static_cast<double>(n_) / static_cast<double>(k), s2 = noise_var();
+    for (Index i = 0; i < m; ++i)
+      rho(i) = -0.5 * std::log(scale * ss(i) / s2 + (i < static_cast<Index>(n_) ? kern.variance() : 1.0));
+  }
+
+  // At the nrow rows of X (column-major; the same design columns as the
+  // training data): per block (the term, the parametric block) the mean and
+  // variance, uncentred and with the term's basis centred by `center` (size
+  // n; the parametric block is not centred); the term's variance with the
+  // augmentation of the head comment when `augment`.  O(nrow n d).
+  void predict(const double* X, std::size_t nrow, const VectorXd& center, bool augment, MatrixXd& mean,
+               MatrixXd& var, MatrixXd& cmean, MatrixXd& cvar, const ParallelFor& pfor) const {
+    mean.resize(static_cast<Index>(nrow), 2);
+    var.resizeLike(mean);
+    cmean.resizeLike(mean);
+    cvar.resizeLike(mean);
+    const Index np = n_param(), n = static_cast<Index>(n_);
+    const VectorXd c2 = (2.0 * rho).array().exp().matrix();
+    const double s2 = noise_var(), sf2 = kern.variance();
+    blocked_for(nrow, pfor, [&](std::size_t begin, std::size_t end) {
+      VectorXd xs(Xs_.cols()), kr(n);
+      for (std::size_t l = begin; l < end; ++l) {
+        const Index li = static_cast<Index>(l);
+        for (Index d = 0; d < Xs_.cols(); ++d)
+          xs(d) = X[l + nrow * static_cast<std::size_t>(gcols[static_cast<std::size_t>(d)])] / kern.ls(d);
+        const double xn = xs.squaredNorm();
+        double kwk = 0;
+        for (Index i = 0; i < n; ++i) {
+          kr(i) = k_at(xs.data(), xn, static_cast<std::size_t>(i));
+          kwk += w_[i] * kr(i) * kr(i);
+        }
+        const double aug = augment ? sf2 * sf2 * s2 / (kwk + s2 * sf2) : 0.0;
+        mean(li, 0) = kr.dot(mu.head(n));
+        var(li, 0) = kr.cwiseAbs2().dot(c2.head(n)) + aug;
+        kr -= center;
+        cmean(li, 0) = kr.dot(mu.head(n));
+        cvar(li, 0) = kr.cwiseAbs2().dot(c2.head(n)) + aug;
+        double pm = 0, pv = 0;
+        for (Index k = 0; k < np; ++k) {
+          const double f = X[l + nrow * static_cast<std::size_t>(pcols[static_cast<std::size_t>(k)])] * prior_sd(k);
+          pm += f * mu(n + k);
+          pv += f * f * c2(n + k);
+        }
+        mean(li, 1) = cmean(li, 1) = pm;
+        var(li, 1) = cvar(li, 1) = pv;
+      }
+    });
+  }
+
+  // k(X rows, training rows first..first+count-1): nrow x count.
+  MatrixXd features(const double* X, std::size_t nrow, Index first, Index count) const {
+    if (first < 0 || count < 0 || first + count > static_cast<Index>(n_))
+      throw std::invalid_argument("feature range out of the block");
+    MatrixXd F(static_cast<Index>(nrow), count);
+    VectorXd xs(Xs_.cols());
+    for (std::size_t l = 0; l < nrow; ++l) {
+      for (Index d = 0; d < Xs_.cols(); ++d)
+        xs(d) = X[l + nrow * static_cast<std::size_t>(gcols[static_cast<std::size_t>(d)])] / kern.ls(d);
+      const double xn = xs.squaredNorm();
+      for (Index c = 0; c < count; ++c)
+        F(static_cast<Index>(l), c) = k_at(xs.data(), xn, static_cast<std::size_t>(first + c));
+    }
+    return F;
+  }
+
+  // The exact ELBO without (1/2) log |K| (O(n^2 d)), the latent mean and
+  // variance at every training row, and the means of the term's basis
+  // functions over the rows (for centring).
+  QsgpExact exact(const ParallelFor& pfor) const {
+    QsgpExact ex;
+    const Index n = static_cast<Index>(n_), np = n_param();
+    ex.mean.resize(n);
+    ex.var.resize(n);
+    const VectorXd c2 = (2.0 * rho).array().exp().matrix();
+    const double s2 = noise_var();
+    std::vector<Index> all(n_);
+    for (std::size_t i = 0; i < n_; ++i) all[i] = static_cast<Index>(i);
+    auto work = [&](VectorXd& acc, std::size_t begin, std::size_t end) {
+      VectorXd kr(n);
+      for (std::size_t l = begin; l < end; ++l) {
+        k_row(l, all, kr);
+        const auto pl = P_.row(static_cast<Index>(l));
+        const double km = kr.dot(mu.head(n));
+        const double a = km + pl.dot(mu.tail(np));
+        const double v = kr.cwiseAbs2().dot(c2.head(n)) + pl.cwiseAbs2().dot(c2.tail(np));
+        ex.mean(static_cast<Index>(l)) = a;
+        ex.var(static_cast<Index>(l)) = v;
+        acc.tail(n) += kr;
+        acc(1) += mu(static_cast<Index>(l)) * km;  // mu' K mu
+        const double wt = w_[l];
+        if (wt > 0) {
+          const double r = y_[l] - o_[l];
+          acc(0) += -0.5 * (kLog2Pi + std::log(s2 / wt)) - 0.5 * wt * ((r - a) * (r - a) + v) / s2;
+        }
+      }
+    };
+    const VectorXd acc =
+        deterministic_reduce<VectorXd>(n_, pfor, [n] { return VectorXd::Zero(n + 2).eval(); }, work);
+    double kl = 0.5 * acc(1);
+    for (Index i = 0; i < n; ++i) kl += 0.5 * (kern.variance() * c2(i) - 2.0 * rho(i) - 1.0);
+    for (Index k = 0; k < np; ++k) kl += 0.5 * (mu(n + k) * mu(n + k) + c2(n + k) - 2.0 * rho(n + k) - 1.0);
+    ex.elbo = acc(0) - kl;
+    ex.feature_means = acc.tail(n) / static_cast<double>(n_);
+    return ex;
+  }
+
+  // init_diagonal(), cv_init(), then set.max_iter iterations of AdaGrad on
+  // the sampled weights' (mu, rho) and the parametric block's, the step
+  // decaying exponentially to final_rate times its start; monitor(t,
+  // estimate) returns false to stop.  No hyperparameters are learned.
+  template <class Monitor>
+  FitInfo fit(const ParallelFor& pfor, Rng& rng, Monitor monitor) {
+    FitInfo info;
+    const auto t0 = Clock::now();
+    const int T = set.max_iter;
+    const double gamma = std::pow(qs.final_rate, 1.0 / std::max(1, T - 1));
+    const Index m = mu.size(), n = static_cast<Index>(n_), np = n_param();
+    VectorXd acc_mu = VectorXd::Constant(m, qs.adagrad_init), acc_rho = acc_mu;
+    VectorXd g_mu = VectorXd::Zero(m), g_rho = VectorXd::Zero(m);
+    std::vector<char> mark(static_cast<std::size_t>(m), 0);
+    std::vector<Index> touched;
+    double rate = qs.variational_rate;
+    init_diagonal(qs.init_rows, rng, pfor);
+    cv_init(qs.control_rows, rng, pfor);
+    std::vector<char> fI, fJ;
+    info.seconds_init = seconds_since(t0);
+    const auto t1 = Clock::now();
+    info.stop = "iteration limit (stochastic fit: no stationary-point test)";
+    for (int t = 1; t <= T; ++t) {
+      const QsgpGramDraw dr = draw(rng);
+      const QsgpGramEstimate est = estimate(dr, pfor);
+      if (!std::isfinite(est.value))
+        throw numerical_error("QSGP: the ELBO estimate is not finite at iteration " + std::to_string(t) +
+                              "; try a smaller variational_rate");
+      info.trace.push_back(est.value);
+      touched.clear();
+      auto touch = [&](Index g) {
+        if (!mark[static_cast<std::size_t>(g)]) mark[static_cast<std::size_t>(g)] = 1, touched.push_back(g);
+      };
+      for (std::size_t e = 0; e < dr.I.size(); ++e) {
+        g_mu(dr.I[e]) += est.gmuI(static_cast<Index>(e));
+        g_rho(dr.I[e]) += est.grhoI(static_cast<Index>(e));
+        touch(dr.I[e]);
+      }
+      for (std::size_t e = 0; e < dr.J.size(); ++e) {
+        g_mu(dr.J[e]) += est.gmuJ(static_cast<Index>(e));
+        touch(dr.J[e]);
+      }
+      for (Index k = 0; k < np; ++k) {
+        g_mu(n + k) += est.gmuP(k);
+        g_rho(n + k) += est.grhoP(k);
+        touch(n + k);
+      }
+      VectorXd dI, dJ;  // the control variate: the steps of mu at the first occurrences
+      if (!cv_rows.empty()) {
+        first_occurrences(dr.I, dr.J, fI, fJ);
+        dI = VectorXd::Zero(static_cast<Index>(dr.I.size()));
+        dJ = VectorXd::Zero(static_cast<Index>(dr.J.size()));
+        for (std::size_t e = 0; e < fI.size(); ++e)
+          if (fI[e]) dI(static_cast<Index>(e)) = -mu(dr.I[e]);
+        for (std::size_t e = 0; e < fJ.size(); ++e)
+          if (fJ[e]) dJ(static_cast<Index>(e)) = -mu(dr.J[e]);
+      }
+      for (Index g : touched) {  // AdaGrad ascent on the touched coordinates only
+        acc_mu(g) += g_mu(g) * g_mu(g);
+        acc_rho(g) += g_rho(g) * g_rho(g);
+        mu(g) += rate * g_mu(g) / std::sqrt(acc_mu(g));
+        rho(g) += rate * g_rho(g) / std::sqrt(acc_rho(g));
+        g_mu(g) = g_rho(g) = 0;
+        mark[static_cast<std::size_t>(g)] = 0;
+      }
+      if (!cv_rows.empty()) {  // a += K_{U,I u J} (mu - mu before)
+        for (std::size_t e = 0; e < fI.size(); ++e)
+          if (fI[e]) dI(static_cast<Index>(e)) += mu(dr.I[e]);
+        for (std::size_t e = 0; e < fJ.size(); ++e)
+          if (fJ[e]) dJ(static_cast<Index>(e)) += mu(dr.J[e]);
+        cv_a.noalias() += est.KUI * dI;
+        cv_a.noalias() += est.KUJ * dJ;
+      }
+      rate *= gamma;
+      info.iterations = t;
+      if (!monitor(t, est.value)) {
+        info.stop = "stopped by the monitor";
+        break;
+      }
+    }
+    info.seconds_iter = seconds_since(t1);
+    info.gradient = VectorXd::Zero(0);
+    info.converged = false;
+    return info;
+  }
+
+ private:
+  std::size_t n_;
+  const double* y_;
+  const double* w_;
+  const double* o_;
+  MatrixXd Xs_;  // the term's inputs at the training rows, divided by the lengthscales (n x d)
+  VectorXd xx_;  // their squared norms
+  MatrixXd P_;   // the parametric features X_p diag(prior_sd) (n x p)
+};
+
 }  // namespace scalegp
