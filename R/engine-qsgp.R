@@ -5,7 +5,10 @@
 # gp() term); this file implements every posterior generic of the engine
 # contract (R/engine.R) for class "gpgam_qsgp"; features at given rows are
 # computed block by block from the stored frequencies, never as an n x m
-# matrix.
+# matrix.  qsgp_options(basis = "inducing"): the paper's m = n variant, one
+# weight per training row (the kernel at that row) for a single gp() term,
+# hyperparameters fixed (QsgpGram; the fit keeps the training design for
+# prediction; the same methods, branching where the basis differs).
 
 #' @include engine.R engine-vi.R engine-ep.R engine-decoupled.R
 NULL

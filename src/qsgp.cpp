@@ -1,7 +1,8 @@
 // Rcpp glue of the QSGP engine (inst/include/scalegp/qsgp.hpp): R component
 // specs <-> feature blocks, the fit, the per-component prediction at new
 // rows, the features of one block, and the ELBO estimator averaged over
-// draws (for the tests).  Returns plain lists.
+// draws (for the tests); the same four (.qsgp_gram_*) for basis =
+// "inducing" (QsgpGram).  Returns plain lists.
 #include "glue.h"
 
 // [[Rcpp::depends(RcppEigen, RcppParallel)]]

@@ -1,5 +1,7 @@
 // QSGP: quadruply stochastic variational inference for a Gaussian process in
-// weight space (Evans and Nair 2018), here on random Fourier features.
+// weight space (Evans and Nair 2018), here on random Fourier features (class
+// Qsgp) and, at the end of this file, on inducing points at every training
+// row (class QsgpGram, the paper's m = n variant).
 //
 // Model (internal scale): f(x) = sum over blocks b of phi_b(x)' w_b.  A gp()
 // term is a block of m_b = 2 nf random Fourier features
