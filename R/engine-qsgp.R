@@ -149,7 +149,8 @@ NULL
 #'   most `features`; equal to it: all features, exactly); `NULL` (default):
 #'   512, or `features` when that is smaller.
 #' @param variational_rate AdaGrad step size of the posterior means and log
-#'   standard deviations of the weights (the paper's 0.1).
+#'   standard deviations of the weights (the paper's 0.1; `basis =
+#'   "inducing"`: of the term's means in units of their starting sd).
 #' @param final_rate the step sizes decay exponentially, reaching this
 #'   fraction of their start at the last iteration (in (0, 1]; 1: constant).
 #' @param freeze fraction of the iterations at the start during which the
@@ -199,7 +200,14 @@ NULL
 #'   \eqn{\log |K|}{log |K|} would cost O(\eqn{n^3}{n^3})), the posterior is
 #'   mean field, and the control variate (`control_variate` support rows
 #'   \eqn{U}{U}) also covers \eqn{\mu^\top K \mu}{mu' K mu} by its Nystrom
-#'   approximation on \eqn{U}{U} (the paper's Appendix F.2).  The final pass
+#'   approximation on \eqn{U}{U} (the paper's Appendix F.2).  The means of
+#'   the term's weights take their AdaGrad steps in units of their starting
+#'   posterior sd (Proposition 1's \eqn{c_i}{c_i}, about
+#'   \eqn{\sigma / |K_{\cdot i}|}{sigma / |K_.i|}): neighbouring weights,
+#'   sampled together, move \eqn{f}{f} jointly, and steps of
+#'   `variational_rate` in absolute units made the fit diverge on kin40k.
+#'   The weights are strongly coupled through \eqn{K}{K}, so the fit
+#'   converges slowly (the paper ran its Table 3 for hours on a GPU).  The final pass
 #'   costs O(\eqn{n^2}{n^2}), every predicted row O(\eqn{n}{n}); predictions at
 #'   new rows add the paper's Proposition 4 variance (a basis function at
 #'   the new point, with its optimal mean-field variance), so that far from

@@ -1510,8 +1510,9 @@ class QsgpGram {
   }
 
   // init_diagonal(), cv_init(), then set.max_iter iterations of AdaGrad on
-  // the sampled weights' (mu, rho) and the parametric block's, the step
-  // decaying exponentially to final_rate times its start; monitor(t,
+  // the sampled weights' (mu, rho) and the parametric block's (the term's
+  // means in units of their starting sd), the step decaying exponentially
+  // to final_rate times its start; monitor(t,
   // estimate) returns false to stop.  No hyperparameters are learned.
   template <class Monitor>
   FitInfo fit(const ParallelFor& pfor, Rng& rng, Monitor monitor) {
@@ -1527,6 +1528,13 @@ class QsgpGram {
     double rate = qs.variational_rate;
     init_diagonal(qs.init_rows, rng, pfor);
     cv_init(qs.control_rows, rng, pfor);
+    // the term's means step in units of their starting sd (Proposition 1's
+    // c_i, about sigma / |K_.i|), the parametric block's in absolute units:
+    // with absolute steps the neighbouring weights, sampled together and
+    // moved by about the same step, moved f by the step times the column
+    // sums of K (the ELBO estimate diverged on kin40k at variational_rate 0.1)
+    VectorXd unit = VectorXd::Ones(m);
+    unit.head(n) = rho.head(n).array().exp().matrix();
     std::vector<char> fI, fJ;
     info.seconds_init = seconds_since(t0);
     const auto t1 = Clock::now();
@@ -1569,7 +1577,7 @@ class QsgpGram {
       for (Index g : touched) {  // AdaGrad ascent on the touched coordinates only
         acc_mu(g) += g_mu(g) * g_mu(g);
         acc_rho(g) += g_rho(g) * g_rho(g);
-        mu(g) += rate * g_mu(g) / std::sqrt(acc_mu(g));
+        mu(g) += rate * unit(g) * g_mu(g) / std::sqrt(acc_mu(g));
         rho(g) += rate * g_rho(g) / std::sqrt(acc_rho(g));
         g_mu(g) = g_rho(g) = 0;
         mark[static_cast<std::size_t>(g)] = 0;
