@@ -393,6 +393,10 @@ engine_fit.engine_qsgp <- function(engine, setup, control) {
 # objective is NA and `elbo_without_logdet` holds the rest.
 qsgp_gram_fit <- function(engine, setup, control, comps, start) {
   o <- control$options
+  spec <- setup$terms$gp[[1]]$spec
+  if (o$pilot == 0 && isTRUE(setup$comps[[1]]$learn_kernel) && (is.null(spec$variance) || is.null(spec$lengthscale)))
+    warning("'pilot' = 0 with basis = \"inducing\": the kernel hyperparameters are not learned, so they stay at ",
+            "the package's starting values; give gp(variance = , lengthscale = ) or a pilot fit", call. = FALSE)
   if (isTRUE(control$verbose))
     inform("QSGP: inducing points at all ", setup$n, " rows, ", min(o$feature_batch, setup$n), " sampled twice and ",
            control$batch_size, " rows per iteration; ", control$iterations,

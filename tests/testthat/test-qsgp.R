@@ -758,6 +758,8 @@ test_that("basis = \"inducing\": bad input gives errors naming the argument", {
   expect_error(qsgp_options(basis = "inducing", dense_columns = 4), "'covariance'")
   expect_error(qsgp_options(basis = "fouri"), "'basis'")
   expect_silent(qsgp_options(basis = "inducing", feature_batch = 3000))
+  expect_warning(gpgam(y ~ gp(x1), data = d, inference = "qsgp",
+                       control = qs_ctl(basis = "inducing", pilot = 0, iterations = 5)), "'pilot'")
   # gp_control() checks the options of an engine together (feature_batch against the features given with it)
   expect_identical(gp_control(features = 1e5, feature_batch = 1e4)$feature_batch, 10000L)
   expect_identical(gp_control(basis = "inducing", feature_batch = 3000)$feature_batch, 3000L)
