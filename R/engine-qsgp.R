@@ -366,17 +366,29 @@ engine_fit.engine_qsgp <- function(engine, setup, control) {
   start <- qsgp_pilot(setup, control)
   setup <- start$setup
   comps <- qsgp_components(setup, o$basis)
-  if (o$basis == "inducing") return(qsgp_gram_fit(engine, setup, control, comps, start))
+  res <- if (o$basis == "inducing") qsgp_gram_fit(setup, control, comps)
+         else qsgp_features_fit(engine, setup, control, comps)
+  res$pilot <- start$pilot
+  if (!is.null(start$pilot)) res$seconds[["init"]] <- res$seconds[["init"]] + start$pilot$seconds
+  res
+}
+
+# The progress monitor of a qsgp fit: no priors here, so the bar shows the
+# objective (`label`) alone.
+qsgp_monitor <- function(control, label, setup) {
+  control$priors <- FALSE
+  progress_monitor(control, label, jacobian(setup))
+}
+
+# basis = "fourier": the fit on random Fourier features (Qsgp).
+qsgp_features_fit <- function(engine, setup, control, comps) {
+  o <- control$options
   if (isTRUE(control$verbose))
     inform("QSGP: ", o$features, " random features per gp() term, ", o$feature_batch, " sampled twice and ",
            control$batch_size, " rows per iteration; ", control$iterations, " iterations",
            if (o$dense_columns > 0) paste0("; chevron covariance with ", o$dense_columns, " dense columns"), ".")
-  bar <- control
-  bar$priors <- FALSE  # (no priors here: the bar shows the ELBO alone)
   res <- .qsgp_fit(setup$X, setup$y, setup$w, setup$offset, comps, setup$lik, setup$log_noise, common_settings(control),
-                   unclass(o), control$threads, control$seed, progress_monitor(bar, engine$objective, jacobian(setup)))
-  res$pilot <- start$pilot
-  if (!is.null(start$pilot)) res$seconds[["init"]] <- res$seconds[["init"]] + start$pilot$seconds
+                   unclass(o), control$threads, control$seed, qsgp_monitor(control, engine$objective, setup))
   # the setup's specs with the fitted hyperparameters and the frequencies (no inducing inputs)
   res$specs <- Map(function(full, fitted) {
     if (full$kind == "linear") return(full)
@@ -391,7 +403,7 @@ engine_fit.engine_qsgp <- function(engine, setup, control) {
 # starting values (the pilot's); the training design and weights are kept
 # for prediction.  The exact ELBO lacks (1/2) log |K| (O(n^3)), so the
 # objective is NA and `elbo_without_logdet` holds the rest.
-qsgp_gram_fit <- function(engine, setup, control, comps, start) {
+qsgp_gram_fit <- function(setup, control, comps) {
   o <- control$options
   spec <- setup$terms$gp[[1]]$spec
   if (o$pilot == 0 && isTRUE(setup$comps[[1]]$learn_kernel) && (is.null(spec$variance) || is.null(spec$lengthscale)))
@@ -401,13 +413,8 @@ qsgp_gram_fit <- function(engine, setup, control, comps, start) {
     inform("QSGP: inducing points at all ", setup$n, " rows, ", min(o$feature_batch, setup$n), " sampled twice and ",
            control$batch_size, " rows per iteration; ", control$iterations,
            " iterations; hyperparameters fixed at their starting values.")
-  bar <- control
-  bar$priors <- FALSE
   res <- .qsgp_gram_fit(setup$X, setup$y, setup$w, setup$offset, comps, setup$log_noise, common_settings(control),
-                        unclass(o), control$threads, control$seed,
-                        progress_monitor(bar, "ELBO without log|K| / 2", jacobian(setup)))
-  res$pilot <- start$pilot
-  if (!is.null(start$pilot)) res$seconds[["init"]] <- res$seconds[["init"]] + start$pilot$seconds
+                        unclass(o), control$threads, control$seed, qsgp_monitor(control, "ELBO without log|K| / 2", setup))
   res$elbo_without_logdet <- res$objective - jacobian(setup)  # (on the data scale, as the objective of any fit)
   res$objective <- NA_real_
   res$gradient <- numeric()

@@ -147,6 +147,44 @@ inline Index first_occurrences(const std::vector<Index>& I, const std::vector<In
   return distinct;
 }
 
+// The rows of one iteration: `batch` of the n rows uniformly with
+// replacement, or all of them in order when batch is 0 or >= n; `scale`
+// becomes n / (rows drawn).
+inline std::vector<std::size_t> draw_rows(std::size_t batch, std::size_t n, Rng& rng, double& scale) {
+  const std::size_t nb = batch == 0 || batch >= n ? n : batch;
+  std::vector<std::size_t> rows(nb);
+  for (std::size_t k = 0; k < nb; ++k) rows[k] = nb == n ? k : uniform_index(rng, n);
+  scale = static_cast<double>(n) / static_cast<double>(nb);
+  return rows;
+}
+
+// Two independent sets I, J of mt of the indices 0..m-1, uniformly with
+// replacement (I first); all of them, with I = J, when mt >= m.
+inline void draw_index_pair(Index m, Index mt, Rng& rng, std::vector<Index>& I, std::vector<Index>& J) {
+  if (mt >= m) {
+    I.resize(static_cast<std::size_t>(m));
+    for (Index i = 0; i < m; ++i) I[static_cast<std::size_t>(i)] = i;
+    J = I;
+    return;
+  }
+  I.resize(static_cast<std::size_t>(mt));
+  J.resize(static_cast<std::size_t>(mt));
+  for (auto& i : I) i = static_cast<Index>(uniform_index(rng, static_cast<std::size_t>(m)));
+  for (auto& j : J) j = static_cast<Index>(uniform_index(rng, static_cast<std::size_t>(m)));
+}
+
+// A control variate's support rows: `rows` of the n rows without
+// replacement (a partial Fisher-Yates shuffle), sorted; all when rows >= n.
+inline std::vector<std::size_t> support_rows(std::size_t rows, std::size_t n, Rng& rng) {
+  std::vector<std::size_t> idx(n);
+  for (std::size_t l = 0; l < n; ++l) idx[l] = l;
+  if (rows >= n) return idx;
+  for (std::size_t k = 0; k < rows; ++k) std::swap(idx[k], idx[k + uniform_index(rng, n - k)]);
+  idx.resize(rows);
+  std::sort(idx.begin(), idx.end());
+  return idx;
+}
+
 // A standard normal by Box-Muller from the core's generator (portable: the
 // same numbers on every platform, unlike std::normal_distribution).
 inline double standard_normal(Rng& rng) {
@@ -335,21 +373,11 @@ class Qsgp {
   // m~ features each (all, with I = J, when m~ >= m_b), uniformly with replacement.
   QsgpDraw draw(Rng& rng) const {
     QsgpDraw dr;
-    const std::size_t nb = set.batch_size == 0 || set.batch_size >= n_ ? n_ : set.batch_size;
-    dr.rows.resize(nb);
-    for (std::size_t k = 0; k < nb; ++k) dr.rows[k] = nb == n_ ? k : uniform_index(rng, n_);
-    dr.row_scale = static_cast<double>(n_) / static_cast<double>(nb);
+    dr.rows = draw_rows(set.batch_size, n_, rng, dr.row_scale);
     for (const QsgpBlock& b : blocks) {
       const Index mb = b.size(), mt = b.rff ? std::min(qs.feature_batch, mb) : mb;
-      std::vector<Index> I(static_cast<std::size_t>(mt)), J;
-      if (mt == mb) {
-        for (Index i = 0; i < mb; ++i) I[static_cast<std::size_t>(i)] = i;
-        J = I;
-      } else {
-        J.resize(static_cast<std::size_t>(mt));
-        for (auto& i : I) i = static_cast<Index>(uniform_index(rng, static_cast<std::size_t>(mb)));
-        for (auto& j : J) j = static_cast<Index>(uniform_index(rng, static_cast<std::size_t>(mb)));
-      }
+      std::vector<Index> I, J;
+      draw_index_pair(mb, mt, rng, I, J);
       dr.alpha.push_back(static_cast<double>(mb) / static_cast<double>(mt));
       dr.full.push_back(mt == mb);
       dr.I.push_back(std::move(I));
@@ -724,16 +752,7 @@ class Qsgp {
     cv_rows.clear();
     cv_log_ls.clear();
     if (rows == 0 || lik.family != Family::gaussian) return;
-    if (rows >= n_) {
-      cv_rows.resize(n_);
-      for (std::size_t l = 0; l < n_; ++l) cv_rows[l] = l;
-    } else {  // a partial Fisher-Yates shuffle
-      std::vector<std::size_t> idx(n_);
-      for (std::size_t l = 0; l < n_; ++l) idx[l] = l;
-      for (std::size_t k = 0; k < rows; ++k) std::swap(idx[k], idx[k + uniform_index(rng, n_ - k)]);
-      cv_rows.assign(idx.begin(), idx.begin() + static_cast<std::ptrdiff_t>(rows));
-      std::sort(cv_rows.begin(), cv_rows.end());
-    }
+    cv_rows = support_rows(rows, n_, rng);
     for (const QsgpBlock& b : blocks) cv_log_ls.push_back(b.log_ls);
     cv_a = mu.isZero(0) ? VectorXd::Zero(static_cast<Index>(cv_rows.size())) : cv_exact(pfor);  // (fit(): mu = 0)
   }
@@ -1241,21 +1260,10 @@ class QsgpGram {
 
   QsgpGramDraw draw(Rng& rng) const {
     QsgpGramDraw dr;
-    const std::size_t nb = set.batch_size == 0 || set.batch_size >= n_ ? n_ : set.batch_size;
-    dr.rows.resize(nb);
-    for (std::size_t k = 0; k < nb; ++k) dr.rows[k] = nb == n_ ? k : uniform_index(rng, n_);
-    dr.row_scale = static_cast<double>(n_) / static_cast<double>(nb);
+    dr.rows = draw_rows(set.batch_size, n_, rng, dr.row_scale);
     const Index m = static_cast<Index>(n_), mt = std::min(qs.feature_batch, m);
     dr.full = mt == m;
-    dr.I.resize(static_cast<std::size_t>(mt));
-    if (dr.full) {
-      for (Index i = 0; i < m; ++i) dr.I[static_cast<std::size_t>(i)] = i;
-      dr.J = dr.I;
-    } else {
-      dr.J.resize(static_cast<std::size_t>(mt));
-      for (auto& i : dr.I) i = static_cast<Index>(uniform_index(rng, n_));
-      for (auto& j : dr.J) j = static_cast<Index>(uniform_index(rng, n_));
-    }
+    draw_index_pair(m, mt, rng, dr.I, dr.J);
     dr.alpha = static_cast<double>(m) / static_cast<double>(mt);
     return dr;
   }
@@ -1358,14 +1366,7 @@ class QsgpGram {
   void cv_init(std::size_t rows, Rng& rng, const ParallelFor& pfor) {
     cv_rows.clear();
     if (rows == 0) return;
-    std::vector<std::size_t> idx(n_);
-    for (std::size_t l = 0; l < n_; ++l) idx[l] = l;
-    if (rows < n_) {
-      for (std::size_t k = 0; k < rows; ++k) std::swap(idx[k], idx[k + uniform_index(rng, n_ - k)]);
-      idx.resize(rows);
-      std::sort(idx.begin(), idx.end());
-    }
-    cv_rows = idx;
+    cv_rows = support_rows(rows, n_, rng);
     const Index nbar = static_cast<Index>(cv_rows.size());
     MatrixXd Kuu = cross(cv_rows, cv_rows, pfor);
     Kuu.diagonal().array() += set.rel_jitter * kern.variance();
