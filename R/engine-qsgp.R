@@ -80,8 +80,11 @@ NULL
 #' minibatch does, and the difference from its exact value, kept up to
 #' date under the sparse updates, is subtracted; the estimate stays
 #' unbiased and the feature-sampling noise of the means' gradient mostly
-#' cancels.  `fit$control_variate` holds the number of support rows and
-#' the largest error of the tracked value after the fit.
+#' cancels.  With the chevron covariance each dense column gets its own
+#' control variate of the same kind for its part of the latent variance
+#' (the paper's QSGP-100 used 101: the mean's and one per dense column).
+#' `fit$control_variate` holds the number of support rows and the largest
+#' error of the tracked values after the fit.
 #'
 #' A stochastic fit has no stationary-point test: it runs
 #' `gp_control(iterations = )` iterations and reports `converged = FALSE`;
@@ -182,8 +185,10 @@ NULL
 #'   rows (all rows when there are fewer), drawn once with the fit's seed, on which the features of the
 #'   sampled weights at the starting hyperparameters give a zero-mean
 #'   correction that cancels much of the noise the sampled features add
-#'   to the gradient of the data-fit term.  Each iteration costs about this
-#'   many rows more.  0: none.  Ignored for other families.
+#'   to the gradient of the data-fit term (chevron: also one per dense
+#'   column, for the latent variance).  Each iteration costs about this
+#'   many rows more (chevron: times `dense_columns + 1`).  0: none.
+#'   Ignored for other families.
 #' @param basis `"fourier"` (default): random Fourier features as above.
 #'   `"inducing"`: the paper's variant with inducing points at every
 #'   training row (its Table 3): the single `gp()` term of a Gaussian model

@@ -136,10 +136,10 @@ Rcpp::List qsgp_fit(Eigen::Map<Eigen::MatrixXd> X, Eigen::Map<Eigen::VectorXd> y
     FitInfo info = model.fit(pfor, rng, monitor_from(monitor));
     const auto t0 = Clock::now();
     const QsgpExact ex = model.exact(pfor);
-    // the tracked a = Phi0_P mu against a direct computation (when that is cheap)
+    // the tracked a = Phi0_P mu (and the chevron's beta) against a direct computation (when that is cheap)
     double cv_drift = NA_REAL;
     if (!model.cv_rows.empty() && static_cast<double>(model.cv_rows.size()) * model.total_size() <= 5e7)
-      cv_drift = (model.cv_exact(pfor) - model.cv_a).cwiseAbs().maxCoeff();
+      cv_drift = model.cv_drift(pfor);
     info.seconds_final = seconds_since(t0);
     return Rcpp::List::create(
         Rcpp::Named("specs") = specs_to(model.blocks, specs), Rcpp::Named("log_noise") = model.log_noise,

@@ -10,8 +10,8 @@
 #             starting at a pilot "vi" fit of 1000 rows (qsgp_options(pilot);
 #             the paper: an exact GP on 1000 rows)
 #   qsgp100   as qsgp0 with the chevron covariance of 100 dense columns (the
-#             paper's QSGP-100; its control variates on the dense columns are
-#             not implemented: ours is on the mean term only)
+#             paper's QSGP-100), a control variate on the mean and on each
+#             dense column (the paper's 101)
 #   qsgp_default  gpgam(y ~ gp(x1, ..., x8, kernel = "se"), inference = "qsgp")
 #             and nothing else but threads = 1, verbose = FALSE (2048 features,
 #             512 sampled, 2000 iterations of 500 rows)

@@ -235,7 +235,7 @@ TEST_CASE("QSGP control variate: unbiased, exact in full, tracked under sparse u
     Rng r(4);
     const FitInfo info = f.fit(pfor, r, [](int, double) { return true; });
     CHECK(f.cv_rows.size() == 200);
-    CHECK((f.cv_exact(pfor) - f.cv_a).cwiseAbs().maxCoeff() < 1e-10 * std::max(1.0, f.cv_a.cwiseAbs().maxCoeff()));
+    CHECK(f.cv_drift(pfor) < 1e-10 * std::max(1.0, f.cv_a.cwiseAbs().maxCoeff()));
     CHECK(f.cv_a.cwiseAbs().maxCoeff() > 0.1);  // (mu moved)
     return std::make_pair(f.mu, info.trace);
   };
@@ -450,7 +450,29 @@ TEST_CASE("QSGP chevron: exact in full with the finite-difference gradient of it
       ++live;
     }
   CHECK(live == 38);  // (sum over the chevron positions 0..11 of min(pos, 4))
-  // a fit with 6 dense columns: the same posterior for 1 and 3 threads
+  // the control variate on 20 support rows (on the mean and on each dense
+  // column): with all rows and features its value and gradient are zero
+  {
+    Qsgp qc = q;
+    Rng rc(6);
+    qc.cv_init(20, rc, serial_for);
+    REQUIRE(qc.cv_b.size() == 2);
+    CHECK(qc.cv_b[0].rows() == 20);
+    CHECK(qc.cv_b[0].cols() == 4);
+    CHECK(qc.cv_b[0].cwiseAbs().maxCoeff() > 0);
+    const QsgpEstimate ec = qc.estimate(dr, serial_for);
+    CHECK(ec.value == Approx(exact).epsilon(1e-10));
+    const auto close = [](const MatrixXd& a, const MatrixXd& b) {
+      return (a - b).cwiseAbs().maxCoeff() <= 1e-9 * (1.0 + b.cwiseAbs().maxCoeff());
+    };
+    CHECK(close(ec.gLI[0], est.gLI[0]));
+    CHECK(close(ec.gLJ[0], est.gLJ[0]));
+    CHECK(close(ec.grhoI[0], est.grhoI[0]));
+    CHECK(close(ec.grhoJ[0], est.grhoJ[0]));
+    CHECK(close(ec.gmuI[0], est.gmuI[0]));
+  }
+  // a fit with 6 dense columns and the control variate: the same posterior
+  // for 1 and 3 threads, beta = Phi0_P C's dense columns tracked
   const Data big = make_data(2000, Family::gaussian, 5);
   auto run = [&](const ParallelFor& pfor) {
     Settings set;
@@ -459,10 +481,12 @@ TEST_CASE("QSGP chevron: exact in full with the finite-difference gradient of it
     QsgpSettings qs;
     qs.feature_batch = 32;
     qs.dense_columns = 6;
+    qs.control_rows = 100;
     Qsgp f(make_blocks(64, KernelType::se, 9), std::log(0.3), set, qs, big.X.data(), big.n(), 3, big.y.data(),
            big.w.data(), big.o.data());
     Rng r(4);
     f.fit(pfor, r, [](int, double) { return true; });
+    CHECK(f.cv_drift(pfor) < 1e-10 * std::max(1.0, f.cv_b[0].cwiseAbs().maxCoeff()));
     return std::make_pair(f.mu, f.L[0]);
   };
   const auto a = run(serial_for), b = run(thread_for(3));

@@ -61,6 +61,11 @@
 // (2 sigma^2), u0, w0 estimated from the same I, J as u, w, and a = Phi0_P mu
 // tracked under the sparse updates in O(nbar m~) per iteration; it cancels
 // most of the feature-sampling noise of the u w term (control_variate()).
+// Chevron: one more per dense column r of each term (the paper's App. I.1:
+// QSGP-100 had 101), (n / nbar) sum_p w_p [z0_Ip,r z0_Jp,r - beta_pr^2] /
+// (2 sigma^2) with z0 as z above at the frozen features and beta_b =
+// Phi0_{P,b} times the block's dense columns, tracked like a (O(nbar m~
+// kappa) per iteration); it cancels much of the noise of the dense part q.
 //
 // Non-Gaussian likelihoods: E_q log p(y_l | w) = F_l(a_l, sqrt(v_l)) with
 // F_l(a, s) = E_{z ~ N(0, 1)} log p(y_l | offset_l + a + s z), jointly
@@ -304,6 +309,7 @@ class Qsgp {
   std::vector<std::size_t> cv_rows;
   std::vector<VectorXd> cv_log_ls;
   VectorXd cv_a;
+  std::vector<MatrixXd> cv_b;  // chevron: per block Phi0_{P,b} times its dense columns (nbar x kappa_b)
   // The likelihood: Gaussian (the unbiased estimator above, with this
   // class's log_noise) or, through lik.expect(), logit, probit or Poisson
   // (the tangent-line bound; lik.log_noise is not used).
@@ -360,6 +366,29 @@ class Qsgp {
       z(r) += f(i) * std::sqrt(c2(i));
     }
     return v + z.squaredNorm();
+  }
+  // Row i of block b's dense columns of C (kappa_b entries): L_b(i, r) for
+  // r < pos(i), exp(rho_i) at r = pos(i), zeros above (head comment).
+  Eigen::RowVectorXd dense_row(std::size_t b, Index i) const {
+    const Index k = kappa(b), p = blocks[b].pos(i);
+    Eigen::RowVectorXd c = Eigen::RowVectorXd::Zero(k);
+    for (Index r = 0; r < std::min(p, k); ++r) c(r) = L[b](i, r);
+    if (p < k) c(p) = std::exp(rho(blocks[b].start + i));
+    return c;
+  }
+  // A gradient in the rows of block b's dense columns of C at the entries
+  // `idx` (entries x kappa_b) as a gradient in the parameters: the diagonal
+  // entry (pos(i) < kappa_b) goes to its log sd, grho(e) += g exp(rho_i),
+  // and it and the structural zeros above it are cleared, leaving the
+  // gradient in L_b's entries.
+  void dense_to_params(std::size_t b, const std::vector<Index>& idx, MatrixXd& gC, VectorXd& grho) const {
+    const Index k = kappa(b);
+    for (Index e = 0; e < gC.rows(); ++e) {
+      const Index i = idx[static_cast<std::size_t>(e)], p = blocks[b].pos(i);
+      if (p >= k) continue;
+      grho(e) += gC(e, p) * std::exp(rho(blocks[b].start + i));
+      gC.row(e).tail(k - p).setZero();
+    }
   }
   std::size_t n() const { return n_; }
   double noise_var() const { return Likelihood::kNoiseFloor + std::exp(log_noise); }
@@ -440,12 +469,8 @@ class Qsgp {
         }
         sd.mu(e) = mu(bl.start + i);
         sd.c2(e) = std::exp(2.0 * rho(bl.start + i));
-        const Index p = bl.pos(i);
-        for (Index r = 0; r < std::min(p, k); ++r) sd.C(e, r) = L[b](i, r);
-        if (p < k) {
-          sd.C(e, p) = std::exp(rho(bl.start + i));
-          sd.c2(e) = 0;
-        }
+        if (k > 0) sd.C.row(e) = dense_row(b, i);
+        if (bl.pos(i) < k) sd.c2(e) = 0;  // (its variance is in the dense column)
       }
     };
     for (std::size_t b = 0; b < B; ++b) {
@@ -612,17 +637,8 @@ class Qsgp {
       VectorXd grhoJ;
       if (k > 0) {
         grhoJ = VectorXd::Zero(nJ);
-        for (int side_j = 0; side_j < 2; ++side_j) {
-          const std::vector<Index>& idx = side_j == 0 ? dr.I[b] : dr.J[b];
-          MatrixXd& gL = side_j == 0 ? gLI : gLJ;
-          for (Index e = 0; e < gL.rows(); ++e) {
-            const Index i = idx[static_cast<std::size_t>(e)], p = bl.pos(i);
-            if (p >= k) continue;
-            const double g = gL(e, p) * std::exp(rho(bl.start + i));
-            (side_j == 0 ? grhoI(e) : grhoJ(e)) += g;
-            gL.row(e).tail(k - p).setZero();
-          }
-        }
+        dense_to_params(b, dr.I[b], gLI, grhoI);
+        dense_to_params(b, dr.J[b], gLJ, grhoJ);
       }
       if (bl.rff) {
         est.ghyper(h) = dkl_dlogs;  // d ELBO / d log sigma_f^2 = d KL / d log s
@@ -675,12 +691,15 @@ class Qsgp {
       est.cvI.emplace_back(static_cast<Index>(nbar), static_cast<Index>(dr.I[b].size()));
       est.cvJ.emplace_back(static_cast<Index>(nbar), static_cast<Index>(dr.J[b].size()));
       off[b] = len;
-      len += 2 * static_cast<Index>(dr.I[b].size() + dr.J[b].size());
+      len += 2 * (1 + kappa(b)) * static_cast<Index>(dr.I[b].size() + dr.J[b].size());
     }
-    // accumulator: [0] sum_p w_p (u0 w0 - a^2); per block: d/d mu_I and d/d
-    // mu_J of sum_p w_p u0 w0 / 2, then sum_p w_p a_p phi0_p at I and at J
+    // accumulator: [0] sum_p w_p (u0 w0 - a^2 + z0_I' z0_J - |beta_p|^2);
+    // per block: d/d mu_I and d/d mu_J of sum_p w_p u0 w0 / 2, then
+    // sum_p w_p a_p phi0_p at I and at J; chevron (column-major, entries x
+    // kappa): d/d C_I and d/d C_J of sum_p w_p z0_I' z0_J / 2, then
+    // sum_p w_p phi0_p beta_p' at I and at J
     auto work = [&](VectorXd& acc, std::size_t begin, std::size_t end) {
-      std::vector<VectorXd> phiI(B), phiJ(B), tI(B), tJ(B), xb(B);
+      std::vector<VectorXd> phiI(B), phiJ(B), tI(B), tJ(B), xb(B), zI(B), zJ(B);
       for (std::size_t b = 0; b < B; ++b) {
         phiI[b].resize(static_cast<Index>(dr.I[b].size()));
         tI[b].resize(phiI[b].size());
@@ -714,13 +733,28 @@ class Qsgp {
           v += dr.alpha[b] * phiJ[b].dot(cJ[b].mu);
         }
         if (!(wt > 0)) continue;
-        acc(0) += wt * (u * v - a * a);
+        double dense = 0;  // chevron: sum_b z0_I' z0_J - |beta_p|^2
+        for (std::size_t b = 0; b < B; ++b)
+          if (kappa(b) > 0) {
+            zI[b].noalias() = dr.alpha[b] * (cI[b].C.transpose() * phiI[b]);
+            zJ[b].noalias() = dr.alpha[b] * (cJ[b].C.transpose() * phiJ[b]);
+            dense += zI[b].dot(zJ[b]) - cv_b[b].row(qi).squaredNorm();
+          }
+        acc(0) += wt * (u * v - a * a + dense);
         for (std::size_t b = 0; b < B; ++b) {
-          const Index nI = phiI[b].size(), nJ = phiJ[b].size(), o = off[b];
+          const Index nI = phiI[b].size(), nJ = phiJ[b].size(), o = off[b], k = kappa(b);
           acc.segment(o, nI) += (0.5 * wt * dr.alpha[b] * v) * phiI[b];
           acc.segment(o + nI, nJ) += (0.5 * wt * dr.alpha[b] * u) * phiJ[b];
           acc.segment(o + nI + nJ, nI) += (wt * a) * phiI[b];
           acc.segment(o + 2 * nI + nJ, nJ) += (wt * a) * phiJ[b];
+          if (k == 0) continue;
+          const Index oC = o + 2 * (nI + nJ);
+          const auto beta = cv_b[b].row(qi);
+          Eigen::Map<MatrixXd>(acc.data() + oC, nI, k).noalias() += (0.5 * wt * dr.alpha[b]) * phiI[b] * zJ[b].transpose();
+          Eigen::Map<MatrixXd>(acc.data() + oC + nI * k, nJ, k).noalias() +=
+              (0.5 * wt * dr.alpha[b]) * phiJ[b] * zI[b].transpose();
+          Eigen::Map<MatrixXd>(acc.data() + oC + (nI + nJ) * k, nI, k).noalias() += wt * phiI[b] * beta;
+          Eigen::Map<MatrixXd>(acc.data() + oC + (2 * nI + nJ) * k, nJ, k).noalias() += wt * phiJ[b] * beta;
         }
       }
     };
@@ -741,40 +775,86 @@ class Qsgp {
         if (fI[static_cast<std::size_t>(e)]) est.gmuI[b](e) -= k * acc(o + nI + nJ + e);
       for (Index e = 0; e < nJ; ++e)
         if (fJ[static_cast<std::size_t>(e)]) est.gmuJ[b](e) -= k * acc(o + 2 * nI + nJ + e);
+      // chevron: the same for the dense columns, z0_I' z0_J - |beta_p|^2 in place of u0 w0 - a_p^2
+      const Index kb = kappa(b);
+      if (kb == 0) continue;
+      const Index oC = o + 2 * (nI + nJ);
+      MatrixXd gCI = (scv / s2) * Eigen::Map<const MatrixXd>(acc.data() + oC, nI, kb);
+      MatrixXd gCJ = (scv / s2) * Eigen::Map<const MatrixXd>(acc.data() + oC + nI * kb, nJ, kb);
+      const Eigen::Map<const MatrixXd> HI(acc.data() + oC + (nI + nJ) * kb, nI, kb),
+          HJ(acc.data() + oC + (2 * nI + nJ) * kb, nJ, kb);
+      for (Index e = 0; e < nI; ++e)
+        if (fI[static_cast<std::size_t>(e)]) gCI.row(e) -= k * HI.row(e);
+      for (Index e = 0; e < nJ; ++e)
+        if (fJ[static_cast<std::size_t>(e)]) gCJ.row(e) -= k * HJ.row(e);
+      dense_to_params(b, dr.I[b], gCI, est.grhoI[b]);
+      dense_to_params(b, dr.J[b], gCJ, est.grhoJ[b]);
+      est.gLI[b] += gCI;
+      est.gLJ[b] += gCJ;
     }
   }
 
   // The control variate's support rows: `rows` rows drawn without
   // replacement (all when rows >= n; none for non-Gaussian likelihoods or
-  // rows = 0), the hyperparameters frozen now, and a = Phi0_P mu (O(rows m d)
-  // unless mu = 0).
+  // rows = 0), the hyperparameters frozen now, a = Phi0_P mu and (chevron)
+  // beta_b = Phi0_{P,b} C_b's dense columns (O(rows m (d + kappa)) unless
+  // mu = 0 and there are no dense columns).
   void cv_init(std::size_t rows, Rng& rng, const ParallelFor& pfor) {
     cv_rows.clear();
     cv_log_ls.clear();
+    cv_b.clear();
     if (rows == 0 || lik.family != Family::gaussian) return;
     cv_rows = support_rows(rows, n_, rng);
-    for (const QsgpBlock& b : blocks) cv_log_ls.push_back(b.log_ls);
-    cv_a = mu.isZero(0) ? VectorXd::Zero(static_cast<Index>(cv_rows.size())) : cv_exact(pfor);  // (fit(): mu = 0)
+    const Index nbar = static_cast<Index>(cv_rows.size());
+    bool dense = false;
+    for (std::size_t b = 0; b < blocks.size(); ++b) {
+      cv_log_ls.push_back(blocks[b].log_ls);
+      cv_b.push_back(MatrixXd::Zero(nbar, kappa(b)));
+      dense = dense || kappa(b) > 0;
+    }
+    cv_a = VectorXd::Zero(nbar);
+    if (!mu.isZero(0) || dense) cv_exact(pfor, cv_a, cv_b);  // (fit(): mu = 0)
   }
 
-  // Phi0_P mu in full, at the frozen hyperparameters.  O(nbar m d).
-  VectorXd cv_exact(const ParallelFor& pfor) const {
-    std::vector<MatrixXd> om;
+  // Phi0_P mu and, per block, Phi0_{P,b} times its dense columns, in full at
+  // the frozen hyperparameters.  O(nbar m (d + kappa)).
+  void cv_exact(const ParallelFor& pfor, VectorXd& a, std::vector<MatrixXd>& beta) const {
+    std::vector<MatrixXd> om, D;
     for (std::size_t b = 0; b < blocks.size(); ++b) {
       MatrixXd o = blocks[b].eps;
       for (Index d = 0; d < o.cols(); ++d) o.col(d) *= std::exp(-cv_log_ls[b](cv_log_ls[b].size() == 1 ? 0 : d));
       om.push_back(std::move(o));
+      MatrixXd Db = L[b];  // the dense columns of C_b: L_b with the diagonal entries
+      for (Index r = 0; r < kappa(b); ++r) Db(blocks[b].at(r), r) = std::exp(rho(blocks[b].start + blocks[b].at(r)));
+      D.push_back(std::move(Db));
     }
     const Index nbar = static_cast<Index>(cv_rows.size()), m = total_size();
-    VectorXd a = VectorXd::Zero(nbar);
+    a = VectorXd::Zero(nbar);
+    beta.clear();
+    for (std::size_t b = 0; b < blocks.size(); ++b) beta.push_back(MatrixXd::Zero(nbar, kappa(b)));
     blocked_for(cv_rows.size(), pfor, [&](std::size_t begin, std::size_t end) {
       VectorXd phi(m);
       for (std::size_t q = begin; q < end; ++q) {
+        const Index qi = static_cast<Index>(q);
         row_features(X_ + cv_rows[q], n_, om, phi);
-        a(static_cast<Index>(q)) = phi.dot(mu);
+        a(qi) = phi.dot(mu);
+        for (std::size_t b = 0; b < blocks.size(); ++b)
+          if (kappa(b) > 0)
+            beta[b].row(qi).noalias() = phi.segment(blocks[b].start, blocks[b].size()).transpose() * D[b];
       }
     });
-    return a;
+  }
+
+  // How far the tracked a and beta are from their values in full (the
+  // largest absolute difference; fit() tracks them under sparse updates).
+  double cv_drift(const ParallelFor& pfor) const {
+    VectorXd a;
+    std::vector<MatrixXd> beta;
+    cv_exact(pfor, a, beta);
+    double out = (a - cv_a).cwiseAbs().maxCoeff();
+    for (std::size_t b = 0; b < beta.size(); ++b)
+      if (beta[b].size() > 0) out = std::max(out, (beta[b] - cv_b[b]).cwiseAbs().maxCoeff());
+    return out;
   }
 
   // The exact ELBO (all rows, all features), the latent mean and variance
@@ -1016,6 +1096,7 @@ class Qsgp {
     const bool cv = !cv_rows.empty();
     std::vector<std::vector<char>> fI(blocks.size()), fJ(blocks.size());
     std::vector<VectorXd> dI(blocks.size()), dJ(blocks.size());
+    std::vector<MatrixXd> DI(blocks.size()), DJ(blocks.size());
     // Non-Gaussian likelihoods: the tangent points, per block the mean of
     // c_i^2, tracked under the sparse updates in O(touched) per iteration
     // (and recomputed every kTangentRefresh iterations against drift).
@@ -1078,6 +1159,14 @@ class Qsgp {
             if (fI[b][e]) dI[b](static_cast<Index>(e)) = -mu(s + dr.I[b][e]);
           for (std::size_t e = 0; e < fJ[b].size(); ++e)
             if (fJ[b][e]) dJ[b](static_cast<Index>(e)) = -mu(s + dr.J[b][e]);
+          if (kappa(b) > 0) {  // chevron: minus the rows of the dense columns before
+            DI[b] = MatrixXd::Zero(static_cast<Index>(dr.I[b].size()), kappa(b));
+            DJ[b] = MatrixXd::Zero(static_cast<Index>(dr.J[b].size()), kappa(b));
+            for (std::size_t e = 0; e < fI[b].size(); ++e)
+              if (fI[b][e]) DI[b].row(static_cast<Index>(e)) = -dense_row(b, dr.I[b][e]);
+            for (std::size_t e = 0; e < fJ[b].size(); ++e)
+              if (fJ[b][e]) DJ[b].row(static_cast<Index>(e)) = -dense_row(b, dr.J[b][e]);
+          }
         }
       for (Index g : touched) {  // AdaGrad ascent on the touched coordinates only
         const double c2_old = gauss ? 0.0 : std::exp(2.0 * rho(g));
@@ -1118,6 +1207,13 @@ class Qsgp {
             if (fJ[b][e]) dJ[b](static_cast<Index>(e)) += mu(s + dr.J[b][e]);
           cv_a.noalias() += est.cvI[b] * dI[b];
           cv_a.noalias() += est.cvJ[b] * dJ[b];
+          if (kappa(b) == 0) continue;  // chevron: beta_b += Phi0_{P,U} (C_U - C_U before)
+          for (std::size_t e = 0; e < fI[b].size(); ++e)
+            if (fI[b][e]) DI[b].row(static_cast<Index>(e)) += dense_row(b, dr.I[b][e]);
+          for (std::size_t e = 0; e < fJ[b].size(); ++e)
+            if (fJ[b][e]) DJ[b].row(static_cast<Index>(e)) += dense_row(b, dr.J[b][e]);
+          cv_b[b].noalias() += est.cvI[b] * DI[b];
+          cv_b[b].noalias() += est.cvJ[b] * DJ[b];
         }
       const VectorXd gh = learned_gradient(est.ghyper);
       if (t > T - tail) gsum += gh;
