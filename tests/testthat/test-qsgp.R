@@ -528,7 +528,7 @@ test_that("chevron: the control variate on each dense column cuts its gradient's
   e1 <- est(300)
   v0 <- sum(e0$gradient_dense_se[live]^2)
   v1 <- sum(e1$gradient_dense_se[live]^2)
-  expect_gt(v0 / v1, 3)
+  expect_gt(v0 / v1, 10)  # (33 with 20000 draws; the means' gradient: 8.0, the log sds': 8.6)
   # the two estimators agree on the mean gradient of the dense entries
   z <- (e1$gradient_dense[live] - e0$gradient_dense[live]) /
     sqrt(e1$gradient_dense_se[live]^2 + e0$gradient_dense_se[live]^2)

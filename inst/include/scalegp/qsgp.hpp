@@ -668,8 +668,10 @@ class Qsgp {
   // feature-sampling noise of -(n / n~) sum_l w_l u_l w_l / (2 sigma^2).
   // The gradient of the a_p^2 part is dense in mu; per block it is kept on
   // the distinct sampled indices U only and scaled by m_b / |U| (unbiased,
-  // Appendix F.1).  Fills est.cvI, est.cvJ (nbar x m~ per block) for the
-  // tracking of a.  O(nbar m~ d) per term.
+  // Appendix F.1).  Chevron: each dense column r adds the same with
+  // z0_Ip,r z0_Jp,r - beta_pr^2 (head comment), its gradient in C_b kept on
+  // U the same way.  Fills est.cvI, est.cvJ (nbar x m~ per block) for the
+  // tracking of a and beta.  O(nbar m~ (d + kappa)) per term.
   template <class Side, class Features>
   void control_variate(const QsgpDraw& dr, const std::vector<Side>& sI, const std::vector<Side>& sJ,
                        const Features& features, const ParallelFor& pfor, QsgpEstimate& est) const {
@@ -691,15 +693,12 @@ class Qsgp {
       est.cvI.emplace_back(static_cast<Index>(nbar), static_cast<Index>(dr.I[b].size()));
       est.cvJ.emplace_back(static_cast<Index>(nbar), static_cast<Index>(dr.J[b].size()));
       off[b] = len;
-      len += 2 * (1 + kappa(b)) * static_cast<Index>(dr.I[b].size() + dr.J[b].size());
+      len += 2 * static_cast<Index>(dr.I[b].size() + dr.J[b].size());
     }
-    // accumulator: [0] sum_p w_p (u0 w0 - a^2 + z0_I' z0_J - |beta_p|^2);
-    // per block: d/d mu_I and d/d mu_J of sum_p w_p u0 w0 / 2, then
-    // sum_p w_p a_p phi0_p at I and at J; chevron (column-major, entries x
-    // kappa): d/d C_I and d/d C_J of sum_p w_p z0_I' z0_J / 2, then
-    // sum_p w_p phi0_p beta_p' at I and at J
+    // accumulator: [0] sum_p w_p (u0 w0 - a^2); per block: d/d mu_I and d/d
+    // mu_J of sum_p w_p u0 w0 / 2, then sum_p w_p a_p phi0_p at I and at J
     auto work = [&](VectorXd& acc, std::size_t begin, std::size_t end) {
-      std::vector<VectorXd> phiI(B), phiJ(B), tI(B), tJ(B), xb(B), zI(B), zJ(B);
+      std::vector<VectorXd> phiI(B), phiJ(B), tI(B), tJ(B), xb(B);
       for (std::size_t b = 0; b < B; ++b) {
         phiI[b].resize(static_cast<Index>(dr.I[b].size()));
         tI[b].resize(phiI[b].size());
@@ -733,36 +732,41 @@ class Qsgp {
           v += dr.alpha[b] * phiJ[b].dot(cJ[b].mu);
         }
         if (!(wt > 0)) continue;
-        double dense = 0;  // chevron: sum_b z0_I' z0_J - |beta_p|^2
-        for (std::size_t b = 0; b < B; ++b)
-          if (kappa(b) > 0) {
-            zI[b].noalias() = dr.alpha[b] * (cI[b].C.transpose() * phiI[b]);
-            zJ[b].noalias() = dr.alpha[b] * (cJ[b].C.transpose() * phiJ[b]);
-            dense += zI[b].dot(zJ[b]) - cv_b[b].row(qi).squaredNorm();
-          }
-        acc(0) += wt * (u * v - a * a + dense);
+        acc(0) += wt * (u * v - a * a);
         for (std::size_t b = 0; b < B; ++b) {
-          const Index nI = phiI[b].size(), nJ = phiJ[b].size(), o = off[b], k = kappa(b);
+          const Index nI = phiI[b].size(), nJ = phiJ[b].size(), o = off[b];
           acc.segment(o, nI) += (0.5 * wt * dr.alpha[b] * v) * phiI[b];
           acc.segment(o + nI, nJ) += (0.5 * wt * dr.alpha[b] * u) * phiJ[b];
           acc.segment(o + nI + nJ, nI) += (wt * a) * phiI[b];
           acc.segment(o + 2 * nI + nJ, nJ) += (wt * a) * phiJ[b];
-          if (k == 0) continue;
-          const Index oC = o + 2 * (nI + nJ);
-          const auto beta = cv_b[b].row(qi);
-          Eigen::Map<MatrixXd>(acc.data() + oC, nI, k).noalias() += (0.5 * wt * dr.alpha[b]) * phiI[b] * zJ[b].transpose();
-          Eigen::Map<MatrixXd>(acc.data() + oC + nI * k, nJ, k).noalias() +=
-              (0.5 * wt * dr.alpha[b]) * phiJ[b] * zI[b].transpose();
-          Eigen::Map<MatrixXd>(acc.data() + oC + (nI + nJ) * k, nI, k).noalias() += wt * phiI[b] * beta;
-          Eigen::Map<MatrixXd>(acc.data() + oC + (2 * nI + nJ) * k, nJ, k).noalias() += wt * phiJ[b] * beta;
         }
       }
     };
     const VectorXd acc =
         deterministic_reduce<VectorXd>(nbar, pfor, [len] { return VectorXd::Zero(len).eval(); }, work);
+    // chevron, from the support rows' frozen features (matrix products):
+    // z0_I = alpha Phi0_{P,I} C_I, z0_J the same over J, the sum over rows of
+    // w_p (z0_I' z0_J - |beta_p|^2), the gradient of its half in C_I
+    // (alpha Phi0_{P,I}' W z0_J) and C_J, and Phi0' W beta at I and at J
+    VectorXd wv(static_cast<Index>(nbar));
+    for (std::size_t q = 0; q < nbar; ++q) wv(static_cast<Index>(q)) = w_[cv_rows[q]] > 0 ? w_[cv_rows[q]] : 0.0;
+    double dense = 0;
+    std::vector<MatrixXd> gCI(B), gCJ(B), HI(B), HJ(B);
+    for (std::size_t b = 0; b < B; ++b) {
+      if (kappa(b) == 0) continue;
+      const double al = dr.alpha[b];
+      const MatrixXd ZI = al * (est.cvI[b] * cI[b].C), ZJ = al * (est.cvJ[b] * cJ[b].C);
+      dense += wv.dot((ZI.cwiseProduct(ZJ) - cv_b[b].cwiseAbs2()).rowwise().sum());
+      gCI[b].noalias() = (0.5 * al) * est.cvI[b].transpose() * (wv.asDiagonal() * ZJ);
+      gCJ[b].noalias() = (0.5 * al) * est.cvJ[b].transpose() * (wv.asDiagonal() * ZI);
+      const MatrixXd WB = wv.asDiagonal() * cv_b[b];
+      HI[b].noalias() = est.cvI[b].transpose() * WB;
+      HJ[b].noalias() = est.cvJ[b].transpose() * WB;
+    }
     const double s2 = noise_var(), scv = static_cast<double>(n_) / static_cast<double>(nbar);
-    est.value += 0.5 * scv * acc(0) / s2;
-    est.ghyper(est.ghyper.size() - 1) -= 0.5 * scv * acc(0) / (s2 * s2) * std::exp(log_noise);
+    const double sum = acc(0) + dense;
+    est.value += 0.5 * scv * sum / s2;
+    est.ghyper(est.ghyper.size() - 1) -= 0.5 * scv * sum / (s2 * s2) * std::exp(log_noise);
     std::vector<char> fI, fJ;
     for (std::size_t b = 0; b < B; ++b) {
       const Index nI = static_cast<Index>(dr.I[b].size()), nJ = static_cast<Index>(dr.J[b].size()), o = off[b];
@@ -776,21 +780,17 @@ class Qsgp {
       for (Index e = 0; e < nJ; ++e)
         if (fJ[static_cast<std::size_t>(e)]) est.gmuJ[b](e) -= k * acc(o + 2 * nI + nJ + e);
       // chevron: the same for the dense columns, z0_I' z0_J - |beta_p|^2 in place of u0 w0 - a_p^2
-      const Index kb = kappa(b);
-      if (kb == 0) continue;
-      const Index oC = o + 2 * (nI + nJ);
-      MatrixXd gCI = (scv / s2) * Eigen::Map<const MatrixXd>(acc.data() + oC, nI, kb);
-      MatrixXd gCJ = (scv / s2) * Eigen::Map<const MatrixXd>(acc.data() + oC + nI * kb, nJ, kb);
-      const Eigen::Map<const MatrixXd> HI(acc.data() + oC + (nI + nJ) * kb, nI, kb),
-          HJ(acc.data() + oC + (2 * nI + nJ) * kb, nJ, kb);
+      if (kappa(b) == 0) continue;
+      gCI[b] *= scv / s2;
+      gCJ[b] *= scv / s2;
       for (Index e = 0; e < nI; ++e)
-        if (fI[static_cast<std::size_t>(e)]) gCI.row(e) -= k * HI.row(e);
+        if (fI[static_cast<std::size_t>(e)]) gCI[b].row(e) -= k * HI[b].row(e);
       for (Index e = 0; e < nJ; ++e)
-        if (fJ[static_cast<std::size_t>(e)]) gCJ.row(e) -= k * HJ.row(e);
-      dense_to_params(b, dr.I[b], gCI, est.grhoI[b]);
-      dense_to_params(b, dr.J[b], gCJ, est.grhoJ[b]);
-      est.gLI[b] += gCI;
-      est.gLJ[b] += gCJ;
+        if (fJ[static_cast<std::size_t>(e)]) gCJ[b].row(e) -= k * HJ[b].row(e);
+      dense_to_params(b, dr.I[b], gCI[b], est.grhoI[b]);
+      dense_to_params(b, dr.J[b], gCJ[b], est.grhoJ[b]);
+      est.gLI[b] += gCI[b];
+      est.gLJ[b] += gCJ[b];
     }
   }
 
