@@ -94,6 +94,17 @@ NULL
 #' fitted values and the exact ELBO of the feature model, which [logLik()]
 #' returns.
 #'
+#' The edf of a `gp()` term ([summary.gpgam()], the term tests, R-sq.(adj))
+#' is that of the exact GP with the term's fitted kernel on the data,
+#' \eqn{tr(K (K + W^{-1})^{-1})}{tr(K (K + W^-1)^-1)} with \eqn{W}{W} the
+#' working weights (Gaussian: prior weights over \eqn{\sigma^2}{sigma^2};
+#' binomial and poisson: the glm weights at the fitted predictor), by a
+#' Nystrom approximation on up to 300 distinct input values of the term
+#' and at most 20000 rows; the term is taken alone, without the others.
+#' The mean-field posterior's own \eqn{tr(I - S \Sigma)}{tr(I - S Sigma)}
+#' would count hundreds of weights for a smooth curve, because its
+#' variances shrink every weight alike.
+#'
 #' Families: gaussian, binomial (logit and probit links) and poisson (log
 #' link).  For binomial and poisson the expected log-likelihood of a row,
 #' \eqn{E_{z \sim N(0,1)} \log p(y_l \mid a_l + \sqrt{v_l} z)}{E_z log p(y_l | a_l + sqrt(v_l) z)}
@@ -375,7 +386,45 @@ engine_fit.engine_qsgp <- function(engine, setup, control) {
          else qsgp_features_fit(engine, setup, control, comps)
   res$pilot <- start$pilot
   if (!is.null(start$pilot)) res$seconds[["init"]] <- res$seconds[["init"]] + start$pilot$seconds
+  res$term_edf <- qsgp_term_edf(setup, res)
   res
+}
+
+# Per gp() term its effective degrees of freedom: those of the exact GP
+# with the term's fitted kernel on the data, tr(K (K + W^-1)^-1), W the
+# working weights (Gaussian: w / sigma^2; binomial and poisson: the glm
+# weights w mu'(eta)^2 / V(mu) at the fitted predictor), by the Nystrom
+# approximation of K on up to 300 evenly spaced distinct input values U of
+# the term: sum_j lambda_j / (1 + lambda_j), lambda the eigenvalues of
+# R^-T K_UX W K_XU R^-1 / (R'R = K_UU), over at most 20000 evenly spaced
+# rows X with W scaled by n / rows (exact for up to 300 distinct values and
+# 20000 rows).  The mean-field posterior's own tr(I - S Sigma) is far
+# larger: its variances stay near Proposition 1's, which for random
+# features and for the training-row basis shrink every weight alike, so it
+# counts hundreds of weights for a smooth curve (567 for a sine with 2048
+# features in a trial).  O(rows x |U| x (inputs + |U|)) per term.
+qsgp_term_edf <- function(setup, res) {
+  X <- setup$X
+  n <- nrow(X)
+  eta <- res$row_mean + setup$offset
+  W <- if (setup$lik == "gaussian") setup$w / (1e-6 + exp(res$log_noise)) else {
+    fam <- setup$family
+    setup$w * fam$mu.eta(eta)^2 / pmax(fam$variance(fam$linkinv(eta)), 1e-12)
+  }
+  rows <- if (n > 20000) unique(round(seq(1, n, length.out = 20000))) else seq_len(n)
+  Wr <- W[rows] * n / length(rows)
+  vapply(res$specs, function(s) {
+    if (s$kind == "linear") return(NA_real_)
+    distinct <- rows[!duplicated(X[rows, s$cols + 1L, drop = FALSE])]
+    U <- distinct[unique(round(seq(1, length(distinct), length.out = min(length(distinct), 300))))]
+    spec <- list(list(kind = "stationary", cols = s$cols, kernel = s$kernel, log_var = s$log_var, log_ls = s$log_ls,
+                      learn_kernel = FALSE))
+    Kxu <- .qsgp_gram_features(spec, X[U, , drop = FALSE], 0L, length(U), X[rows, , drop = FALSE])
+    R <- chol(Kxu[match(U, rows), , drop = FALSE] + diag(1e-8 * exp(s$log_var), length(U)))
+    B <- backsolve(R, t(Kxu * sqrt(Wr)), transpose = TRUE)
+    lam <- pmax(eigen(tcrossprod(B), symmetric = TRUE, only.values = TRUE)$values, 0)
+    sum(lam / (1 + lam))
+  }, 0)
 }
 
 # The progress monitor of a qsgp fit: no priors here, so the bar shows the
@@ -470,7 +519,7 @@ qsgp_core_specs <- function(st) {
 # chevron's entries below the diagonal (0 columns: mean field).
 posterior_state.gpgam_qsgp <- function(fit, res) {
   list(specs = res$specs, log_noise = res$log_noise, mu = res$mu, c2 = exp(2 * res$rho), rho = res$rho,
-       dense = res$dense, X_train = res$X_train, w_train = res$w_train)
+       dense = res$dense, X_train = res$X_train, w_train = res$w_train, term_edf = res$term_edf)
 }
 
 # basis = "inducing": the gp() term's weights are one per training row.
@@ -496,35 +545,17 @@ term_basis.gpgam_qsgp <- function(fit) {
   lapply(seq_along(fit$terms$gp), function(i) list(size = length(bl[[i]]), inducing = NULL))
 }
 
-# Effective degrees of freedom: sum over the block of 1 - Sigma_ii / prior
-# variance (the shrinkage of each weight; tr(I - S) in whitened coordinates).
+# Effective degrees of freedom: per gp() term qsgp_term_edf()'s, from the
+# fit; the parametric block sum(1 - Sigma_ii / prior variance) (the
+# shrinkage of each coefficient).
 component_edf.gpgam_qsgp <- function(fit) {
   st <- fit$state
   bl <- qsgp_blocks(st)
   vapply(seq_along(bl), function(i) {
-    s <- st$specs[[i]]
-    if (isTRUE(s$gram)) return(qsgp_gram_edf(st))
+    if (st$specs[[i]]$kind != "linear") return(st$term_edf[i])
     f <- qsgp_factor(st, i, bl[[i]])
-    pv <- if (s$kind == "linear") 1 else exp(s$log_var)
-    sum(1 - (f$d + if (is.null(f$H)) 0 else rowSums(f$H^2)) / pv)
+    sum(1 - (f$d + if (is.null(f$H)) 0 else rowSums(f$H^2)))
   }, 0)
-}
-
-# basis = "inducing": tr(I - K Sigma) of the mean-field Sigma is near n
-# (each c_i^2 is about 1 / (sum_l K_li^2 / sigma^2)), so the term's edf is
-# instead that of the exact GP whose posterior mean the fit approaches,
-# tr(K (K + sigma^2 W^-1)^-1), by the Nystrom approximation of K on 300
-# evenly spaced training rows U: sum_j lambda_j / (1 + lambda_j), lambda the
-# eigenvalues of R^-T K_UX W K_XU R^-1 / sigma^2, R' R = K_UU.  O(n |U|^2).
-qsgp_gram_edf <- function(st) {
-  n <- nrow(st$X_train)
-  U <- unique(round(seq(1, n, length.out = min(n, 300))))
-  specs <- qsgp_core_specs(st)
-  Kxu <- .qsgp_gram_features(specs, st$X_train[U, , drop = FALSE], 0L, length(U), st$X_train)
-  R <- chol(Kxu[U, , drop = FALSE] + diag(1e-6 * exp(st$specs[[1]]$log_var), length(U)))
-  B <- backsolve(R, t(Kxu * sqrt(st$w_train)), transpose = TRUE)
-  lam <- eigen(tcrossprod(B), symmetric = TRUE, only.values = TRUE)$values / (1e-6 + exp(st$log_noise))
-  sum(pmax(lam, 0) / (1 + pmax(lam, 0)))
 }
 
 # Centred terms: their features minus the features' means over the data
@@ -698,7 +729,7 @@ engine_notes.gpgam_qsgp <- function(fit) {
     "stochastic fit (Evans and Nair 2018): iterations run to the limit, with no stationary-point test; the gradient shown is the mean stochastic gradient over the last tenth of the iterations",
     if (isTRUE(fit$control$options$dense_columns > 0))
       "chevron posterior over the feature weights: it keeps the posterior correlations of the dense columns' weights only"
-    else "mean-field posterior over the feature weights: its standard errors ignore the weights' posterior correlations and can be too small or too large",
+    else "mean-field posterior over the feature weights: its standard errors, and the term tests built on them, ignore the weights' posterior correlations; the standard errors can be too small or too large, and too large ones cost the tests their power",
     if (fit$likelihood != "gaussian")
       "non-Gaussian likelihood: the iterations maximise a stochastic tangent-line lower bound on the ELBO; the ELBO shown is exact, from a final pass over all rows")
 }

@@ -7,7 +7,8 @@
 #' * the parametric coefficients: posterior mean, sd, z = mean / sd and its
 #'   normal p-value;
 #' * for every `gp()` term its effective degrees of freedom (edf,
-#'   \eqn{tr(I - S_{cc})}{tr(I - S_cc)} of its whitened posterior), a reference df, and an
+#'   \eqn{tr(I - S_{cc})}{tr(I - S_cc)} of its whitened posterior; for
+#'   `inference = "qsgp"` that of the exact GP, see [qsgp_options()]), a reference df, and an
 #'   approximate test that the term is zero, in the spirit of Wood (2013): the
 #'   statistic \eqn{\hat f' V_f^{r-} \hat f}{f' V^(r-) f}, with \eqn{\hat f}{f}
 #'   the term's posterior mean at the data (centred), \eqn{V_f}{V} its posterior

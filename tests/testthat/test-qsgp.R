@@ -52,6 +52,16 @@ qs_central_diff <- function(f, x0, h = 1e-4) {
   }, 0)
 }
 
+# The kernel of a spec (SE, Matern 3/2 or 5/2) between the rows of A and B (columns: the spec's inputs).
+qs_gram_kernel <- function(s, A, B) {
+  ls <- rep(exp(s$log_ls), length.out = ncol(A))
+  D2 <- outer(rowSums(sweep(A, 2, ls, "/")^2), rowSums(sweep(B, 2, ls, "/")^2), "+") -
+    2 * sweep(A, 2, ls^2, "/") %*% t(B)
+  r <- sqrt(pmax(D2, 0))
+  exp(s$log_var) * switch(s$kernel, se = exp(-0.5 * r^2), matern32 = (1 + sqrt(3) * r) * exp(-sqrt(3) * r),
+                          matern52 = (1 + sqrt(5) * r + 5 * r^2 / 3) * exp(-sqrt(5) * r))
+}
+
 test_that("the ELBO estimator averages to the closed-form ELBO, and its gradient to the exact gradient", {
   d <- qs_data(60)
   fit <- gpgam(y ~ gp(x1) + z, data = d, inference = "qsgp",
@@ -559,11 +569,37 @@ test_that("chevron with every column dense and all rows and features converges t
   K <- md$Phi %*% (t(md$Phi) / md$prec) + diag(s2, 120)
   evidence <- -0.5 * (determinant(K)$modulus + sum(md$y * solve(K, md$y)) + 120 * log(2 * pi))
   expect_close(as.numeric(logLik(fit)) + 120 * log(fit$scaling$y$scale), evidence, 1e-6 * abs(evidence))
-  # latent sd at new rows: sqrt(phi' Sigma phi), and the edf tr(I - S Sigma)
+  # latent sd at new rows: sqrt(phi' Sigma phi)
   p <- predict(fit, d[1:10, ], se.fit = TRUE)
   expect_close(p$se.fit, fit$scaling$y$scale * sqrt(rowSums((md$Phi[1:10, ] %*% C)^2)), 1e-8)
+})
+
+test_that("a qsgp term's edf is the exact GP's tr(K (K + W^-1)^-1) at its kernel, not the mean field's", {
+  # Gaussian, 200 rows (Nystrom on the 200 distinct values: exact); the
+  # mean field's tr(I - S Sigma) counts nearly every random feature
+  d <- qs_data(200)
+  fit <- gpgam(y ~ gp(x1) + z, data = d, inference = "qsgp", control = qs_ctl(features = 256, iterations = 300))
+  st <- fit$state
+  md <- qs_model(fit)
+  s <- st$specs[[1]]
+  K <- qs_gram_kernel(s, md$X[, s$cols + 1L, drop = FALSE], md$X[, s$cols + 1L, drop = FALSE])
+  s2 <- 1e-6 + exp(st$log_noise)
   edf <- eval(quote(component_edf(fit)), list(fit = fit), asNamespace("scalegp"))
-  expect_close(edf[1], sum(1 - diag(Sigma) * md$prec), 1e-4)
+  expect_close(edf[1], sum(diag(K %*% solve(K + diag(s2, 200)))), 1e-5)
+  expect_equal(fit$params$gp[[1]]$edf, edf[1])
+  mf <- sum(1 - st$c2[1:256] * exp(-s$log_var))
+  expect_gt(mf, 5 * edf[1])  # (the mean field's count)
+  # binomial: the glm working weights mu (1 - mu) at the fitted predictor (its posterior mean)
+  d$yb <- as.integer(d$y > 0)
+  fb <- gpgam(yb ~ gp(x1), data = d, family = binomial(), inference = "qsgp",
+              control = qs_ctl(features = 256, iterations = 300))
+  sb <- fb$state$specs[[1]]
+  Xb <- scalegp:::new_design(fb, NULL, stats::na.pass, mf = fb$model)$X[, sb$cols + 1L, drop = FALSE]
+  Kb <- qs_gram_kernel(sb, Xb, Xb)
+  mu <- plogis(fb$linear.predictors)
+  Wb <- mu * (1 - mu)
+  eb <- eval(quote(component_edf(fit)), list(fit = fb), asNamespace("scalegp"))
+  expect_close(eb[1], sum(diag(Kb %*% solve(Kb + diag(1 / Wb)))), 1e-5)
 })
 
 test_that("chevron: predictions, term covariances and posterior draws use the dense columns", {
@@ -651,14 +687,6 @@ qs_gram_problem <- function(n = 40, seed = 3) {
        ln = log(0.09), specs = list(list(kind = "stationary", cols = 1:2, kernel = "se", log_var = log(0.8),
                                          log_ls = log(c(0.4, 0.7))),
                                     list(kind = "linear", cols = 0L, prior_sd = 1.5)))
-}
-
-# The SE kernel of a spec between the rows of A and B (columns: the spec's inputs).
-qs_gram_kernel <- function(s, A, B) {
-  ls <- rep(exp(s$log_ls), length.out = ncol(A))
-  D2 <- outer(rowSums(sweep(A, 2, ls, "/")^2), rowSums(sweep(B, 2, ls, "/")^2), "+") -
-    2 * sweep(A, 2, ls^2, "/") %*% t(B)
-  exp(s$log_var) * exp(-0.5 * pmax(D2, 0))
 }
 
 # The ELBO of the model f = K w + P beta, w ~ N(0, K^-1), beta ~ N(0, I),
