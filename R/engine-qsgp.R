@@ -396,7 +396,7 @@ engine_fit.engine_qsgp <- function(engine, setup, control) {
 # weights w mu'(eta)^2 / V(mu) at the fitted predictor), by the Nystrom
 # approximation of K on up to 300 evenly spaced distinct input values U of
 # the term: sum_j lambda_j / (1 + lambda_j), lambda the eigenvalues of
-# R^-T K_UX W K_XU R^-1 / (R'R = K_UU), over at most 20000 evenly spaced
+# R^-T K_UX W K_XU R^-1 (R'R = K_UU), over at most 20000 evenly spaced
 # rows X with W scaled by n / rows (exact for up to 300 distinct values and
 # 20000 rows).  The mean-field posterior's own tr(I - S Sigma) is far
 # larger: its variances stay near Proposition 1's, which for random
