@@ -39,20 +39,8 @@ q("qsgp, all 2048 features every iteration", feature_batch = 2048)
 q("qsgp, 10000 iterations", iterations = 10000)
 # the exact optimum of the weight-space model: ridge regression on 2048 random
 # Fourier features of the SE-ARD kernel (frequencies N(0, 1 / ls^2))
-m <- 2048
-X <- as.matrix(tr[, 1:8])
-ym <- mean(tr$y)
-t <- system.time({
-  set.seed(1)
-  W <- matrix(stats::rnorm(8 * m / 2), 8) / ls
-  feat <- function(X) {
-    T <- X %*% W
-    cbind(cos(T), sin(T)) * sqrt(v / (m / 2))
-  }
-  P <- feat(X)
-  w <- solve(crossprod(P) + diag(sg^2, m), crossprod(P, tr$y - ym))
-  p <- ym + drop(feat(as.matrix(te[, 1:8])) %*% w)
-})[[3]]
+source(file.path("bench", "rff_ridge.R"))
+t <- system.time(p <- rff_ridge(as.matrix(tr[, 1:8]), tr$y, as.matrix(te[, 1:8]), 2048, ls, v, sg))[[3]]
 add("exact optimum: ridge on 2048 features (R, direct solve)", t, rmse(p))
 tab <- do.call(rbind, rows)
 out <- c("# qsgp on kin40k: where the defaults fall short", "",

@@ -56,21 +56,9 @@ per_iter("paper's QSGP-100 sizes", features = 1e5, feature_batch = 1e4, batch_si
 
 # (b) the converged weight-space model with m features
 opt <- list()
-X <- as.matrix(tr[, 1:8])
-Xt <- as.matrix(te[, 1:8])
-ym <- mean(tr$y)
+source(file.path("bench", "rff_ridge.R"))
 for (m in ms) {
-  t <- system.time({
-    set.seed(1)
-    W <- matrix(stats::rnorm(8 * m / 2), 8) / ls
-    feat <- function(X) {
-      T <- X %*% W
-      cbind(cos(T), sin(T)) * sqrt(v / (m / 2))
-    }
-    P <- feat(X)
-    w <- solve(crossprod(P) + diag(sg^2, m), crossprod(P, tr$y - ym))
-    p <- ym + drop(feat(Xt) %*% w)
-  })[[3]]
+  t <- system.time(p <- rff_ridge(as.matrix(tr[, 1:8]), tr$y, as.matrix(te[, 1:8]), m, ls, v, sg))[[3]]
   opt[[length(opt) + 1]] <- data.frame(features = m, seconds = round(t, 1), test_rmse = round(rmse(p), 4))
   print(opt[[length(opt)]], row.names = FALSE)
 }
