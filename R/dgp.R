@@ -595,11 +595,14 @@ dgp_chunked <- function(cl, formula, source, hidden, inducing, fam, control, opt
 #' @param object a fit made by [dgp()].
 #' @param newdata a data frame with the inputs (default: the data of the fit;
 #'   then, after `na.action = na.exclude`, the rows it dropped are `NA`).
-#' @param type `"link"` (the latent function: variance without the output
-#'   noise) or `"response"` (Gaussian: a new observation, variance with the
-#'   noise, the same mean; probit: the probability of the second level,
-#'   \eqn{\Phi(m / \sqrt{1 + v})}{Phi(m / sqrt(1 + v))}, with the standard
-#'   error by the delta method).
+#' @param type `"link"` (the latent function) or `"response"`. For a
+#'   Gaussian model the two are the same, as in [gpgam()] and mgcv's
+#'   `predict.gam()`: the mean and sd of the latent output, without the
+#'   output noise, so that a new observation is
+#'   \eqn{N(fit, se.fit^2 + \sigma^2)}{N(fit, se.fit^2 + sigma^2)} with
+#'   \eqn{\sigma}{sigma} = `sigma(object)`. Probit, `"response"`: the
+#'   probability of the second level, \eqn{\Phi(m / \sqrt{1 + v})}{Phi(m /
+#'   sqrt(1 + v))}, with the standard error by the delta method.
 #' @param se.fit also return standard errors.
 #' @param layer `NULL` (the output) or the number of a hidden layer: then a
 #'   list of the `mean` and `var` matrices (rows x width) of that layer's
@@ -645,7 +648,7 @@ predict.dgp <- function(object, newdata, type = c("link", "response"), se.fit = 
       if (!se.fit) return(pad(p))
       return(list(fit = pad(p), se.fit = pad(stats::dnorm(fit / sc) / sc * sqrt(v))))
     }
-  } else if (type == "link") v <- v - exp(2 * object$net$layers[[L]]$log_sn)
+  } else v <- v - exp(2 * object$net$layers[[L]]$log_sn)  # the latent output: the noise out
   if (!se.fit) return(pad(fit))
   list(fit = pad(fit), se.fit = pad(sqrt(pmax(v, 0)) * ys$scale))
 }
@@ -788,12 +791,20 @@ plot.dgp <- function(x, which = c("trace", "fit", "warping"), input = NULL, n_gr
     return(invisible(x))
   }
   pl <- stats::predict(x, nd, type = "link", se.fit = TRUE)
-  pr <- stats::predict(x, nd, type = "response", se.fit = TRUE)
-  yr <- range(x$y, pr$fit + 2 * pr$se.fit, pr$fit - 2 * pr$se.fit)
+  if (isTRUE(x$net$probit)) {  # the probability, with its delta-method band
+    pr <- stats::predict(x, nd, type = "response", se.fit = TRUE)
+    new_lo <- pr$fit - 1.96 * pr$se.fit
+    new_hi <- pr$fit + 1.96 * pr$se.fit
+  } else {  # a new observation: N(fit, se.fit^2 + sigma^2)
+    sd_new <- sqrt(pl$se.fit^2 + stats::sigma(x)^2)
+    new_lo <- pl$fit - 1.96 * sd_new
+    new_hi <- pl$fit + 1.96 * sd_new
+  }
+  yr <- range(x$y, new_lo, new_hi)
   graphics::plot(mf[[input]], x$y, xlab = input, ylab = deparse1(x$formula[[2]]), ylim = yr,
                  col = "grey50", pch = 16, cex = 0.5, ...)
-  graphics::lines(nd[[input]], pr$fit + 1.96 * pr$se.fit, lty = 3)
-  graphics::lines(nd[[input]], pr$fit - 1.96 * pr$se.fit, lty = 3)
+  graphics::lines(nd[[input]], new_hi, lty = 3)
+  graphics::lines(nd[[input]], new_lo, lty = 3)
   graphics::lines(nd[[input]], pl$fit + 1.96 * pl$se.fit, lty = 2)
   graphics::lines(nd[[input]], pl$fit - 1.96 * pl$se.fit, lty = 2)
   graphics::lines(nd[[input]], pl$fit, lwd = 2)

@@ -28,7 +28,7 @@ if (length(args) >= 1 && args[1] == "worker") {
                      n = n, seed = seed, steps = fit$iterations, seconds = secs, fit_seconds = fit$timing[["fit"]],
                      ms_per_step = 1000 * fit$timing[["per_iteration"]],
                      peak_MB = as.numeric(gsub("[^0-9]", "", hwm)) / 1024,
-                     test_ll = mean(stats::dnorm(te$y, p$fit, p$se.fit, log = TRUE)),
+                     test_ll = mean(stats::dnorm(te$y, p$fit, sqrt(p$se.fit^2 + sigma(fit)^2), log = TRUE)),
                      rmse = sqrt(mean((te$y - p$fit)^2))), out)
   quit(save = "no")
 }

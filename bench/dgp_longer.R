@@ -14,7 +14,7 @@ tr <- s$train
 te <- s$test
 row <- function(f, lab) {
   p <- predict(f, te, type = "response", se.fit = TRUE)
-  se <- if (inherits(f, "dgp")) p$se.fit else sqrt(p$se.fit^2 + sigma(f)^2)
+  se <- sqrt(p$se.fit^2 + sigma(f)^2)
   data.frame(fit = lab, log_ml = as.numeric(logLik(f)), test_ll = mean(stats::dnorm(te$y, p$fit, se, log = TRUE)),
              rmse = sqrt(mean((te$y - p$fit)^2)))
 }

@@ -33,7 +33,7 @@ for (threads in 1:2) {
   p <- predict(fit, te, type = "response", se.fit = TRUE)
   rows[[length(rows) + 1]] <- score(sprintf("dgp(hidden = 2, inducing = 50), %d thread%s", threads,
                                             if (threads > 1) "s" else ""),
-                                    fit$iterations, fit$timing[["iterations"]], p$fit, p$se.fit)
+                                    fit$iterations, fit$timing[["iterations"]], p$fit, sqrt(p$se.fit^2 + sigma(fit)^2))
   print(rows[[length(rows)]], digits = 4)
 }
 rows[[length(rows) + 1]] <- data.frame(method = "authors' numpy code (quoted: run earlier on this machine)",

@@ -205,9 +205,14 @@ test_that("dgp() fits a step function and its methods run", {
   nd <- data.frame(x1 = c(-1, 1), x2 = 0.5, g = factor("a", levels = c("a", "b")))
   pl <- predict(fit, nd, se.fit = TRUE)
   pr <- predict(fit, nd, type = "response", se.fit = TRUE)
-  expect_equal(pl$fit, pr$fit)
-  expect_true(all(pr$se.fit > pl$se.fit))
-  expect_equal(pr$se.fit^2 - pl$se.fit^2, rep(sigma(fit)^2, 2), tolerance = 1e-8)
+  # Gaussian: "link" and "response" are the latent output, as gpgam()'s; the forward pass's output
+  # Gaussian (a new observation, on the network's scale) is that plus the noise, sigma(fit)^2
+  expect_identical(pl, pr)
+  net_out <- scalegp:::.dgp_predict(fit$net, scalegp:::dgp_inputs(fit, nd), fit$n, 1L)
+  ys <- fit$scaling$y$scale
+  L <- length(fit$net$layers)
+  for (i in 1:2) expect_equal(pl$se.fit[i]^2 + sigma(fit)^2, net_out$var[[L]][i, 1] * ys^2, tolerance = 1e-10)
+  expect_true(all(sigma(fit)^2 > 1e-4 * net_out$var[[L]][, 1] * ys^2))  # far above the tolerance: the check sees the noise
   expect_equal(unname(pl$fit), c(-1, 1) + 0.25, tolerance = 0.3)
   h <- predict(fit, nd, layer = 1)
   expect_equal(dim(h$mean), c(2L, 2L))  # the default hidden layer has two units
