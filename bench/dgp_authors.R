@@ -27,9 +27,8 @@ jobs <- if (length(args) >= 3) as.integer(args[3]) else 2L
 configs <- if (length(args) >= 4) args[-(1:3)] else  # the longest first
   c("concrete:0:100:2", "power:0:100:2", "energy:0:100:2", "boston:0:100:2",
     "concrete:0:100:", "power:0:100:", "energy:0:100:", "boston:0:50:2")
-dirs <- c(boston = "bostonHousing", concrete = "concrete", energy = "energy", kin8nm = "kin8nm",
-          naval = "naval-propulsion-plant", power = "power-plant", wine = "wine-quality-red", yacht = "yacht")
-uci <- normalizePath(file.path("..", "shared", "data", "uci"), mustWork = TRUE)
+source(file.path("inst", "replication", "pbp_data.R"))  # shared, pbp_sets
+uci <- normalizePath(file.path(shared, "data", "uci"), mustWork = TRUE)
 
 # ---- the Python 3 port ----
 code <- file.path(tempfile("aepdgp"), "code")
@@ -46,36 +45,35 @@ commit <- tryCatch(system2("git", c("-C", shQuote(repo), "rev-parse", "--short",
                    error = function(e) NA_character_, warning = function(w) NA_character_)
 
 # ---- the fits ----
-paper_ll <- rbind(boston = c(-2.16, 0.07, -2.17, 0.10, -2.09, 0.06), concrete = c(-2.65, 0.02, -2.61, 0.02, -2.43, 0.02),
-                  energy = c(-1.11, 0.02, -0.95, 0.01, -0.90, 0.01), power = c(-2.55, 0.01, -2.58, 0.01, -2.39, 0.02))
-paper_rmse <- rbind(boston = c(2.39, 0.12, 2.38, 0.12, 2.38, 0.11), concrete = c(4.78, 0.12, 4.64, 0.11, 4.16, 0.13),
-                    energy = c(0.87, 0.03, 0.57, 0.02, 0.56, 0.02), power = c(3.60, 0.04, 3.60, 0.03, 3.21, 0.06))
+source(file.path("inst", "replication", "seed000_paper.R"))  # paper_ll, paper_rmse, paper_cell()
 ours <- readRDS(file.path("inst", "replication", "results", "seed000_tables.rds"))
 one <- function(cf) {
   p <- strsplit(cf, ":", fixed = TRUE)[[1]]
   set <- p[1]; split <- as.integer(p[2]); M <- as.integer(p[3])
   hidden <- if (length(p) >= 4 && nzchar(p[4])) as.integer(strsplit(p[4], ",")[[1]]) else integer(0)
   method <- sprintf("%s_%d", if (length(hidden)) sprintf("dgp%d", length(hidden) + 1) else "gp", M)
-  out <- system2(python, c(shQuote(driver), shQuote(code), shQuote(file.path(uci, dirs[[set]])), split, M, 6000, hidden),
+  out <- system2(python, c(shQuote(driver), shQuote(code), shQuote(file.path(uci, pbp_sets[[set]])), split, M, 6000, hidden),
                  stdout = TRUE, stderr = FALSE, env = c("OPENBLAS_NUM_THREADS=1", "OMP_NUM_THREADS=1", "MKL_NUM_THREADS=1"))
   r <- grep("^RESULT ", out, value = TRUE)
   if (!length(r)) { message(cf, ": no result"); return(NULL) }
   v <- as.numeric(strsplit(r, " ")[[1]][-1])
   o <- ours[ours$set == set & ours$split == split & ours$method == method, ]
-  col <- match(method, c("gp_100", "dgp2_50", "dgp2_100"))
+  cell <- function(tab) {
+    p <- paper_cell(tab, set, method)
+    if (is.null(p)) "" else sprintf("%.2f +/- %.2f", p[1], p[2])
+  }
   row <- data.frame(
     set = set, split = split, method = method,
     authors_ll = v[1], authors_rmse = v[2], authors_ms = 1000 * v[3] / v[4],
     dgp_ll = if (nrow(o)) o$test_ll[1] else NA, dgp_rmse = if (nrow(o)) o$rmse[1] else NA,
     dgp_ms = if (nrow(o)) 1000 * o$per_iteration[1] else NA,
-    paper_ll = if (set %in% rownames(paper_ll) && !is.na(col)) sprintf("%.2f +/- %.2f", paper_ll[set, 2 * col - 1], paper_ll[set, 2 * col]) else "",
-    paper_rmse = if (set %in% rownames(paper_rmse) && !is.na(col)) sprintf("%.2f +/- %.2f", paper_rmse[set, 2 * col - 1], paper_rmse[set, 2 * col]) else "")
+    paper_ll = cell(paper_ll), paper_rmse = cell(paper_rmse))
   print(row, digits = 4)
   row
 }
 rows <- parallel::mclapply(configs, one, mc.cores = jobs, mc.preschedule = FALSE)
 tab <- do.call(rbind, rows)
-tab <- tab[order(match(tab$set, names(dirs)), tab$split, tab$method), ]
+tab <- tab[order(match(tab$set, names(pbp_sets)), tab$split, tab$method), ]
 dir.create(file.path("bench", "results"), showWarnings = FALSE)
 utils::write.csv(tab, file.path("bench", "results", "dgp_authors.csv"), row.names = FALSE)
 f3 <- function(x) ifelse(is.na(x), "", sprintf("%.3f", x))

@@ -3,8 +3,12 @@
 # the training and test rows of split k of the set in directory `dir`
 # (e.g. "bostonHousing") as data frames with inputs x1, x2, ... and response
 # y; inputs constant on the training rows are dropped (naval has two), as
-# PBP's code does.
+# PBP's code does.  pbp_sets: the directory of each set, by the short names
+# the replication and bench scripts use.
 shared <- Sys.getenv("SCALEGP_SHARED", file.path("..", "shared"))
+pbp_sets <- c(boston = "bostonHousing", concrete = "concrete", energy = "energy", kin8nm = "kin8nm",
+              naval = "naval-propulsion-plant", power = "power-plant", protein = "protein-tertiary-structure",
+              wine = "wine-quality-red", yacht = "yacht")
 read_split <- function(dir, k) {
   dir <- file.path(shared, "data", "uci", dir)
   X <- as.matrix(utils::read.table(file.path(dir, "data.txt")))
