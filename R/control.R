@@ -34,7 +34,7 @@
 #'   number of unique input rows when that is smaller.
 #' @param batch_size rows per minibatch; `NULL` uses all rows, except
 #'   beyond an engine's size: `inference = "vi"` uses all rows at any size
-#'   (with discretised covariates from 5000 rows, see [vi_options()]), or,
+#'   (over the distinct values of discretised covariates, see [vi_options()]), or,
 #'   with `vi_options(discrete = FALSE)`, minibatches of 2000 beyond 20000
 #'   rows; `"ep"` minibatches of 2000 beyond 20000 rows; `"decoupled"`
 #'   minibatches of 1024 beyond 4096 rows; `"qsgp"` minibatches of 500

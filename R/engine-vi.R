@@ -46,12 +46,12 @@ NULL
 #'   Augustin 2017 and Li and Wood 2020).  With a Gaussian family the cost of
 #'   an iteration then does not depend on the number of rows after one pass
 #'   over the data; with other families an iteration costs a few lookups and
-#'   additions per row plus work over the distinct values.  `NA` (default): on
-#'   from 5000 rows; under 5000 rows, on with the exact values (as
-#'   `bins = Inf`: the same fit as over the rows, to rounding error) for
-#'   binomial, Poisson, Gamma and negative binomial fits whose `gp()` terms
-#'   have at most two inputs each, whose inner steps then reuse each value's
-#'   features; `TRUE`, `FALSE`: always, never.  Minibatch fits use the rows.
+#'   additions per row plus work over the distinct values, which is faster
+#'   than a pass over the rows at any size.  `NA` (default): on when every
+#'   `gp()` term has at most two inputs, under 1000 rows with the exact
+#'   values (as `bins = Inf`: the same fit as over the rows, to rounding
+#'   error); with a term of three or more inputs, on from 5000 rows;
+#'   `TRUE`, `FALSE`: always, never.  Minibatch fits use the rows.
 #' @param bins the number of equally spaced values over its range that each
 #'   input of a one-input `gp()` term is rounded to when `discrete` is on
 #'   (a term over d inputs: `max(100, ceiling(bins^(1/d)))` per input);
@@ -136,22 +136,25 @@ vi_engine <- function() {
 register_engine("vi", vi_engine)
 
 # Whether a fit of `setup` under `control` uses discretised covariates
-# (vi_options(discrete = NA): all rows per iteration, and n >= 5000, on a
-# cluster, or vi_discrete_exact()).
+# (vi_options(discrete = NA): all rows per iteration, and GP terms of at
+# most two inputs each (under 1000 rows with exact values,
+# vi_discrete_exact()), n >= 5000, or a cluster).  The pass by distinct
+# values is the faster one at any size (bench/discrete_small.R: gamSim(1)
+# fits of 1000-4000 rows 1.4-4.7 times faster with a Gaussian family, the
+# hold-out NLPD equal to 1e-4); a term of three or more inputs has about as
+# many distinct rounded values as rows under 5000 rows.
 vi_discrete <- function(setup, control) {
   control$batch_size >= setup$n && !isFALSE(control$options$discrete) &&
-    (isTRUE(control$options$discrete) || setup$n >= 5000 || !is.null(control$options$cluster) ||
-       vi_discrete_exact(setup, control))
+    (isTRUE(control$options$discrete) || setup$n >= 5000 || max_gp_inputs(setup) <= 2L ||
+       !is.null(control$options$cluster))
 }
 
-# Whether a full-batch fit under 5000 rows takes the pass by distinct values
-# with exact values (bins = Inf; the same fit as over the rows): by default,
-# for a non-Gaussian family whose GP terms have at most two inputs each (its
-# inner steps then reuse the features of each value instead of recomputing
-# them per row).
+# Whether a discretised fit keeps the exact values (bins = Inf; the same fit
+# as over the rows, to rounding error): by default under 1000 rows, whose
+# inputs have fewer distinct values than the default bins anyway.
 vi_discrete_exact <- function(setup, control) {
-  is.na(control$options$discrete %||% NA) && setup$n < 5000 && is.null(control$options$cluster) &&
-    setup$lik != "gaussian" && max_gp_inputs(setup) <= 2L
+  is.na(control$options$discrete %||% NA) && setup$n < 1000 && is.null(control$options$cluster) &&
+    max_gp_inputs(setup) <= 2L
 }
 
 # The largest number of inputs of one GP component of `setup` (0: none).
