@@ -23,20 +23,17 @@
 # stored before 2026-11-28 have no commit or date).
 suppressPackageStartupMessages(library(scalegp))
 args <- commandArgs(trailingOnly = TRUE)
-all_sets <- c(boston = "bostonHousing", concrete = "concrete", energy = "energy", kin8nm = "kin8nm",
-              naval = "naval-propulsion-plant", power = "power-plant", protein = "protein-tertiary-structure",
-              wine = "wine-quality-red", yacht = "yacht")
-sets <- if (length(args) >= 1) strsplit(args[1], ",")[[1]] else names(all_sets)
+source(file.path("inst", "replication", "pbp_data.R"))  # read_split(), pbp_sets
+sets <- if (length(args) >= 1) strsplit(args[1], ",")[[1]] else names(pbp_sets)
 splits <- if (length(args) >= 2) eval(parse(text = args[2])) else 0:4
 methods <- if (length(args) >= 3) strsplit(args[3], ",")[[1]] else c("gp_100", "dgp2_50", "dgp2_100", "dgp3_100", "gpgam")
 iters <- if (length(args) >= 4) as.integer(args[4]) else 6000L
 out <- if (length(args) >= 5) args[5] else file.path("inst", "replication", "results", "seed000_tables.rds")
-stopifnot(all(sets %in% names(all_sets)))
-source(file.path("inst", "replication", "pbp_data.R"))
+stopifnot(all(sets %in% names(pbp_sets)))
 source(file.path("inst", "replication", "stamp.R"))  # stamp()
 
 fit_one <- function(set, k, method) {
-  s <- read_split(all_sets[[set]], k)
+  s <- read_split(pbp_sets[[set]], k)
   inputs <- setdiff(names(s$train), "y")
   ctl <- gp_control(batch_size = 50, iterations = iters, learning_rate = 0.005, seed = 123 + k, threads = 1,
                     verbose = FALSE)
