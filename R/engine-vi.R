@@ -140,9 +140,11 @@ register_engine("vi", vi_engine)
 # most two inputs each (under 1000 rows with exact values,
 # vi_discrete_exact()), n >= 5000, or a cluster).  The pass by distinct
 # values is the faster one at any size (bench/discrete_small.R: gamSim(1)
-# fits of 1000-4000 rows 1.4-4.7 times faster with a Gaussian family, the
-# hold-out NLPD equal to 1e-4); a term of three or more inputs has about as
-# many distinct rounded values as rows under 5000 rows.
+# fits of 500-4000 rows 1.3-4.6 times faster than over the rows with a
+# Gaussian family, 1.8-3.0 times faster than over the exact values from
+# 2000 rows with binomial and Poisson ones, the hold-out NLPD equal to 1e-4);
+# a term of three or more inputs has about as many distinct rounded values
+# as rows under 5000 rows.
 vi_discrete <- function(setup, control) {
   control$batch_size >= setup$n && !isFALSE(control$options$discrete) &&
     (isTRUE(control$options$discrete) || setup$n >= 5000 || max_gp_inputs(setup) <= 2L ||
