@@ -80,8 +80,10 @@
 #'   (`jitter * mean(diag(K))`), multiplied by 10 up to three times when a
 #'   Cholesky factorisation fails.
 #' @param gh_points number of Gauss-Hermite nodes for binomial expectations
-#'   at latent variances up to 1 (larger variances use a composite
-#'   Gauss-Legendre rule; both are accurate to about 1e-10 with the default).
+#'   at latent variances up to 1 (smaller variances use rules of fewer
+#'   nodes, and the logit up to a variance of 0.01 a Taylor series in the
+#'   variance; larger variances use a composite Gauss-Legendre rule; all are
+#'   accurate to about 1e-10 with the default).
 #' @param priors `TRUE` (default): weakly informative priors on the kernel
 #'   hyperparameters, maximised with the objective (so the hyperparameters
 #'   are posterior modes, not maximum-likelihood values): each kernel sd

@@ -391,6 +391,64 @@ TEST_CASE("probit and logit expectations (Gauss-Hermite) vs quadrature", "[likel
   }
 }
 
+// The logit's Taylor series in s2 (expect_logit_series(), up to
+// kSeriesVar = 0.01) agrees with a 60-node Gauss-Hermite rule to 5e-12
+// relative in v, dv/dm and dv/ds2 over means, responses and weights
+// (measured 1.1e-12 in dv/ds2 at s2 = 0.01, m = 0, where the series' last
+// term moves dv/ds2 by 1e-10, its s2^4 term v by 3e-11 and its s2^3 term v
+// by 5e-9), its dv/dm and dv/ds2 are the derivatives of its v
+// (central differences inside the series' range), and it meets the
+// Gauss-Hermite rule above it (8 nodes) to within that rule's own 3e-12.
+TEST_CASE("logit expectations: a Taylor series at small variances", "[likelihoods][expect]") {
+  const GaussHermite gh60(60);
+  const Likelihood lik(Family::logit);
+  auto by_rule = [&](const GaussHermite& r, double y, double w, double m, double s2) {
+    Expectation e;
+    auto at = [&](double f, int k) {
+      double l, d1, d2;
+      lik.loglik(y, w, f, l, d1, d2);
+      return k == 0 ? l : (k == 1 ? d1 : 0.5 * d2);
+    };
+    e.v = r.expect(m, s2, [&](double f) { return at(f, 0); });
+    e.dm = r.expect(m, s2, [&](double f) { return at(f, 1); });
+    e.dv = r.expect(m, s2, [&](double f) { return at(f, 2); });
+    return e;
+  };
+  auto rel = [](double a, double b) { return std::abs(a - b) / (1 + std::abs(b)); };
+  double worst = 0, worst_fd = 0;
+  for (double s2 : {0.0, 1e-8, 1e-5, 1e-3, 0.004, 0.008, 0.01})
+    for (double m = -14.0; m <= 14.0; m += 0.25)
+      for (double y : {0.0, 1.0, 0.3})
+        for (double w : {1.0, 2.5}) {
+          const Expectation e = lik.expect(y, w, m, s2), r = by_rule(gh60, y, w, m, s2);
+          worst = std::max({worst, rel(e.v, r.v), rel(e.dm, r.dm), rel(e.dv, r.dv)});
+          if (s2 < 1e-3) continue;
+          const double h = 1e-5, hv = 1e-3, c = s2 * (1 - hv);  // (s2 + hv s2 would leave the series' range)
+          const double fm = (lik.expect(y, w, m + h, s2).v - lik.expect(y, w, m - h, s2).v) / (2 * h);
+          const double fv = (lik.expect(y, w, m, s2).v - lik.expect(y, w, m, s2 * (1 - 2 * hv)).v) / (2 * hv * s2);
+          worst_fd = std::max({worst_fd, rel(fm, e.dm), rel(fv, lik.expect(y, w, m, c).dv)});
+        }
+  CAPTURE(worst, worst_fd);
+  CHECK(worst < 5e-12);
+  CHECK(worst_fd < 1e-8);
+  // s2 = 0: the log-likelihood itself
+  double l, d1, d2;
+  lik.loglik(0.3, 2.0, -1.7, l, d1, d2);
+  const Expectation e0 = lik.expect(0.3, 2.0, -1.7, 0.0);
+  CHECK(e0.v == Approx(l).epsilon(1e-15));
+  CHECK(e0.dm == Approx(d1).epsilon(1e-15));
+  CHECK(e0.dv == Approx(0.5 * d2).epsilon(1e-15));
+  // across the switch to the 8-node rule
+  const double below = Likelihood::kSeriesVar, above = below * (1 + 1e-9);
+  for (double m : {-3.0, 0.0, 0.4, 5.0}) {
+    const Expectation a = lik.expect(1.0, 1.0, m, below), b = lik.expect(1.0, 1.0, m, above);
+    CAPTURE(m);
+    CHECK(rel(a.v, b.v) < 3e-12);
+    CHECK(rel(a.dm, b.dm) < 3e-12);
+    CHECK(rel(a.dv, b.dv) < 5e-12);
+  }
+}
+
 // The smaller rules expect_gh() uses for small variances agree with a
 // 60-node rule (exact to rounding there) to 5e-12 relative over a grid of
 // means and variances, on both sides of every switch, and for probit the

@@ -21,7 +21,8 @@
 // itself, so a gradient of the ELBO is the derivative of the ELBO computed
 // (with fewer nodes for small variances: 6 up to s2 = 0.01, 8 up to 0.04,
 // 10 up to 0.1, 14 up to 0.25, each accurate there to about 3e-12 relative;
-// the value jumps by that much at the switches);
+// the value jumps by that much at the switches; the logit up to
+// s2 = 0.01 by a Taylor series in s2 instead, expect_logit_series());
 // for larger variances, where the likelihood's transition near f = 0 is
 // narrow compared with sd and no Gauss-Hermite rule of modest size resolves
 // it, a composite Gauss-Legendre rule over t = (f - m) / sd in [-10, 10]
@@ -181,6 +182,7 @@ class Likelihood {
   static constexpr double kMinLogNoise = -20.0, kMaxLogNoise = 10.0;
   static double clamp_log_noise(double v) { return std::min(kMaxLogNoise, std::max(kMinLogNoise, v)); }
   static constexpr double kMaxGhVar = 1.0;   // Gauss-Hermite up to this latent variance
+  static constexpr double kSeriesVar = 0.01;  // logit: a Taylor series up to this one (expect_logit_series())
   static constexpr double kMaxLogRate = 700.0;  // Poisson: exp() arguments are capped here (finite, huge)
   GaussHermite gh;
   GaussLegendre gl;
@@ -406,9 +408,47 @@ class Likelihood {
       }
       case Family::scat:
         return expect_t(y, w, m, s2);
+      case Family::logit:
+        if (s2 <= kSeriesVar) return expect_logit_series(y, w, m, s2);
+        return s2 <= kMaxGhVar ? expect_gh(y, w, m, s2) : expect_composite(y, w, m, s2);
       default:
         return s2 <= kMaxGhVar ? expect_gh(y, w, m, s2) : expect_composite(y, w, m, s2);
     }
+  }
+
+  // Logit at a latent variance s2 <= kSeriesVar (the rows of large fits):
+  // E[l(m + sd z)] as the Taylor series sum_k l^(2k)(m) s2^k / (2^k k!) to
+  // k = 5, with l(f) = w (y f - log(1 + e^f)); dv/dm and dv/ds2 are the
+  // exact derivatives of that sum.  With p = logistic(m), u = p (1 - p),
+  // a = 1 - 2 p (a^2 = 1 - 4 u): l' = w (y - p) and, for k >= 2,
+  // l^(k) = -w logistic^(k-1)(m): -w u, -w u a, -w u (1 - 6 u),
+  // -w u a (1 - 12 u), -w u (1 - 30 u + 120 u^2), -w u a (1 - 60 u + 360 u^2),
+  // -w u (1 - 126 u + 1680 u^2 - 5040 u^3),
+  // -w u a (1 - 252 u + 5040 u^2 - 20160 u^3),
+  // -w u (1 - 510 u + 17640 u^2 - 151200 u^3 + 362880 u^4),
+  // -w u a (1 - 1020 u + 52920 u^2 - 604800 u^3 + 1814400 u^4) for
+  // k = 2..11.  What the series leaves out is below 3e-12 relative in v,
+  // dv/dm and dv/ds2 up to kSeriesVar (tests/cpp/test_likelihoods.cpp); one
+  // exp and one log1p a row against the 6-node rule's six of each.
+  Expectation expect_logit_series(double y, double w, double m, double s2) const {
+    Expectation e;
+    s2 = std::max(s2, 0.0);
+    // (as loglik(): log(1 + e^m) = max(m, 0) + log1p(e^-|m|))
+    const double ex = std::exp(-std::abs(m)), lg = std::log1p(ex);
+    const double p = m >= 0 ? 1.0 / (1.0 + ex) : ex / (1.0 + ex), u = ex / ((1.0 + ex) * (1.0 + ex));
+    const double a = (m >= 0 ? ex - 1.0 : 1.0 - ex) / (1.0 + ex);
+    const double l = -w * (m >= 0 ? y * lg + (1 - y) * (m + lg) : y * (lg - m) + (1 - y) * lg);
+    const double l1 = w * (y - p), l2 = -w * u;
+    const double l3 = -w * u * a, l4 = -w * u * (1.0 - 6.0 * u), l5 = -w * u * a * (1.0 - 12.0 * u);
+    const double l6 = -w * u * (1.0 + u * (-30.0 + 120.0 * u)), l7 = -w * u * a * (1.0 + u * (-60.0 + 360.0 * u));
+    const double l8 = -w * u * (1.0 + u * (-126.0 + u * (1680.0 - 5040.0 * u)));
+    const double l9 = -w * u * a * (1.0 + u * (-252.0 + u * (5040.0 - 20160.0 * u)));
+    const double l10 = -w * u * (1.0 + u * (-510.0 + u * (17640.0 + u * (-151200.0 + 362880.0 * u))));
+    const double l11 = -w * u * a * (1.0 + u * (-1020.0 + u * (52920.0 + u * (-604800.0 + 1814400.0 * u))));
+    e.v = l + s2 * (0.5 * l2 + s2 * (l4 / 8.0 + s2 * (l6 / 48.0 + s2 * (l8 / 384.0 + s2 * l10 / 3840.0))));
+    e.dm = l1 + s2 * (0.5 * l3 + s2 * (l5 / 8.0 + s2 * (l7 / 48.0 + s2 * (l9 / 384.0 + s2 * l11 / 3840.0))));
+    e.dv = 0.5 * l2 + s2 * (0.25 * l4 + s2 * (l6 / 16.0 + s2 * (l8 / 96.0 + s2 * l10 / 768.0)));
+    return e;
   }
 
   // Gauss-Hermite: v = c sum_i w_i l(x_i), x_i = m + sd t_i, sd = sqrt(2 s2),
