@@ -121,6 +121,18 @@ inline double mills(double z) {
   return -z / (1.0 - 1.0 / z2 + 3.0 / (z2 * z2) - 15.0 / (z2 * z2 * z2));
 }
 inline double log1pexp(double x) { return x > 35 ? x : (x < -35 ? std::exp(x) : std::log1p(std::exp(x))); }
+// The logit's log-likelihood l = w (y f - log(1 + e^f)), its derivative
+// d1 = w (y - p) and p = logistic(f), from one exp and one log1p
+// (log(1 + e^f) = max(f, 0) + log1p(e^-|f|)); e = e^-|f| (Likelihood::loglik()
+// and expect_logit_series()).
+struct LogitTerms {
+  double l, d1, p, e;
+};
+inline LogitTerms logit_terms(double y, double w, double f) {
+  const double e = std::exp(-std::abs(f)), a = std::log1p(e);
+  const double p = f >= 0 ? 1.0 / (1.0 + e) : e / (1.0 + e);
+  return {-w * (f >= 0 ? y * a + (1 - y) * (f + a) : y * (a - f) + (1 - y) * a), w * (y - p), p, e};
+}
 inline double logistic(double x) { return x >= 0 ? 1.0 / (1.0 + std::exp(-x)) : std::exp(x) / (1.0 + std::exp(x)); }
 
 // digamma(x) = d log Gamma(x) / dx for x > 0: the recurrence
@@ -234,12 +246,11 @@ class Likelihood {
         d2 = -w * (y * lp * (f + lp) + (1 - y) * ln * (-f + ln));
         return;
       }
-      case Family::logit: {  // one exp and one log1p: log(1 + e^f) = max(f, 0) + log1p(e^-|f|)
-        const double e = std::exp(-std::abs(f)), a = std::log1p(e);
-        const double p = f >= 0 ? 1.0 / (1.0 + e) : e / (1.0 + e);
-        l = -w * (f >= 0 ? y * a + (1 - y) * (f + a) : y * (a - f) + (1 - y) * a);
-        d1 = w * (y - p);
-        d2 = -w * p * (1 - p);
+      case Family::logit: {
+        const LogitTerms t = logit_terms(y, w, f);
+        l = t.l;
+        d1 = t.d1;
+        d2 = -w * t.p * (1 - t.p);
         return;
       }
       case Family::poisson: {
@@ -433,12 +444,9 @@ class Likelihood {
   Expectation expect_logit_series(double y, double w, double m, double s2) const {
     Expectation e;
     s2 = std::max(s2, 0.0);
-    // (as loglik(): log(1 + e^m) = max(m, 0) + log1p(e^-|m|))
-    const double ex = std::exp(-std::abs(m)), lg = std::log1p(ex);
-    const double p = m >= 0 ? 1.0 / (1.0 + ex) : ex / (1.0 + ex), u = ex / ((1.0 + ex) * (1.0 + ex));
-    const double a = (m >= 0 ? ex - 1.0 : 1.0 - ex) / (1.0 + ex);
-    const double l = -w * (m >= 0 ? y * lg + (1 - y) * (m + lg) : y * (lg - m) + (1 - y) * lg);
-    const double l1 = w * (y - p), l2 = -w * u;
+    const LogitTerms t = logit_terms(y, w, m);
+    const double ex = t.e, u = ex / ((1.0 + ex) * (1.0 + ex)), a = (m >= 0 ? ex - 1.0 : 1.0 - ex) / (1.0 + ex);
+    const double l = t.l, l1 = t.d1, l2 = -w * u;
     const double l3 = -w * u * a, l4 = -w * u * (1.0 - 6.0 * u), l5 = -w * u * a * (1.0 - 12.0 * u);
     const double l6 = -w * u * (1.0 + u * (-30.0 + 120.0 * u)), l7 = -w * u * a * (1.0 + u * (-60.0 + 360.0 * u));
     const double l8 = -w * u * (1.0 + u * (-126.0 + u * (1680.0 - 5040.0 * u)));
