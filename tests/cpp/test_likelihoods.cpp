@@ -461,7 +461,8 @@ TEST_CASE("logit expectations: a Taylor series at small variances", "[likelihood
 // 60-node rule (exact to rounding there) to 5e-12 relative over a grid of
 // means and variances, on both sides of every switch, and for probit the
 // next smaller rule at the top of each rung would not (it misses by more
-// than 5e-12).
+// than 5e-12).  (For the logit up to s2 = 0.01, expect() is the Taylor
+// series of the test above, held here to the same tolerances.)
 TEST_CASE("binomial expectations: fewer Gauss-Hermite nodes at small variances", "[likelihoods][expect]") {
   const GaussHermite gh60(60);
   for (Family fam : {Family::probit, Family::logit}) {
