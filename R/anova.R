@@ -112,9 +112,12 @@ print.gpgam_anova <- function(x, digits = max(3L, getOption("digits") - 3L), ...
   for (h in attr(x, "heading")) cat(strwrap(h, width = width, exdent = 2L), sep = "\n")
   cat("\n")
   out <- x
-  if (is.null(x$term)) {  # fits compared: the first row has no difference (blank, as anova.gam())
-    out <- format(x, digits = digits)
-    out[[3]][is.na(x[[3]])] <- ""
+  if (is.null(x$term)) {  # fits compared: objectives and differences to 2 decimals (whatever their size);
+    # the first row has no difference (blank, as anova.gam())
+    out <- data.frame(formatC(x[[1]], format = "f", digits = 2), format(x[[2]]),
+                      ifelse(is.na(x[[3]]), "", formatC(x[[3]], format = "f", digits = 2)),
+                      row.names = row.names(x), check.names = FALSE, stringsAsFactors = FALSE)
+    names(out) <- names(x)
   } else {  # one fit: each column formatted on its own, p-values as format.pval() writes them
     out <- data.frame(term = x$term, variance = formatC(x$variance, format = "g", digits = digits),
                       share = formatC(x$share, format = "f", digits = 4), edf = formatC(x$edf, format = "f", digits = 3),

@@ -53,6 +53,8 @@
 #' gp_check(fit, rep = 100)
 #' @export
 gp_check <- function(fit, rep = 200, plot = TRUE, ...) {
+  if (inherits(fit, "gpgam_ls"))
+    stop_arg("fit", "is a location-scale (gaulss) fit; gp_check() serves single-predictor gpgam() fits")
   if (!inherits(fit, "gpgam")) stop_arg("fit", "must be a gpgam fit")
   if (is.null(fit$model)) stop_arg("fit", "was fitted with model = FALSE; gp_check() needs the model frame")
   check_count(rep, "rep")
@@ -160,8 +162,10 @@ residuals_at <- function(object, type) {
   switch(type,
          response = y - mu,
          pearson = {
-           v <- switch(object$likelihood, gaussian = , scat = sigma(object)^2 / w, poisson = mu / pmax(w, 1e-300),
-                       gamma = mu^2 / (object$params$shape * pmax(w, 1e-300)),
+           # the family's variance function over the weight, as glm(): no
+           # dispersion (Gaussian sigma^2, Gamma 1 / shape) divides it
+           v <- switch(object$likelihood, gaussian = , scat = 1 / pmax(w, 1e-300), poisson = mu / pmax(w, 1e-300),
+                       gamma = mu^2 / pmax(w, 1e-300),
                        negbin = (mu + mu^2 / object$params$theta) / pmax(w, 1e-300),
                        mu * (1 - mu) / pmax(w, 1e-300))
            (y - mu) / sqrt(v)
@@ -177,7 +181,10 @@ residuals_at <- function(object, type) {
 #' @details `residuals()` types, as for [glm()]: `"deviance"` (the default:
 #'   signed square roots of the deviance contributions; `y - fitted` for a
 #'   Gaussian model),
-#'   `"pearson"`, `"working"` (\eqn{(y - \mu) / \mu'(\eta)}{(y - mu) / mu'(eta)}) and
+#'   `"pearson"` (\eqn{(y - \mu) \sqrt{w / V(\mu)}}{(y - mu) sqrt(w / V(mu))} with the
+#'   family's variance function \eqn{V}{V}, not divided by a dispersion such
+#'   as the Gaussian \eqn{\sigma^2}{sigma^2}, as for glm() and mgcv),
+#'   `"working"` (\eqn{(y - \mu) / \mu'(\eta)}{(y - mu) / mu'(eta)}) and
 #'   `"response"` (\eqn{y - \mu}{y - mu}), with \eqn{\mu}{mu} the posterior mean
 #'   response.
 #' @export
@@ -243,4 +250,30 @@ simulate.scalegp <- function(object, nsim = 1, seed = NULL, ...) {
   rownames(out) <- rownames(object$model)
   attr(out, "seed") <- rng_state
   out
+}
+
+# After a fit with a canonical link (binomial logit, Poisson log) and an
+# intercept: at a stationary point of the exact objective the intercept's
+# equation makes the weighted mean of the fitted mean responses equal that
+# of y (sum w (y - mu) = 0, up to the intercept's weak prior), as the score
+# equations do for glm().  A large standardised gap
+# z = sum w (y - mu) / sqrt(sum w V(mu)) means the fit is far from such a
+# point (an iteration limit, or inference = "qsgp"'s stochastic bound,
+# which pulls Poisson rates down): a warning says so.  Called by gpgam().
+calibration_check <- function(fit, limit = 4) {
+  canonical <- fit$likelihood %in% c("logit", "poisson")
+  if (!canonical || !isTRUE(fit$intercept) || is.null(fit$fitted.values) || !is.numeric(fit$y)) return(invisible(NA))
+  w <- if (length(fit$prior.weights) == length(fit$y)) fit$prior.weights else rep(1, length(fit$y))
+  mu <- fit$fitted.values
+  v <- if (fit$likelihood == "poisson") mu else mu * (1 - mu)
+  z <- sum(w * (fit$y - mu)) / sqrt(max(sum(w * v), .Machine$double.xmin))
+  if (is.finite(z) && abs(z) > limit)
+    warning(sprintf(paste0("the fitted mean %s (%.4g) is %s the data's (%.4g; standardised gap %.1f): the fit is not at ",
+                           "a stationary point of its exact objective%s; its estimates and bands are not reliable"),
+                    if (fit$likelihood == "poisson") "rate" else "probability", sum(w * mu) / sum(w),
+                    if (z > 0) "below" else "above", sum(w * fit$y) / sum(w), z,
+                    if (inherits(fit, "gpgam_qsgp")) " (inference = \"qsgp\" maximises a stochastic bound whose gap biases it; inference = \"vi\" fits this model exactly)"
+                    else " (see summary(fit) for its convergence)"),
+            call. = FALSE)
+  invisible(z)
 }

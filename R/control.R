@@ -61,7 +61,8 @@
 #'   improved by more than `tol` for `patience` consecutive epochs; they have
 #'   converged only if the gradient on all rows then passes the test above.
 #' @param threads number of threads; `NULL` uses all cores
-#'   ([RcppParallel::defaultNumThreads()]).  Results do not depend on it.
+#'   ([RcppParallel::defaultNumThreads()]), and more than that many is
+#'   reduced to it with a warning.  Results do not depend on it.
 #' @param seed integer seed of the C++ random generator (minibatches,
 #'   k-means); `NULL` draws one from R's generator, so [set.seed()] makes fits
 #'   reproducible.
@@ -79,11 +80,13 @@
 #' @param jitter relative jitter added to inducing-point covariances
 #'   (`jitter * mean(diag(K))`), multiplied by 10 up to three times when a
 #'   Cholesky factorisation fails.
-#' @param gh_points number of Gauss-Hermite nodes for binomial expectations
-#'   at latent variances up to 1 (smaller variances use rules of fewer
-#'   nodes, and the logit up to a variance of 0.01 a Taylor series in the
-#'   variance; larger variances use a composite Gauss-Legendre rule; all are
-#'   accurate to about 1e-10 with the default).
+#' @param gh_points number of Gauss-Hermite nodes for binomial and negative
+#'   binomial expectations at latent variances up to 1 (smaller variances
+#'   use rules of fewer nodes, and the logit and the negative binomial up to
+#'   a variance of 0.01 a Taylor series in the variance; above 1 the probit
+#'   uses a composite Gauss-Legendre rule, the logit and the negative
+#'   binomial a closed form plus a fixed rule for the smooth remainder; all
+#'   are accurate to about 1e-10 with the default).
 #' @param priors `TRUE` (default): weakly informative priors on the kernel
 #'   hyperparameters, maximised with the objective (so the hyperparameters
 #'   are posterior modes, not maximum-likelihood values): each kernel sd
@@ -123,7 +126,15 @@ gp_control <- function(inducing = NULL, batch_size = NULL, iterations = 2000, ep
   if (learning_rate > 10) stop_arg("learning_rate", "is absurdly large (", learning_rate, "); try 0.01")
   check_positive(tol, "tol")
   check_count(patience, "patience")
-  if (!is.null(threads)) check_count(threads, "threads")
+  if (!is.null(threads)) {
+    check_count(threads, "threads")
+    cores <- RcppParallel::defaultNumThreads()
+    if (threads > cores) {
+      warning(sprintf("'threads' = %d is more than the %d cores available; using %d", as.integer(threads), cores, cores),
+              call. = FALSE)
+      threads <- cores
+    }
+  }
   if (!is.null(seed)) check_count(seed, "seed", zero = TRUE)
   if (!is.logical(verbose) || length(verbose) != 1 || is.na(verbose))
     stop_arg("verbose", "must be TRUE or FALSE")

@@ -127,6 +127,9 @@ dgp <- function(formula, data, hidden = 2, inducing = 50, family = gaussian(), c
   cl <- match.call()
   if (!inherits(formula, "formula") || length(formula) != 3)
     stop_arg("formula", "must be a two-sided formula such as y ~ x1 + x2")
+  if (count_gp_calls(formula[[3]]) > 0)
+    stop_arg("formula", "of dgp() lists its inputs plainly (y ~ x1 + x2): every layer is a GP over all of them; ",
+             "gp(), s(), te() and ti() terms belong to gpgam()")
   if (!is.numeric(hidden) || any(!is.finite(hidden)) || any(hidden != round(hidden)) || any(hidden < 0) ||
       (length(hidden) > 1 && any(hidden == 0)))
     stop_arg("hidden", "must be positive integers (the widths of the hidden layers), or 0 for none, not ",

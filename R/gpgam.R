@@ -206,6 +206,7 @@ gpgam <- function(formula, data, family = gaussian(), inference = "vi", control 
   if (model) fit$model <- mf
   if (refits) fit$hilbert_refits <- refits
   hilbert_check(fit)
+  calibration_check(fit)
   fit
 }
 

@@ -183,6 +183,10 @@ gp <- function(..., kernel = c("matern52", "se", "matern32"), k = NULL, ard = TR
     inducing <- as.matrix(inducing)
     if (!is.numeric(inducing) || ncol(inducing) != d || any(!is.finite(inducing)))
       stop_arg("inducing", "must be a finite numeric matrix with ", d, " column(s)")
+    if (nrow(inducing) < 2)
+      stop_arg("inducing", "gives the locations of the inducing points, at least 2 of them (",
+               nrow(inducing), " given); for their number use k = (e.g. gp(",
+               paste(labels, collapse = ", "), ", k = 30))")
   }
   if (!is.null(lengthscale)) {
     if (!is.numeric(lengthscale) || !(length(lengthscale) %in% c(1, if (ard) d)) ||

@@ -118,7 +118,8 @@ test_that("nobs, sigma, coef, vcov, family and formula", {
   expect_close(sum(residuals(fb)^2), sum(binomial()$dev.resids(d$yb, mu, rep(1, nrow(d)))), 1e-8)
   # working residuals: (y - mu) / (d mu / d eta)
   expect_close(residuals(fb, "working"), (d$yb - mu) / binomial()$mu.eta(fb$linear.predictors), 1e-10)
-  expect_close(residuals(fit, "pearson"), residuals(fit) / sigma(fit), 1e-12)
+  # Pearson residuals of a Gaussian model, as glm()'s: y - fitted times sqrt(weight), not over sigma
+  expect_close(residuals(fit, "pearson"), residuals(fit), 1e-12)
   # a gp()-only model without intercept has no coefficients
   f0 <- gpgam(y ~ gp(x1) - 1, data = d, control = meth_ctl())
   expect_length(coef(f0), 0)
@@ -294,4 +295,30 @@ test_that("maps of terms over two inputs share one colour scale, symmetric about
   expect_equal(p[[1]]$zlim[2], max(abs(p[[1]]$fit), abs(p[[2]]$fit), na.rm = TRUE))
   q <- plot(fit, scale = 0)
   expect_lt(q[[2]]$zlim[2], q[[1]]$zlim[2])
+})
+
+test_that("calibration_check(): the intercept's equation holds at a fit's stationary point, and a gap warns", {
+  # at a stationary point of the ELBO, sum w (y - mu) = 0 for the canonical
+  # links (mu the posterior mean response): binomial proportions with trials
+  # as weights, and Poisson counts with an offset
+  set.seed(4)
+  n <- 300
+  d <- data.frame(x = runif(n), m = sample(1:10, n, TRUE), e = runif(n, 1, 3))
+  d$s <- rbinom(n, d$m, plogis(sin(6 * d$x)))
+  d$c <- rpois(n, d$e * exp(sin(6 * d$x)))
+  fb <- gpgam(cbind(s, m - s) ~ gp(x), data = d, family = binomial(), control = qctl(seed = 1))
+  fp <- gpgam(c ~ gp(x) + offset(log(e)), data = d, family = poisson(), control = qctl(seed = 1))
+  for (f in list(fb, fp)) {
+    w <- f$prior.weights
+    v <- if (f$likelihood == "poisson") fitted(f) else fitted(f) * (1 - fitted(f))
+    z <- sum(w * (f$y - fitted(f))) / sqrt(sum(w * v))
+    expect_lt(abs(z), 1e-3)
+    expect_equal(scalegp:::calibration_check(f), z, tolerance = 1e-12)
+  }
+  # rates pulled down by a third (as a biased bound would): a warning with the numbers
+  fp$fitted.values <- fitted(fp) * 2 / 3
+  expect_warning(z <- scalegp:::calibration_check(fp), "fitted mean rate .* is below the data's")
+  expect_gt(z, 4)
+  # not for a Gaussian fit
+  expect_true(is.na(scalegp:::calibration_check(gpgam(c ~ gp(x), data = d, control = qctl(seed = 1)))))
 })

@@ -21,16 +21,19 @@
 // itself, so a gradient of the ELBO is the derivative of the ELBO computed
 // (with fewer nodes for small variances: 6 up to s2 = 0.01, 8 up to 0.04,
 // 10 up to 0.1, 14 up to 0.25, each accurate there to about 3e-12 relative;
-// the value jumps by that much at the switches; the logit up to
-// s2 = 0.01 by a Taylor series in s2 instead, expect_logit_series());
-// for larger variances, where the likelihood's transition near f = 0 is
-// narrow compared with sd and no Gauss-Hermite rule of modest size resolves
-// it, a composite Gauss-Legendre rule over t = (f - m) / sd in [-10, 10]
-// with panels of width 1 in t and at most 2 in f where |f| < 12.  Both are
-// accurate to about 1e-10 (tests/cpp/test_likelihoods.cpp).  The negative
-// binomial's log(theta + e^f) is log(theta) + log(1 + e^g) with
-// g = f - log(theta), the logit's transition moved to f = log(theta): its
-// rules run over g.
+// the value jumps by that much at the switches); for larger variances, where
+// the likelihood's transition near f = 0 is narrow compared with sd and no
+// Gauss-Hermite rule of modest size resolves it, a composite Gauss-Legendre
+// rule over t = (f - m) / sd in [-10, 10] with panels of width 1 in t and at
+// most 2 in f where |f| < 12 (probit).  Both are accurate to about 1e-10
+// (tests/cpp/test_likelihoods.cpp).  The logit and the negative binomial
+// are linear in the softplus sp(g) = log(1 + e^g) (the negative binomial's
+// log(theta + e^f) is log(theta) + sp(g) with g = f - log(theta), its
+// transition moved to f = log(theta)), and use its expectation instead: up
+// to s2 = 0.01 a Taylor series in s2 (softplus_series()), above s2 = 1
+// max(g, 0) in closed form plus a rule fixed in g for the rest
+// (SoftplusWideRule), both within 1e-11 of references, with derivatives
+// those of the value computed; in between the Gauss-Hermite rules.
 #pragma once
 #include "linalg.hpp"
 #include <algorithm>
@@ -104,6 +107,81 @@ struct GaussHermite {
     double acc = 0.0;
     for (Index i = 0; i < t.size(); ++i) acc += w(i) * h(m + sd * t(i));
     return acc / std::sqrt(kPi);
+  }
+};
+
+// E[sp(f)], E[p(f)] = dE[sp]/dm and dE[sp]/ds2 for f ~ N(m, s2) with
+// s2 >= 1, sp(f) = log(1 + e^f), p = logistic: sp = max(f, 0) + r(f) with
+// r(f) = log1p(e^-|f|), so
+//   E max(f, 0) = m Phi(m / s) + s phi(m / s)   (d/dm: Phi(m / s); d/ds2: phi(m / s) / (2 s)),
+//   E r(f) = int r(f) N(f; m, s2) df
+// by a composite Gauss-Legendre rule in f fixed once: panels of width 2 on
+// [0, 30] and their mirror images (r is even and analytic on each side of
+// its kink at 0, within pi of the real line; r(30) = 9e-14), r times the
+// weight stored at each node.  Its derivatives in m and s2 are those of
+// N at the nodes.  On each side the densities come from one exp() per node
+// of a panel and a recurrence over the panels (exp(-(x + h)^2 / (2 s2)) =
+// exp(-x^2 / (2 s2)) rho, rho multiplied by exp(-h^2 / s2) a panel),
+// outwards from the panel nearest the mean, so nothing overflows; about 60
+// exp() a row against the composite rule's 660 transcendentals.
+struct SoftplusWideRule {
+  static constexpr double kWidth = 2.0;
+  static constexpr int kPanels = 15;
+  VectorXd c;   // node offsets in a panel (0, kWidth)
+  MatrixXd rw;  // rw(j, k): weight times r at node j of panel k
+  explicit SoftplusWideRule(const GaussLegendre& gl) : c(0.5 * kWidth * (gl.t.array() + 1.0)), rw(gl.t.size(), kPanels) {
+    for (Index k = 0; k < kPanels; ++k)
+      for (Index j = 0; j < c.size(); ++j)
+        rw(j, k) = 0.5 * kWidth * gl.w(j) * std::log1p(std::exp(-(k * kWidth + c(j))));
+  }
+  struct Sums {
+    double s0 = 0, s1 = 0, s2 = 0;  // sum of rw e, rw e x, rw e x^2 (x = f - mu, e = exp(-x^2 / (2 var)))
+  };
+  // The sums over the nodes f >= 0 for the mean mu.
+  Sums half(double mu, double var) const {
+    Sums out;
+    const double q = std::exp(-kWidth * kWidth / var);
+    const Index k0 = std::min<Index>(kPanels - 1, std::max<Index>(0, static_cast<Index>(std::floor(mu / kWidth))));
+    for (Index j = 0; j < c.size(); ++j) {
+      const double x0 = k0 * kWidth + c(j) - mu, e0 = std::exp(-0.5 * x0 * x0 / var);
+      double e = e0, rho = std::exp(-(2.0 * x0 * kWidth + kWidth * kWidth) / (2.0 * var)), x = x0;
+      for (Index k = k0; k < kPanels; ++k) {  // upwards
+        const double t = rw(j, k) * e;
+        out.s0 += t;
+        out.s1 += t * x;
+        out.s2 += t * x * x;
+        e *= rho;
+        rho *= q;
+        x += kWidth;
+      }
+      e = e0;
+      rho = std::exp((2.0 * x0 * kWidth - kWidth * kWidth) / (2.0 * var));
+      x = x0;
+      for (Index k = k0 - 1; k >= 0; --k) {  // downwards
+        e *= rho;
+        rho *= q;
+        x -= kWidth;
+        const double t = rw(j, k) * e;
+        out.s0 += t;
+        out.s1 += t * x;
+        out.s2 += t * x * x;
+      }
+    }
+    return out;
+  }
+  struct Moments {
+    double sp, p, dsp;  // E sp(f), E p(f), dE sp / ds2
+  };
+  Moments expect(double m, double s2) const {
+    const double s = std::sqrt(s2), z = m / s;
+    const double phi = std::exp(-0.5 * z * z) / std::sqrt(2.0 * kPi), Phi = 0.5 * std::erfc(-z / std::sqrt(2.0));
+    const Sums a = half(m, s2), b = half(-m, s2);  // f >= 0, and f <= 0 as -f >= 0 (mean -m)
+    const double cn = 1.0 / std::sqrt(2.0 * kPi * s2);
+    Moments r;
+    r.sp = m * Phi + s * phi + cn * (a.s0 + b.s0);
+    r.p = Phi + cn * (a.s1 - b.s1) / s2;
+    r.dsp = phi / (2.0 * s) + cn * ((a.s2 + b.s2) / (2.0 * s2 * s2) - (a.s0 + b.s0) / (2.0 * s2));
+    return r;
   }
 };
 
@@ -194,10 +272,11 @@ class Likelihood {
   static constexpr double kMinLogNoise = -20.0, kMaxLogNoise = 10.0;
   static double clamp_log_noise(double v) { return std::min(kMaxLogNoise, std::max(kMinLogNoise, v)); }
   static constexpr double kMaxGhVar = 1.0;   // Gauss-Hermite up to this latent variance
-  static constexpr double kSeriesVar = 0.01;  // logit: a Taylor series up to this one (expect_logit_series())
+  static constexpr double kSeriesVar = 0.01;  // logit, negative binomial: a Taylor series up to this one (softplus_series())
   static constexpr double kMaxLogRate = 700.0;  // Poisson: exp() arguments are capped here (finite, huge)
   GaussHermite gh;
   GaussLegendre gl;
+  SoftplusWideRule wide{gl};
 
   explicit Likelihood(Family f = Family::gaussian, int gh_points = 20) : family(f), gh(gh_points), gl(10) {
     for (const auto& r : kLadder)
@@ -420,43 +499,101 @@ class Likelihood {
       case Family::scat:
         return expect_t(y, w, m, s2);
       case Family::logit:
-        if (s2 <= kSeriesVar) return expect_logit_series(y, w, m, s2);
-        return s2 <= kMaxGhVar ? expect_gh(y, w, m, s2) : expect_composite(y, w, m, s2);
+      case Family::negbin:
+        if (s2 <= kSeriesVar) return family == Family::logit ? expect_logit_series(y, w, m, s2) : expect_negbin_series(y, w, m, s2);
+        return s2 <= kMaxGhVar ? expect_gh(y, w, m, s2) : expect_softplus_wide(y, w, m, s2);
       default:
         return s2 <= kMaxGhVar ? expect_gh(y, w, m, s2) : expect_composite(y, w, m, s2);
     }
   }
 
   // Logit at a latent variance s2 <= kSeriesVar (the rows of large fits):
-  // E[l(m + sd z)] as the Taylor series sum_k l^(2k)(m) s2^k / (2^k k!) to
-  // k = 5, with l(f) = w (y f - log(1 + e^f)); dv/dm and dv/ds2 are the
-  // exact derivatives of that sum.  With p = logistic(m), u = p (1 - p),
-  // a = 1 - 2 p (a^2 = 1 - 4 u): l' = w (y - p) and, for k >= 2,
-  // l^(k) = -w logistic^(k-1)(m): -w u, -w u a, -w u (1 - 6 u),
-  // -w u a (1 - 12 u), -w u (1 - 30 u + 120 u^2), -w u a (1 - 60 u + 360 u^2),
-  // -w u (1 - 126 u + 1680 u^2 - 5040 u^3),
-  // -w u a (1 - 252 u + 5040 u^2 - 20160 u^3),
-  // -w u (1 - 510 u + 17640 u^2 - 151200 u^3 + 362880 u^4),
-  // -w u a (1 - 1020 u + 52920 u^2 - 604800 u^3 + 1814400 u^4) for
-  // k = 2..11.  What the series leaves out is below 3e-12 relative in v,
-  // dv/dm and dv/ds2 up to kSeriesVar (tests/cpp/test_likelihoods.cpp); one
-  // exp and one log1p a row against the 6-node rule's six of each.
+  // l(f) = w (y f - sp(f)), sp(f) = log(1 + e^f), so E l = l(m) - w (E sp -
+  // sp(m)) and its derivatives by softplus_series(); one exp and one log1p
+  // a row against the 6-node rule's six of each.
   Expectation expect_logit_series(double y, double w, double m, double s2) const {
     Expectation e;
-    s2 = std::max(s2, 0.0);
     const LogitTerms t = logit_terms(y, w, m);
-    const double ex = t.e, u = ex / ((1.0 + ex) * (1.0 + ex)), a = (m >= 0 ? ex - 1.0 : 1.0 - ex) / (1.0 + ex);
-    const double l = t.l, l1 = t.d1, l2 = -w * u;
-    const double l3 = -w * u * a, l4 = -w * u * (1.0 - 6.0 * u), l5 = -w * u * a * (1.0 - 12.0 * u);
-    const double l6 = -w * u * (1.0 + u * (-30.0 + 120.0 * u)), l7 = -w * u * a * (1.0 + u * (-60.0 + 360.0 * u));
-    const double l8 = -w * u * (1.0 + u * (-126.0 + u * (1680.0 - 5040.0 * u)));
-    const double l9 = -w * u * a * (1.0 + u * (-252.0 + u * (5040.0 - 20160.0 * u)));
-    const double l10 = -w * u * (1.0 + u * (-510.0 + u * (17640.0 + u * (-151200.0 + 362880.0 * u))));
-    const double l11 = -w * u * a * (1.0 + u * (-1020.0 + u * (52920.0 + u * (-604800.0 + 1814400.0 * u))));
-    e.v = l + s2 * (0.5 * l2 + s2 * (l4 / 8.0 + s2 * (l6 / 48.0 + s2 * (l8 / 384.0 + s2 * l10 / 3840.0))));
-    e.dm = l1 + s2 * (0.5 * l3 + s2 * (l5 / 8.0 + s2 * (l7 / 48.0 + s2 * (l9 / 384.0 + s2 * l11 / 3840.0))));
-    e.dv = 0.5 * l2 + s2 * (0.25 * l4 + s2 * (l6 / 16.0 + s2 * (l8 / 96.0 + s2 * l10 / 768.0)));
+    const SoftplusSeries sp = softplus_series(m, t.e, s2);
+    e.v = t.l - w * sp.v;
+    e.dm = t.d1 - w * sp.dm;
+    e.dv = -w * sp.dv;
     return e;
+  }
+
+  // Negative binomial at s2 <= kSeriesVar: l(f) = w (c + y g - (y + th) sp(g)),
+  // g = f - log th, so with W = w (y + th) the expectation is
+  // l(m) - W (E sp(g) - sp(g)), its derivatives follow, and the one in log th
+  // (loglik()'s dp, where sp and p enter linearly) is
+  // dp(m) - w th (E sp - sp) + W (E p - p).  One lgamma triple and one
+  // digamma pair a row against the 6-node rule's six.
+  Expectation expect_negbin_series(double y, double w, double m, double s2) const {
+    Expectation e;
+    double l, d1, d2, dp;
+    loglik(y, w, m, l, d1, d2, &dp);
+    const double g = m - log_noise, th = param(), W = w * (y + th);
+    const SoftplusSeries sp = softplus_series(g, std::exp(-std::abs(g)), s2);
+    e.v = l - W * sp.v;
+    e.dm = d1 - W * sp.dm;
+    e.dv = -W * sp.dv;
+    e.dlognoise = dp - w * th * sp.v + W * sp.dm;
+    return e;
+  }
+
+  // Logit and negative binomial at s2 > kMaxGhVar, from E sp, E p and
+  // dE sp / ds2 of SoftplusWideRule (over g = m - log theta for the
+  // negative binomial): the logit's l = w (y f - sp(f)), the negative
+  // binomial's l = w (c + y g - (y + th) sp(g)) and its dl/dlog th (loglik()'s
+  // dp, where sp and p enter linearly).
+  Expectation expect_softplus_wide(double y, double w, double m, double s2) const {
+    Expectation e;
+    if (family == Family::logit) {
+      const SoftplusWideRule::Moments r = wide.expect(m, s2);
+      e.v = w * (y * m - r.sp);
+      e.dm = w * (y - r.p);
+      e.dv = -w * r.dsp;
+      return e;
+    }
+    const double th = param(), g = m - log_noise, W = w * (y + th);
+    const SoftplusWideRule::Moments r = wide.expect(g, s2);
+    e.v = w * (std::lgamma(y + th) - std::lgamma(th) - std::lgamma(y + 1.0) + y * g) - W * r.sp;
+    e.dm = w * y - W * r.p;
+    e.dv = -W * r.dsp;
+    e.dlognoise = w * th * (digamma(y + th) - digamma(th) + 1.0 - r.sp) - W * (1.0 - r.p);
+    return e;
+  }
+
+  // For z ~ N(0, 1) and 0 <= s2 <= kSeriesVar, with sp(g) = log(1 + e^g):
+  // v = E sp(g + sqrt(s2) z) - sp(g), dm = dv/dg = E p(g + sqrt(s2) z) - p(g),
+  // dv = dv/ds2, by the Taylor series sum_k sp^(2k)(g) s2^k / (2^k k!) to
+  // k = 5 (dm, dv: its exact derivatives).  With p = logistic(g),
+  // u = p (1 - p), a = 1 - 2 p (a^2 = 1 - 4 u), the derivatives
+  // sp^(k) = logistic^(k-1) for k = 2..11 are u, u a, u (1 - 6 u),
+  // u a (1 - 12 u), u (1 - 30 u + 120 u^2), u a (1 - 60 u + 360 u^2),
+  // u (1 - 126 u + 1680 u^2 - 5040 u^3), u a (1 - 252 u + 5040 u^2 - 20160 u^3),
+  // u (1 - 510 u + 17640 u^2 - 151200 u^3 + 362880 u^4),
+  // u a (1 - 1020 u + 52920 u^2 - 604800 u^3 + 1814400 u^4).  What the
+  // series leaves out is below 3e-12 relative in the logit's expectations
+  // and their derivatives up to kSeriesVar, 9e-12 in the negative
+  // binomial's (weight w (y + theta); tests/cpp/test_likelihoods.cpp).
+  // ex = e^-|g|.
+  struct SoftplusSeries {
+    double v, dm, dv;
+  };
+  static SoftplusSeries softplus_series(double g, double ex, double s2) {
+    s2 = std::max(s2, 0.0);
+    const double u = ex / ((1.0 + ex) * (1.0 + ex)), a = (g >= 0 ? ex - 1.0 : 1.0 - ex) / (1.0 + ex);
+    const double h2 = u, h3 = u * a, h4 = u * (1.0 - 6.0 * u), h5 = u * a * (1.0 - 12.0 * u);
+    const double h6 = u * (1.0 + u * (-30.0 + 120.0 * u)), h7 = u * a * (1.0 + u * (-60.0 + 360.0 * u));
+    const double h8 = u * (1.0 + u * (-126.0 + u * (1680.0 - 5040.0 * u)));
+    const double h9 = u * a * (1.0 + u * (-252.0 + u * (5040.0 - 20160.0 * u)));
+    const double h10 = u * (1.0 + u * (-510.0 + u * (17640.0 + u * (-151200.0 + 362880.0 * u))));
+    const double h11 = u * a * (1.0 + u * (-1020.0 + u * (52920.0 + u * (-604800.0 + 1814400.0 * u))));
+    SoftplusSeries r;
+    r.v = s2 * (0.5 * h2 + s2 * (h4 / 8.0 + s2 * (h6 / 48.0 + s2 * (h8 / 384.0 + s2 * h10 / 3840.0))));
+    r.dm = s2 * (0.5 * h3 + s2 * (h5 / 8.0 + s2 * (h7 / 48.0 + s2 * (h9 / 384.0 + s2 * h11 / 3840.0))));
+    r.dv = 0.5 * h2 + s2 * (0.25 * h4 + s2 * (h6 / 16.0 + s2 * (h8 / 96.0 + s2 * h10 / 768.0)));
+    return r;
   }
 
   // Gauss-Hermite: v = c sum_i w_i l(x_i), x_i = m + sd t_i, sd = sqrt(2 s2),
