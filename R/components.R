@@ -17,6 +17,10 @@ gp_component <- function(spec, mf, others, n_terms, ysc, control, col) {
     if (!is.null(spec$by)) stop_arg("by", "is not supported for a random effect gp(", spec$vars, ")")
     return(list(factor_component(spec, x, ysc, control, col)))
   }
+  if (isTRUE(spec$mgcv_re))
+    warning(sprintf("%s: mgcv's bs = \"re\" of a numeric input is a random slope (x times one normal coefficient); ",
+                    sub("^gp\\(", "s(", spec$label)),
+            "here it is a smooth GP term; for a linear effect use the bare variable", call. = FALSE)
   if (is.null(spec$by)) return(list(gp_one(spec, mf, others, n_terms, ysc, control, col, NULL)))
   z <- mf[[spec$by]]
   if (is.null(z)) stop("data lacks the 'by' variable '", spec$by, "' of ", spec$label, call. = FALSE)

@@ -46,6 +46,14 @@
 #' its last refinement, recomputed from stored hyperparameters instead of the
 #' paper's stored O(NM) vectors.
 #'
+#' **A check after the fit.** With `binomial()` (logit link) or
+#' `poisson()` and an intercept, a fit at a stationary point of its exact
+#' objective has fitted mean responses whose weighted mean equals that of
+#' the response (the intercept's equation, as for [glm()]'s score
+#' equations).  `gpgam()` warns when the two differ by more than 4 standard
+#' errors: the fit is then far from such a point (an iteration limit, or the
+#' stochastic bound of `inference = "qsgp"`).
+#'
 #' Inputs and (for the Gaussian and scaled t families) the response are
 #' standardised internally; with a log link (poisson, Gamma, negative binomial) the
 #' response is used as it is and the predictor is centred at the log of its

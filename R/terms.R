@@ -183,10 +183,12 @@ gp <- function(..., kernel = c("matern52", "se", "matern32"), k = NULL, ard = TR
     inducing <- as.matrix(inducing)
     if (!is.numeric(inducing) || ncol(inducing) != d || any(!is.finite(inducing)))
       stop_arg("inducing", "must be a finite numeric matrix with ", d, " column(s)")
-    if (nrow(inducing) < 2)
+    if (nrow(inducing) < 2) {
+      hint <- if (length(inducing) == 1 && inducing >= 2 && inducing == round(inducing)) inducing else 20
       stop_arg("inducing", "gives the locations of the inducing points, at least 2 of them (",
                nrow(inducing), " given); for their number use k = (e.g. gp(",
-               paste(labels, collapse = ", "), ", k = 30))")
+               paste(labels, collapse = ", "), ", k = ", hint, "))")
+    }
   }
   if (!is.null(lengthscale)) {
     if (!is.numeric(lengthscale) || !(length(lengthscale) %in% c(1, if (ard) d)) ||
@@ -228,8 +230,13 @@ mgcv_term <- function(e, env) {
   fun <- as.character(e[[1]])
   args <- as.list(e)[-1]
   nm <- names(args) %||% rep("", length(args))
+  re <- FALSE
   for (a in intersect(nm, names(mgcv_ignored))) {
-    warning(sprintf("%s(): mgcv's '%s' is ignored: %s", fun, a, mgcv_reason(a, args[[a]])), call. = FALSE)
+    # bs = "re" is what gp() of a factor is: no warning here; gp_component()
+    # warns if the input turns out to be numeric (mgcv's random slope)
+    is_re <- a == "bs" && identical(tryCatch(eval(args[[a]], baseenv()), error = function(e) NULL), "re")
+    re <- re || is_re
+    if (!is_re) warning(sprintf("%s(): mgcv's '%s' is ignored: %s", fun, a, mgcv_reason(a, args[[a]])), call. = FALSE)
     args[[a]] <- NULL
     nm <- names(args) %||% rep("", length(args))
   }
@@ -239,6 +246,7 @@ mgcv_term <- function(e, env) {
     if (length(k) > 1 && !hs) args$k <- prod(k)  # (a Hilbert basis takes k per input)
   }
   spec <- eval(as.call(c(list(gp), args)), env)
+  if (re) spec$mgcv_re <- TRUE
   if (fun == "ti") {
     if (length(spec$vars) < 2) stop_arg("formula", "ti() needs at least two inputs (the interaction of them)")
     if (identical(spec$basis, "hilbert"))

@@ -355,3 +355,18 @@ test_that("without data the variables come from the formula's environment; a lis
   expect_identical(predict(from_env, d[1:5, ]), predict(from_df, d[1:5, ]))
   expect_identical(unname(fitted(from_env)), unname(fitted(from_df)))
 })
+
+test_that("a count given as inducing locations, threads above the cores, gp() terms in dgp() and gp_check() of gaulss", {
+  set.seed(3)
+  d <- data.frame(x = runif(60))
+  d$y <- sin(6 * d$x) + rnorm(60, sd = 0.3)
+  expect_error(gp(x, inducing = 30), "'inducing' gives the locations .* 1 given.*gp\\(x, k = 30\\)")
+  expect_error(gp(x, inducing = 0.5), "gp\\(x, k = 20\\)")
+  cores <- RcppParallel::defaultNumThreads()
+  expect_warning(ctl <- gp_control(threads = cores + 7), "'threads' = [0-9]+ is more than the [0-9]+ cores")
+  expect_equal(ctl$threads, cores)
+  expect_error(dgp(y ~ gp(x), data = d), "'formula' of dgp\\(\\) lists its inputs plainly")
+  skip_if_not_installed("mgcv")
+  fl <- gpgam(list(y ~ gp(x), ~ x), data = d, family = mgcv::gaulss(), control = bad_ctl())
+  expect_error(gp_check(fl), "'fit' is a location-scale \\(gaulss\\) fit")
+})

@@ -149,9 +149,16 @@ test_that("mgcv's arguments without meaning for a GP are ignored with a warning 
   }
   expect_warning(gpgam(y ~ te(x1, x2, bs = "cr"), data = d, control = syn_ctl()), "te\\(\\): mgcv's 'bs'")
   expect_error(gpgam(y ~ ti(x1), data = d, control = syn_ctl()), "ti\\(\\) needs at least two inputs")
-  # bs = "re": gp() of a factor is the random effect already
+  # bs = "re": gp() of a factor is the random effect already (no warning, the
+  # same fit as gp(g)); of a numeric input mgcv's random slope is not a gp()
+  # term, which a warning says
   d$g <- factor(rep(letters[1:5], 40))
-  expect_warning(gpgam(y ~ s(x1) + s(g, bs = "re"), data = d, control = syn_ctl()), "already an i.i.d. Gaussian random effect")
+  expect_no_warning(fre <- gpgam(y ~ s(x1) + s(g, bs = "re"), data = d, control = syn_ctl()))
+  fg <- gpgam(y ~ s(x1) + gp(g), data = d, control = syn_ctl())
+  expect_equal(logLik(fre), logLik(fg), tolerance = 1e-12)
+  expect_equal(fre$params$gp[[2]]$type, "factor")
+  expect_warning(gpgam(y ~ s(x1) + s(x2, bs = "re"), data = d, control = syn_ctl()),
+                 "s\\(x2\\): mgcv's bs = \"re\" of a numeric input is a random slope")
   # gp() itself refuses mgcv's arguments, saying what it has instead
   expect_error(gp(x1, bs = "cr"), "'bs' is an argument of mgcv's smooths, not of gp\\(\\): .*kernel =")
   expect_error(gp(g, bs = "re"), "'bs' is an argument of mgcv's smooths.*random effect")
