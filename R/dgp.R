@@ -685,7 +685,9 @@ print.dgp <- function(x, digits = max(3L, getOption("digits") - 3L), ...) {
   ind <- if (length(unique(x$inducing)) == 1) paste(x$inducing[1], "inducing points per GP")
          else paste0("inducing points per GP by layer: ", paste(x$inducing, collapse = ", "))
   cat("Architecture: ", paste(c(length(x$inputs), x$hidden, 1), collapse = " -> "), ", ", ind, "\n", sep = "")
-  if (x$likelihood == "gaussian") cat("sigma: ", format(sigma(x), digits = digits), "\n", sep = "")
+  if (x$likelihood == "gaussian")
+    cat("sigma (the output layer's noise sd; hidden layers' noise is in se.fit): ", format(sigma(x), digits = digits),
+        "\n", sep = "")
   cat(x$engine$objective, ": ", format(x$objective, digits = digits + 3), "\n", sep = "")
   cat("Fit: ", x$stop, "\n\n", sep = "")
   invisible(x)
@@ -710,7 +712,7 @@ summary.dgp <- function(object, ...) {
   fixed <- object$control$fixed
   if (isTRUE(object$net$probit)) fixed <- setdiff(fixed, "sigma")
   structure(list(call = object$call, layers = dgp_layers(object), objective = object$objective,
-                 sigma = sigma(object), n = object$n, timing = object$timing, stop = object$stop,
+                 sigma = if (isTRUE(object$net$probit)) NULL else sigma(object), n = object$n, timing = object$timing, stop = object$stop,
                  inputs = object$inputs, scaled = !isFALSE(object$control$options$scale_inputs),
                  fixed = c(kernel = "kernel parameters", inducing = "inducing inputs",
                            sigma = "output noise")[fixed]),
@@ -725,7 +727,10 @@ print.summary.dgp <- function(x, digits = max(3L, getOption("digits") - 3L), ...
       "\n\n", sep = "")
   print(x$layers, digits = digits, row.names = FALSE)
   if (length(x$fixed)) cat("Held at their initial values: ", paste(x$fixed, collapse = ", "), "\n", sep = "")
-  cat("\nsigma (data scale): ", format(x$sigma, digits = digits), "\n", sep = "")
+  if (!is.null(x$sigma))
+    cat("\nsigma (the output layer's noise sd, data scale; hidden layers' noise is in se.fit): ",
+        format(x$sigma, digits = digits), "\n", sep = "")
+  else cat("\n")
   cat("Approximate log marginal likelihood: ", format(x$objective, digits = digits + 3), "\n", sep = "")
   cat(sprintf("Time: %.2f s (%.2g s per iteration)\n", x$timing[["fit"]], x$timing[["per_iteration"]]))
   cat("Fit: ", x$stop, "\n\n", sep = "")
