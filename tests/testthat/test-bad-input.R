@@ -360,7 +360,7 @@ test_that("a count given as inducing locations, threads above the cores, gp() te
   set.seed(3)
   d <- data.frame(x = runif(60))
   d$y <- sin(6 * d$x) + rnorm(60, sd = 0.3)
-  expect_error(gp(x, inducing = 30), "'inducing' gives the locations .* 1 given.*gp\\(x, k = 30\\)")
+  expect_error(gp(x, inducing = 30), "'inducing' gives the locations .*\\(1 given\\).*gp\\(x, k = 30\\)")
   expect_error(gp(x, inducing = 0.5), "gp\\(x, k = 20\\)")
   cores <- RcppParallel::defaultNumThreads()
   expect_warning(ctl <- gp_control(threads = cores + 7), "'threads' = [0-9]+ is more than the [0-9]+ cores")
