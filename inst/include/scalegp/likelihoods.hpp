@@ -141,7 +141,8 @@ struct SoftplusWideRule {
   Sums half(double mu, double var) const {
     Sums out;
     const double q = std::exp(-kWidth * kWidth / var);
-    const Index k0 = std::min<Index>(kPanels - 1, std::max<Index>(0, static_cast<Index>(std::floor(mu / kWidth))));
+    // (clamped before the cast: no float-to-integer overflow for any mu)
+    const Index k0 = static_cast<Index>(std::min<double>(kPanels - 1, std::max(0.0, std::floor(mu / kWidth))));
     for (Index j = 0; j < c.size(); ++j) {
       const double x0 = k0 * kWidth + c(j) - mu, e0 = std::exp(-0.5 * x0 * x0 / var);
       double e = e0, rho = std::exp(-(2.0 * x0 * kWidth + kWidth * kWidth) / (2.0 * var)), x = x0;
