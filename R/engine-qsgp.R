@@ -120,8 +120,10 @@ NULL
 #' which for random Fourier features is close to the term's latent variance
 #' at every row; the exact variance of the parametric block and of terms
 #' used in full), and the expectation at
-#' \eqn{(\hat a_l, \hat s_l)}{(a_l^, s_l^)} is computed by Gauss-Hermite
-#' quadrature (a composite rule for latent variances above 1; in closed form
+#' \eqn{(\hat a_l, \hat s_l)}{(a_l^, s_l^)} is computed as for
+#' `inference = "vi"` (Gauss-Hermite quadrature, a Taylor series at small
+#' latent variances for the logit and, above 1, a composite rule for the
+#' probit and a closed form plus a fixed rule for the logit; in closed form
 #' for poisson).  Since
 #' \eqn{E \hat s_l \ge \sqrt{v_l}}{E s_l^ >= sqrt(v_l)} and the expectation is
 #' jointly concave in the mean and sd and decreasing in the sd, the

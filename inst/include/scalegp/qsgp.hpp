@@ -90,8 +90,9 @@
 // estimate at fixed means.  With all rows and features t_l = v_l and the
 // estimate is the exact ELBO (and its gradient the exact gradient, as
 // d s^ / d t = 0 at t = v).  F and its derivatives
-// are Likelihood::expect() (Gauss-Hermite / composite rules for logit and
-// probit, closed form for Poisson, exp() capped there against overflow).
+// are Likelihood::expect() (likelihoods.hpp's series and quadrature rules
+// for logit and probit, closed form for Poisson, exp() capped there against
+// overflow).
 //
 // Optimisation: mu starts at 0 and each c_i at its optimum for a diagonal C
 // (the paper's Proposition 1; non-Gaussian: with the log-likelihood's
