@@ -265,8 +265,7 @@ calibration_check <- function(fit, limit = 4) {
   if (!canonical || !isTRUE(fit$intercept) || is.null(fit$fitted.values) || !is.numeric(fit$y)) return(invisible(NA))
   w <- if (length(fit$prior.weights) == length(fit$y)) fit$prior.weights else rep(1, length(fit$y))
   mu <- fit$fitted.values
-  v <- if (fit$likelihood == "poisson") mu else mu * (1 - mu)
-  z <- sum(w * (fit$y - mu)) / sqrt(max(sum(w * v), .Machine$double.xmin))
+  z <- sum(w * (fit$y - mu)) / sqrt(max(sum(w * family(fit)$variance(mu)), .Machine$double.xmin))
   if (is.finite(z) && abs(z) > limit)
     warning(sprintf(paste0("the fitted mean %s (%.4g) is %s the data's (%.4g; standardised gap %.1f): the fit is not at ",
                            "a stationary point of its exact objective%s; its estimates and bands are not reliable"),

@@ -218,10 +218,15 @@ mgcv_ignored <- c(
   d = "a gp() term over several inputs has one lengthscale per input (ard = TRUE)",
   mp = "it has no meaning for a gp() term", np = "it has no meaning for a gp() term")
 
+# Whether mgcv's argument `a`, given as the expression `value`, is bs = "re".
+is_bs_re <- function(a, value) {
+  a == "bs" && identical(tryCatch(eval(value, baseenv()), error = function(e) NULL), "re")
+}
+
 # Why mgcv's argument `a` (given as the expression `value`) has no
 # counterpart in gp(); bs = "re" gets its own reason.
 mgcv_reason <- function(a, value) {
-  if (a == "bs" && identical(tryCatch(eval(value, baseenv()), error = function(e) NULL), "re"))
+  if (is_bs_re(a, value))
     return("gp() of a factor is already an i.i.d. Gaussian random effect (gp(f), mgcv's s(f, bs = \"re\")); of a numeric input it is a smooth GP term")
   mgcv_ignored[[a]]
 }
@@ -234,7 +239,7 @@ mgcv_term <- function(e, env) {
   for (a in intersect(nm, names(mgcv_ignored))) {
     # bs = "re" is what gp() of a factor is: no warning here; gp_component()
     # warns if the input turns out to be numeric (mgcv's random slope)
-    is_re <- a == "bs" && identical(tryCatch(eval(args[[a]], baseenv()), error = function(e) NULL), "re")
+    is_re <- is_bs_re(a, args[[a]])
     re <- re || is_re
     if (!is_re) warning(sprintf("%s(): mgcv's '%s' is ignored: %s", fun, a, mgcv_reason(a, args[[a]])), call. = FALSE)
     args[[a]] <- NULL

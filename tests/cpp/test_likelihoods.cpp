@@ -412,7 +412,7 @@ TEST_CASE("probit and logit expectations (Gauss-Hermite) vs quadrature", "[likel
   }
 }
 
-// The logit's Taylor series in s2 (expect_logit_series(), up to
+// The logit's Taylor series in s2 (expect_softplus(), up to
 // kSeriesVar = 0.01) agrees with a 60-node Gauss-Hermite rule to 5e-12
 // relative in v, dv/dm and dv/ds2 over means, responses and weights
 // (measured 1.1e-12 in dv/ds2 at s2 = 0.01, m = 0, where the series' last

@@ -203,7 +203,7 @@ inline double log1pexp(double x) { return x > 35 ? x : (x < -35 ? std::exp(x) : 
 // The logit's log-likelihood l = w (y f - log(1 + e^f)), its derivative
 // d1 = w (y - p) and p = logistic(f), from one exp and one log1p
 // (log(1 + e^f) = max(f, 0) + log1p(e^-|f|)); e = e^-|f| (Likelihood::loglik()
-// and expect_logit_series()).
+// and expect_softplus()).
 struct LogitTerms {
   double l, d1, p, e;
 };
@@ -501,66 +501,52 @@ class Likelihood {
         return expect_t(y, w, m, s2);
       case Family::logit:
       case Family::negbin:
-        if (s2 <= kSeriesVar) return family == Family::logit ? expect_logit_series(y, w, m, s2) : expect_negbin_series(y, w, m, s2);
-        return s2 <= kMaxGhVar ? expect_gh(y, w, m, s2) : expect_softplus_wide(y, w, m, s2);
+        return s2 <= kSeriesVar || s2 > kMaxGhVar ? expect_softplus(y, w, m, s2) : expect_gh(y, w, m, s2);
       default:
         return s2 <= kMaxGhVar ? expect_gh(y, w, m, s2) : expect_composite(y, w, m, s2);
     }
   }
 
-  // Logit at a latent variance s2 <= kSeriesVar (the rows of large fits):
-  // l(f) = w (y f - sp(f)), sp(f) = log(1 + e^f), so E l = l(m) - w (E sp -
-  // sp(m)) and its derivatives by softplus_series(); one exp and one log1p
-  // a row against the 6-node rule's six of each.
-  Expectation expect_logit_series(double y, double w, double m, double s2) const {
+  // Logit and negative binomial at s2 <= kSeriesVar (the rows of large
+  // fits) or s2 > kMaxGhVar, through the softplus sp(g) = log(1 + e^g):
+  // the logit's l(f) = w (y f - sp(f)), the negative binomial's
+  // l(f) = w (c + y g - (y + th) sp(g)) with g = f - log th.  With W the
+  // softplus' weight (w; w (y + th)) and d the departures of E sp, E p and
+  // dE sp / ds2 from sp(g), p(g) and 0 (softplus_series() up to kSeriesVar,
+  // SoftplusWideRule above kMaxGhVar):
+  //   v = l(m) - W d.v,  dv/dm = l'(m) - W d.dm,  dv/ds2 = -W d.dv,
+  // and the negative binomial's dv/dlog th (loglik()'s dp, where sp and p
+  // enter linearly) dp(m) - w th d.v + W d.dm.  The logit's series costs
+  // one exp and one log1p a row, the negative binomial's one lgamma triple
+  // and one digamma pair (the 6-node rule: six of each).
+  Expectation expect_softplus(double y, double w, double m, double s2) const {
     Expectation e;
-    const LogitTerms t = logit_terms(y, w, m);
-    const SoftplusSeries sp = softplus_series(m, t.e, s2);
-    e.v = t.l - w * sp.v;
-    e.dm = t.d1 - w * sp.dm;
-    e.dv = -w * sp.dv;
-    return e;
-  }
-
-  // Negative binomial at s2 <= kSeriesVar: l(f) = w (c + y g - (y + th) sp(g)),
-  // g = f - log th, so with W = w (y + th) the expectation is
-  // l(m) - W (E sp(g) - sp(g)), its derivatives follow, and the one in log th
-  // (loglik()'s dp, where sp and p enter linearly) is
-  // dp(m) - w th (E sp - sp) + W (E p - p).  One lgamma triple and one
-  // digamma pair a row against the 6-node rule's six.
-  Expectation expect_negbin_series(double y, double w, double m, double s2) const {
-    Expectation e;
-    double l, d1, d2, dp;
-    loglik(y, w, m, l, d1, d2, &dp);
-    const double g = m - log_noise, th = param(), W = w * (y + th);
-    const SoftplusSeries sp = softplus_series(g, std::exp(-std::abs(g)), s2);
-    e.v = l - W * sp.v;
-    e.dm = d1 - W * sp.dm;
-    e.dv = -W * sp.dv;
-    e.dlognoise = dp - w * th * sp.v + W * sp.dm;
-    return e;
-  }
-
-  // Logit and negative binomial at s2 > kMaxGhVar, from E sp, E p and
-  // dE sp / ds2 of SoftplusWideRule (over g = m - log theta for the
-  // negative binomial): the logit's l = w (y f - sp(f)), the negative
-  // binomial's l = w (c + y g - (y + th) sp(g)) and its dl/dlog th (loglik()'s
-  // dp, where sp and p enter linearly).
-  Expectation expect_softplus_wide(double y, double w, double m, double s2) const {
-    Expectation e;
-    if (family == Family::logit) {
-      const SoftplusWideRule::Moments r = wide.expect(m, s2);
-      e.v = w * (y * m - r.sp);
-      e.dm = w * (y - r.p);
-      e.dv = -w * r.dsp;
-      return e;
+    const bool nb = family == Family::negbin;
+    double l, d1, d2, dp = 0, g = m, ex, W = w, th = 0;
+    if (nb) {
+      loglik(y, w, m, l, d1, d2, &dp);
+      g = m - log_noise;
+      th = param();
+      W = w * (y + th);
+      ex = std::exp(-std::abs(g));
+    } else {
+      const LogitTerms t = logit_terms(y, w, m);
+      l = t.l;
+      d1 = t.d1;
+      ex = t.e;
     }
-    const double th = param(), g = m - log_noise, W = w * (y + th);
-    const SoftplusWideRule::Moments r = wide.expect(g, s2);
-    e.v = w * (std::lgamma(y + th) - std::lgamma(th) - std::lgamma(y + 1.0) + y * g) - W * r.sp;
-    e.dm = w * y - W * r.p;
-    e.dv = -W * r.dsp;
-    e.dlognoise = w * th * (digamma(y + th) - digamma(th) + 1.0 - r.sp) - W * (1.0 - r.p);
+    SoftplusSeries d;
+    if (s2 <= kSeriesVar) {
+      d = softplus_series(g, ex, s2);
+    } else {
+      const SoftplusWideRule::Moments r = wide.expect(g, s2);
+      const double p = g >= 0 ? 1.0 / (1.0 + ex) : ex / (1.0 + ex);
+      d = {r.sp - (std::max(g, 0.0) + std::log1p(ex)), r.p - p, r.dsp};
+    }
+    e.v = l - W * d.v;
+    e.dm = d1 - W * d.dm;
+    e.dv = -W * d.dv;
+    if (nb) e.dlognoise = dp - w * th * d.v + W * d.dm;
     return e;
   }
 
