@@ -175,6 +175,7 @@ prepare_response <- function(y, lik) {
   } else if (lik == "poisson") {
     if (!is.numeric(y) || any(y < 0)) stop_arg("y", "must be non-negative counts for poisson()")
     if (any(abs(y - round(y)) > 1e-8)) warning("'y' has non-integer values for poisson()", call. = FALSE)
+    if (isTRUE(all(y == 0))) stop_arg("y", "is 0 in every row; poisson() needs a positive count to estimate a rate")
   } else if (lik == "gamma") {
     if (!is.numeric(y)) stop_arg("y", "must be numeric and positive for Gamma()")
     bad <- which(!is.na(y) & y <= 0)
@@ -187,6 +188,8 @@ prepare_response <- function(y, lik) {
     if (length(bad))
       stop_arg("y", "must be non-negative integer counts for the negative binomial: ", length(bad),
                " value(s) are not (the first, in row ", bad[1], ", is ", format(y[bad[1]]), ")")
+    if (isTRUE(all(y == 0)))
+      stop_arg("y", "is 0 in every row; the negative binomial needs a positive count to estimate a mean")
   } else {
     if (!is.numeric(y)) stop_arg("y", "must be numeric for ", if (lik == "scat") "scat()" else "gaussian()")
   }

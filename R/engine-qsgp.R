@@ -64,7 +64,9 @@ NULL
 #' rows).  The posterior means
 #' and log standard deviations of the sampled weights (and the chevron
 #' entries of their rows of \eqn{C}{C}, which start at 0) take AdaGrad steps
-#' (`variational_rate`); the log lengthscales, log variances and log noise
+#' (`variational_rate`; the parametric coefficients, which have a N(0,
+#' 100^2) prior on the internal scale of standardised columns, step in
+#' their own units there, not in units of 100); the log lengthscales, log variances and log noise
 #' variance take Adam steps (`gp_control(learning_rate = )`), after the
 #' first `freeze` fraction of the iterations, during which they are held at
 #' their initial values (from the pilot fit, see `pilot`); both step sizes decay exponentially to `final_rate`

@@ -41,12 +41,3 @@ ldmvnorm0 <- function(r, C) {
 
 # Quiet control for tests.
 qctl <- function(...) gp_control(verbose = FALSE, ...)
-
-# expr with gpgam()'s calibration warning (a logit or Poisson fit far from
-# its objective's stationary point, calibration_check()) muffled, for tests
-# that fit on purpose with budgets too small to reach it; other warnings pass.
-without_calibration_warning <- function(expr) {
-  withCallingHandlers(expr, warning = function(w) {
-    if (grepl("^the fitted mean (rate|probability)", conditionMessage(w))) invokeRestart("muffleWarning")
-  })
-}

@@ -85,6 +85,9 @@ test_that("the response must suit the family", {
   expect_error(gpgam(y ~ gp(x), data = d, family = poisson(), control = bad_ctl()), "'y'.*non-negative")
   d$y <- rep(c(0.5, 2), length.out = nrow(d))
   expect_warning(gpgam(y ~ gp(x), data = d, family = poisson(), control = bad_ctl()), "'y'.*non-integer")
+  d$y <- 0  # (no information on the rate's level: the intercept would run to the prior's tail)
+  expect_error(gpgam(y ~ gp(x), data = d, family = poisson(), control = bad_ctl()), "'y'.*0 in every row")
+  expect_error(gpgam(y ~ gp(x), data = d, family = mgcv::nb(), control = bad_ctl()), "'y'.*0 in every row")
   d$y <- rep(c("a", "b"), length.out = nrow(d))
   expect_error(gpgam(y ~ gp(x), data = d, control = bad_ctl()), "'y'.*numeric")
   # valid codings of a binary response agree: factor (first level = failure), logical, 0/1

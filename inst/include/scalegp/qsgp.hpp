@@ -98,7 +98,8 @@
 // (the paper's Proposition 1; non-Gaussian: with the log-likelihood's
 // curvature at f = offset in place of w_l / sigma^2) at the initial
 // hyperparameters, estimated from a sample of rows; then AdaGrad on mu and rho (sparse: only the sampled
-// coordinates move), Adam on the hyperparameters, frozen for the first `freeze` fraction
+// coordinates move; the parametric block's mu in units of its coefficients, i.e. its
+// whitened weights' steps divided by prior_sd), Adam on the hyperparameters, frozen for the first `freeze` fraction
 // of iterations; both step sizes decay exponentially to `final_rate` times
 // their start at the last iteration.  Rows are reduced in fixed groups
 // (parallel.hpp), so a fit is bit-identical for any number of threads.
@@ -1094,6 +1095,14 @@ class Qsgp {
       acc_L.push_back(MatrixXd::Constant(L[b].rows(), L[b].cols(), qs.adagrad_init));
       if (kappa(b) > 0) slot[b].assign(static_cast<std::size_t>(blocks[b].size()), -1);
     }
+    // the parametric block's means step in units of the coefficients (on the
+    // internal scale of standardised columns), not of their whitened weights:
+    // a step of the weight moves the coefficient prior_sd (100) times as far,
+    // and at that scale AdaGrad's noisy steps left Poisson and logit
+    // intercepts far from their optimum at the last iteration
+    VectorXd unit = VectorXd::Ones(m);
+    for (const QsgpBlock& bl : blocks)
+      if (!bl.rff) unit.segment(bl.start, bl.size()) = bl.prior_sd.cwiseInverse();
     const bool cv = !cv_rows.empty();
     std::vector<std::vector<char>> fI(blocks.size()), fJ(blocks.size());
     std::vector<VectorXd> dI(blocks.size()), dJ(blocks.size());
@@ -1173,7 +1182,7 @@ class Qsgp {
         const double c2_old = gauss ? 0.0 : std::exp(2.0 * rho(g));
         acc_mu(g) += g_mu(g) * g_mu(g);
         acc_rho(g) += g_rho(g) * g_rho(g);
-        mu(g) += rate * g_mu(g) / std::sqrt(acc_mu(g));
+        mu(g) += rate * unit(g) * g_mu(g) / std::sqrt(acc_mu(g));
         rho(g) += rate * g_rho(g) / std::sqrt(acc_rho(g));
         g_mu(g) = g_rho(g) = 0;
         mark[static_cast<std::size_t>(g)] = 0;
@@ -1627,12 +1636,14 @@ class QsgpGram {
     init_diagonal(qs.init_rows, rng, pfor);
     cv_init(qs.control_rows, rng, pfor);
     // the term's means step in units of their starting sd (Proposition 1's
-    // c_i, about sigma / |K_.i|), the parametric block's in absolute units:
-    // with absolute steps the neighbouring weights, sampled together and
+    // c_i, about sigma / |K_.i|), the parametric block's in units of the
+    // coefficients (1 / prior_sd, as in Qsgp::fit()).  With absolute steps
+    // the term's neighbouring weights, sampled together and
     // moved by about the same step, moved f by the step times the column
     // sums of K (the ELBO estimate diverged on kin40k at variational_rate 0.1)
     VectorXd unit = VectorXd::Ones(m);
     unit.head(n) = rho.head(n).array().exp().matrix();
+    unit.tail(np) = prior_sd.cwiseInverse();
     std::vector<char> fI, fJ;
     info.seconds_init = seconds_since(t0);
     const auto t1 = Clock::now();
