@@ -141,6 +141,40 @@ TEST_CASE("discretised sums for binary and count responses equal the sums over r
   }
 }
 
+TEST_CASE("discretised sums with Hilbert terms of two and three inputs equal the sums over rows", "[discrete]") {
+  // Their Gram over distinct values comes from the product form of the basis
+  // (hilbert_weighted_gram(): columns 0 and 1 take 13 values each, so it is
+  // used); one term has a by column.
+  const Data g = coarse_data(400, 88, 12);
+  const auto hilbert = [](std::vector<Index> cols, std::vector<Index> m, int by) {
+    Component c;
+    c.kind = Kind::hilbert;
+    c.cols = std::move(cols);
+    const Index d = static_cast<Index>(m.size());
+    c.kernel.type = KernelType::matern52;
+    c.kernel.log_var = std::log(0.6);
+    c.kernel.log_ls = VectorXd::LinSpaced(d, std::log(0.8), std::log(1.3));
+    c.basis.centre = VectorXd::Zero(d);
+    c.basis.L = VectorXd::Constant(d, 3.5);
+    c.basis.m = std::move(m);
+    c.by_col = by;
+    return c;
+  };
+  const auto comps = [&] {
+    return std::vector<Component>{hilbert({0, 1}, {6, 5}, -1), hilbert({2, 0, 1}, {3, 4, 3}, 2),
+                                  linear_component({2}, VectorXd::Constant(1, 2.0))};
+  };
+  for (Family f : {Family::gaussian, Family::logit}) {
+    INFO("family " << static_cast<int>(f));
+    const Data d = f == Family::gaussian ? g : with_family(g, f);
+    Svgp s = make(d, comps(), 1, 0, Settings(), f);
+    Svgp t = make(d, comps(), 0, 0, Settings(), f);
+    REQUIRE(s.data().use_discrete(true) > 0);
+    check_same_pass(s, t, 1e-10);
+    check_same_pass(s, t, 1e-10, thread_for(3));
+  }
+}
+
 TEST_CASE("discretised sums for Gamma, negative binomial and scaled t responses equal the sums over rows",
           "[discrete]") {
   // (incl. the derivatives in the likelihood's own parameters, the log shape /

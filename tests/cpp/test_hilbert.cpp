@@ -168,3 +168,50 @@ TEST_CASE("Hilbert gradient under the adjoint convention of the inducing kinds",
   const VectorXd fd = fd_gradient(f, th, 1e-4);
   CHECK((g - fd).cwiseAbs().maxCoeff() < 1e-7 * (1 + fd.cwiseAbs().maxCoeff()));
 }
+
+TEST_CASE("Hilbert Gram from the product form equals the product of the features", "[hilbert]") {
+  // hilbert_weighted_gram() groups the rows by their last input; rows on a
+  // grid of 9 values per input (so few groups), weights of both signs and
+  // zero, and rows outside the box (no features).
+  for (Index d : {2, 3}) {
+    CAPTURE(d);
+    std::vector<Index> m = d == 2 ? std::vector<Index>{7, 5} : std::vector<Index>{4, 3, 5};
+    VectorXd log_ls = VectorXd::LinSpaced(d, std::log(0.6), std::log(1.1));
+    Component c = hilbert_component(KernelType::matern52, log_ls, 0.4, m, 2.0);
+    c.basis.centre(0) = 0.3;
+    const Index n = 300;
+    MatrixXd X = uniform_matrix(n, d, 41 + static_cast<unsigned>(d), -2.0, 2.0);
+    for (Index i = 0; i < n; ++i)
+      for (Index k = 0; k < d; ++k) X(i, k) = std::round(X(i, k) * 2.0) / 2.0;  // 9 values per input
+    X(3, 0) = 2.5;  // outside the box (centre 0.3, half-width 2 along input 1)
+    X(7, d - 1) = -2.5;
+    VectorXd w = normal_matrix(n, 1, 43).col(0);
+    w(10) = 0;
+    const ComponentPrior p = component_prior(c, 0.0);
+    const MatrixXd Phi = features(c, X);
+    MatrixXd direct = Phi.transpose() * w.asDiagonal() * Phi;
+    direct.triangularView<Eigen::StrictlyUpper>().setZero();
+    MatrixXd G;
+    REQUIRE(hilbert_weighted_gram(c.basis, X, w, p.sd, G));
+    REQUIRE(G.rows() == c.size());
+    CHECK(G.triangularView<Eigen::StrictlyUpper>().toDenseMatrix().cwiseAbs().maxCoeff() == 0.0);
+    CHECK((G - direct).cwiseAbs().maxCoeff() < 1e-12 * direct.cwiseAbs().maxCoeff());
+    CHECK(direct.cwiseAbs().maxCoeff() > 0.1);
+    MatrixXd G2;  // through the component kind
+    REQUIRE(component_gram_lower(c, p, X, w, G2));
+    CHECK(G2 == G);
+  }
+  // not used for one input, nor when the last input takes many values
+  VectorXd ls1(1);
+  ls1 << 0.5;
+  const Component c1 = hilbert_component(KernelType::se, ls1, 0.0, {8}, 2.0);
+  const MatrixXd X1 = uniform_matrix(50, 1, 45, -1.0, 1.0);
+  MatrixXd G;
+  CHECK_FALSE(hilbert_weighted_gram(c1.basis, X1, VectorXd::Ones(50), component_prior(c1, 0.0).sd, G));
+  VectorXd ls2(2);
+  ls2 << 0.5, 0.7;
+  const Component c2 = hilbert_component(KernelType::se, ls2, 0.0, {4, 4}, 2.0);
+  const MatrixXd X2 = uniform_matrix(50, 2, 46, -1.0, 1.0);  // 50 distinct values of input 2
+  CHECK_FALSE(hilbert_weighted_gram(c2.basis, X2, VectorXd::Ones(50), component_prior(c2, 0.0).sd, G));
+  CHECK(G.size() == 0);
+}

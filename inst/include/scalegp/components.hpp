@@ -155,6 +155,20 @@ inline void component_features(const Component& k, const ComponentPrior& p, cons
   }
 }
 
+// The lower triangle of Phic' diag(w) Phic (upper triangle zero) at rows Xc
+// from the component's structure, when it has one that makes this cheaper
+// than the product of its features (hilbert: a term of several inputs on
+// few values of its last input, hilbert_weighted_gram()); false otherwise.
+inline bool component_gram_lower(const Component& k, const ComponentPrior& p, const MatrixXd& Xc, const VectorXd& w,
+                                 MatrixXd& G) {
+  switch (k.kind) {
+    case Kind::hilbert:
+      return hilbert_weighted_gram(k.basis, Xc, w, p.sd, G);
+    default:
+      return false;
+  }
+}
+
 // The component's part of the predictor's mean, Phic m_c, at rows Xc without
 // forming the features: K(Xc, Z) (L^{-T} m_c), the whitening applied once to
 // m_c instead of to every row (and no variances).

@@ -190,9 +190,12 @@ class DataPass {
 
   // What evaluate_discrete() computes from the hyperparameters alone (kept
   // between the passes of one profile() and reused while prior_version()
-  // does not change).
+  // does not change): the features by value always, the Gaussian sums (P, A,
+  // bw, resid_w) only for a caller that asks for them (`sums`), as they cost
+  // far more than the features when a component has many basis functions.
   struct DiscreteCache {
     long version = -1;
+    long sums_version = -1;                // the version of P, A, bw and resid_w
     std::vector<DiscreteFeatures> f;
     std::vector<VectorXd> resid;           // by value of each component
     // Gaussian: per pair c < l (P[c][l - c - 1]) its counts times the
@@ -204,22 +207,25 @@ class DataPass {
     double resid_w = 0;                    // Gaussian: sum of w * resid
   };
 
-  const DiscreteCache& discrete_cache(const ParallelFor& pfor) const {
+  const DiscreteCache& discrete_cache(const ParallelFor& pfor, bool sums) const {
     DiscreteCache& k = cache_;
-    if (k.version == q_->prior_version()) return k;
     const DiscreteData& dd = *disc_;
     const std::size_t C = q_->comps.size();
     const Index Mt = q_->total_size();
-    k.f.clear();
-    k.resid.assign(C, VectorXd());
-    for (std::size_t c = 0; c < C; ++c) {
-      k.f.push_back(discrete_features(c, pfor));
-      k.resid[c].resize(k.f[c].F.rows());
-      for (std::size_t b = 0; b < k.f[c].rows.size(); ++b)
-        k.resid[c].segment(static_cast<Index>(b * kChunkRows), k.f[c].rows[b].resid.size()) = k.f[c].rows[b].resid;
+    if (k.version != q_->prior_version()) {
+      k.f.clear();
+      k.resid.assign(C, VectorXd());
+      for (std::size_t c = 0; c < C; ++c) {
+        k.f.push_back(discrete_features(c, pfor));
+        k.resid[c].resize(k.f[c].F.rows());
+        for (std::size_t b = 0; b < k.f[c].rows.size(); ++b)
+          k.resid[c].segment(static_cast<Index>(b * kChunkRows), k.f[c].rows[b].resid.size()) = k.f[c].rows[b].resid;
+      }
+      k.version = q_->prior_version();
+      k.sums_version = -1;
     }
-    k.version = q_->prior_version();
-    if (lik_->family != Family::gaussian) return k;
+    if (!sums || lik_->family != Family::gaussian || k.sums_version == k.version) return k;
+    k.sums_version = k.version;
     k.P.assign(C, std::vector<MatrixXd>());
     for (std::size_t c = 0; c < C; ++c)
       for (std::size_t l = c + 1; l < C; ++l) {
@@ -234,7 +240,7 @@ class DataPass {
       const Index o = q_->offset_of(c), M = q_->comps[c].size();
       const DiscreteComponent& dc = dd.comp[c];
       const MatrixXd& F = k.f[c].F;
-      k.A.block(o, o, M, M) = weighted_gram_lower(F, dc.count, pfor);
+      k.A.block(o, o, M, M) = component_gram_lower(c, dc.count, pfor);
       k.A.block(o, o, M, M).triangularView<Eigen::StrictlyUpper>() = k.A.block(o, o, M, M).transpose();
       for (std::size_t l = c + 1; l < C; ++l) {
         const Index ol = q_->offset_of(l), Ml = q_->comps[l].size();
@@ -263,7 +269,7 @@ class DataPass {
     const DiscreteData& dd = *disc_;
     const std::size_t C = q_->comps.size();
     const double nv = lik_->noise_var();
-    const DiscreteCache& k = discrete_cache(pfor);
+    const DiscreteCache& k = discrete_cache(pfor, true);
     const auto& f = k.f;
     const MatrixXd& A = k.A;
     VectorXd bw = k.bw;
@@ -364,14 +370,14 @@ class DataPass {
   }
 
   // Gaussian, discretised: Phi' W Phi (full) and Phi' W (y - o) over all rows.
-  const MatrixXd& gaussian_gram(const ParallelFor& pfor) const { return discrete_cache(pfor).A; }
-  const VectorXd& gaussian_b(const ParallelFor& pfor) const { return discrete_cache(pfor).bw; }
+  const MatrixXd& gaussian_gram(const ParallelFor& pfor) const { return discrete_cache(pfor, true).A; }
+  const VectorXd& gaussian_b(const ParallelFor& pfor) const { return discrete_cache(pfor, true).bw; }
   // The rows' features times their weights, summed by value of component c
   // (D_c x total_size()): row a is the sum of w_i phi_i over the rows whose
   // value of c is a (block l: C_cl F_l; block c: diag(n_c) F_c).  With
   // columns E that depend on c's value only, Phi' W E = H' E.
   MatrixXd features_by_value(std::size_t c, const ParallelFor& pfor) const {
-    const DiscreteCache& k = discrete_cache(pfor);
+    const DiscreteCache& k = discrete_cache(pfor, false);
     const DiscreteData& dd = *disc_;
     MatrixXd H(k.f[c].F.rows(), q_->total_size());
     for (std::size_t l = 0; l < q_->comps.size(); ++l) {
@@ -466,6 +472,16 @@ class DataPass {
     return v;
   }
 
+  // The lower triangle of F_c' diag(d) F_c over component c's distinct values
+  // (F_c the cached features): from the component's structure when it has
+  // one (AdditiveModel::component_gram_lower(), a Hilbert term of several
+  // inputs), else weighted_gram_lower().
+  MatrixXd component_gram_lower(std::size_t c, const VectorXd& d, const ParallelFor& pfor) const {
+    MatrixXd G;
+    if (q_->component_gram_lower(c, disc_->comp[c].X, d, G)) return G;
+    return weighted_gram_lower(cache_.f[c].F, d, pfor);
+  }
+
   // The lower triangle of F' diag(d) F (upper triangle zero), summed by
   // groups of rows in a fixed order.
   static MatrixXd weighted_gram_lower(const MatrixXd& F, const VectorXd& d, const ParallelFor& pfor) {
@@ -543,7 +559,7 @@ class DataPass {
     const bool pairs = !meanfield_;
     if (var && pairs && q_->comps.size() > 1 && disc_->pair[0][0].pos.empty())
       throw std::logic_error("row variances need the observed value pairs");
-    const RowParts p = row_parts(discrete_cache(pfor), var, pairs, pfor);
+    const RowParts p = row_parts(discrete_cache(pfor, false), var, pairs, pfor);
     const RowKeys keys = row_keys();
     const std::size_t N = q_->n();
     mean.resize(static_cast<Index>(N));
@@ -633,7 +649,7 @@ class DataPass {
 
   PassSums evaluate_discrete_rows(Pass pass, const ParallelFor& pfor) const {
     const std::size_t C = q_->comps.size();
-    const DiscreteCache& k = discrete_cache(pfor);
+    const DiscreteCache& k = discrete_cache(pfor, false);
     const RowParts parts = row_parts(k, !plug_in, !meanfield_, pfor);
     const auto& pp = parts.pp;
     const auto& pc = parts.pc;
@@ -677,7 +693,7 @@ class DataPass {
       const Index o = q_->offset_of(c), M = q_->comps[c].size();
       const MatrixXd& F = k.f[c].F;
       acc.r.segment(o, M).noalias() = F.transpose() * G[c];
-      acc.Q.block(o, o, M, M) = weighted_gram_lower(F, Gam[c], pfor);
+      acc.Q.block(o, o, M, M) = component_gram_lower(c, Gam[c], pfor);
     }
     for (std::size_t q = 0; q < pp.size(); ++q) {
       const std::size_t c = pc[q].first, l = pc[q].second;
@@ -800,7 +816,7 @@ class DataPass {
   // Column means of the features over all rows (feature_means()), from the
   // distinct values of a discretised fit (at the rounded inputs).
   VectorXd discrete_feature_means(const ParallelFor& pfor) const {
-    const DiscreteCache& k = discrete_cache(pfor);
+    const DiscreteCache& k = discrete_cache(pfor, false);
     VectorXd mean(q_->total_size());
     for (std::size_t c = 0; c < q_->comps.size(); ++c)
       mean.segment(q_->offset_of(c), q_->comps[c].size()).noalias() = k.f[c].F.transpose() * disc_->comp[c].rows;

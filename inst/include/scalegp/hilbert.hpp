@@ -153,4 +153,65 @@ inline void hilbert_features(const HilbertBasis& b, const Eigen::Ref<const Matri
   }
 }
 
+// The lower triangle of Phi' diag(w) Phi (upper triangle zero), Phi the
+// features of rows Xc (hilbert_features()), from the product form of a term
+// of d >= 2 inputs.  With the rows grouped by their value u of the last
+// input, s(u) that input's sines at u and Phi1 the sines of the other inputs
+// (sine_j = sine1_j1 * s_jd, input 1 fastest, so block (a, b) of the Gram
+// belongs to sines a and b of the last input):
+//   Phi' diag(w) Phi = diag(sd) [sum_u (s(u) s(u)') kron (Phi1_u' diag(w_u) Phi1_u)] diag(sd),
+// which costs O(rows M1^2 + groups M^2 / 2) against O(rows M^2 / 2) for the
+// features' product (M1 = M / m_d).  Rows outside the box have no features
+// and are skipped.  Serial, so the same for any thread count.  Returns false
+// (G untouched) for a term of one input, or when there are more than
+// rows / 8 groups (the features' product, in parallel, is then as quick).
+inline bool hilbert_weighted_gram(const HilbertBasis& b, const MatrixXd& Xc, const VectorXd& w, const VectorXd& sd,
+                                  MatrixXd& G) {
+  const Index d = b.dim(), n = Xc.rows(), M = b.size();
+  if (d < 2 || n == 0 || Xc.cols() != d || w.size() != n || sd.size() != M) return false;
+  const std::size_t last = static_cast<std::size_t>(d - 1);
+  const Index md = b.m[last], M1 = M / md;
+  std::vector<Index> order;
+  order.reserve(static_cast<std::size_t>(n));
+  for (Index i = 0; i < n; ++i) {
+    bool inside = w(i) != 0;
+    for (Index k = 0; k < d && inside; ++k) inside = std::abs(Xc(i, k) - b.centre(k)) <= b.L(k);  // (NaN: outside)
+    if (inside) order.push_back(i);
+  }
+  std::stable_sort(order.begin(), order.end(), [&](Index i, Index j) { return Xc(i, d - 1) < Xc(j, d - 1); });
+  std::vector<std::size_t> start{0};
+  for (std::size_t r = 1; r < order.size(); ++r)
+    if (Xc(order[r], d - 1) != Xc(order[r - 1], d - 1)) start.push_back(r);
+  start.push_back(order.size());
+  const std::size_t U = order.empty() ? 0 : start.size() - 1;
+  if (8 * U > static_cast<std::size_t>(n)) return false;
+  HilbertBasis b1;
+  b1.centre = b.centre.head(d - 1);
+  b1.L = b.L.head(d - 1);
+  b1.m.assign(b.m.begin(), b.m.end() - 1);
+  const VectorXd ones = VectorXd::Ones(M1);
+  const double Ld = b.L(d - 1), scale = 1.0 / std::sqrt(Ld);
+  MatrixXd Gu = MatrixXd::Zero(M, M);
+  VectorXd s(md);
+  for (std::size_t g = 0; g < U; ++g) {
+    const Index ng = static_cast<Index>(start[g + 1] - start[g]);
+    MatrixXd X1(ng, d - 1), P(ng, M1);
+    VectorXd wg(ng);
+    for (Index r = 0; r < ng; ++r) {
+      const Index i = order[start[g] + static_cast<std::size_t>(r)];
+      X1.row(r) = Xc.row(i).head(d - 1);
+      wg(r) = w(i);
+    }
+    hilbert_features(b1, X1, ones, P);
+    const MatrixXd T = P.transpose() * (wg.asDiagonal() * P);
+    const double a = kHilbertPi * (Xc(order[start[g]], d - 1) - b.centre(d - 1) + Ld) / (2.0 * Ld);
+    for (Index j = 0; j < md; ++j) s(j) = scale * std::sin(static_cast<double>(j + 1) * a);
+    for (Index p = 0; p < md; ++p)
+      for (Index q = 0; q <= p; ++q) Gu.block(p * M1, q * M1, M1, M1) += (s(p) * s(q)) * T;
+  }
+  G = sd.asDiagonal() * Gu * sd.asDiagonal();
+  G.triangularView<Eigen::StrictlyUpper>().setZero();
+  return true;
+}
+
 }  // namespace scalegp

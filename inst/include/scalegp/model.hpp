@@ -141,6 +141,16 @@ class AdditiveModel {
   void component_block(std::size_t c, const MatrixXd& X, Eigen::Ref<MatrixXd> Phic, ComponentRows& r) const {
     component_block(comps[c], prior_[c], X, Phic, r);
   }
+  // The lower triangle of Phic' diag(w) Phic at rows X (all columns of the
+  // data) from the component's structure (component_gram_lower(); a by
+  // column scales the weights by its square); false when it has none.
+  bool component_gram_lower(std::size_t c, const MatrixXd& X, const VectorXd& w, MatrixXd& G) const {
+    const Component& k = comps[c];
+    if (k.kind != Kind::hilbert) return false;
+    if (k.by_col < 0) return scalegp::component_gram_lower(k, prior_[c], component_columns(k, X), w, G);
+    const VectorXd wb = w.cwiseProduct(X.col(k.by_col).cwiseAbs2());
+    return scalegp::component_gram_lower(k, prior_[c], component_columns(k, X), wb, G);
+  }
   // Phic m_c at rows X (all columns of the data) without the features
   // (component_mean()).
   VectorXd component_block_mean(std::size_t c, const MatrixXd& X, const VectorXd& mc) const {
