@@ -32,6 +32,27 @@ std::vector<Component> model_components() {
   return {a, b, centred_component(KernelType::matern52, true, uniform_matrix(7, 2, 33, -2, 2)), fac, linear_component({2}, VectorXd::Constant(1, 2.0))};
 }
 
+// Matern 5/2 Hilbert terms over columns 0, 1 and over columns 2, 0, 1 (by
+// column 2), and a linear one.
+Component hilbert_term(std::vector<Index> cols, std::vector<Index> m, int by) {
+  Component c;
+  c.kind = Kind::hilbert;
+  c.cols = std::move(cols);
+  const Index d = static_cast<Index>(m.size());
+  c.kernel.type = KernelType::matern52;
+  c.kernel.log_var = std::log(0.6);
+  c.kernel.log_ls = VectorXd::LinSpaced(d, std::log(0.8), std::log(1.3));
+  c.basis.centre = VectorXd::Zero(d);
+  c.basis.L = VectorXd::Constant(d, 3.5);
+  c.basis.m = std::move(m);
+  c.by_col = by;
+  return c;
+}
+std::vector<Component> hilbert_components() {
+  return {hilbert_term({0, 1}, {6, 5}, -1), hilbert_term({2, 0, 1}, {3, 4, 3}, 2),
+          linear_component({2}, VectorXd::Constant(1, 2.0))};
+}
+
 Svgp make(const Data& d, std::vector<Component> comps, bool discrete, double bins, Settings set = Settings(),
           Family family = Family::gaussian) {
   Likelihood lik(family);
@@ -146,29 +167,11 @@ TEST_CASE("discretised sums with Hilbert terms of two and three inputs equal the
   // (hilbert_weighted_gram(): columns 0 and 1 take 13 values each, so it is
   // used); one term has a by column.
   const Data g = coarse_data(400, 88, 12);
-  const auto hilbert = [](std::vector<Index> cols, std::vector<Index> m, int by) {
-    Component c;
-    c.kind = Kind::hilbert;
-    c.cols = std::move(cols);
-    const Index d = static_cast<Index>(m.size());
-    c.kernel.type = KernelType::matern52;
-    c.kernel.log_var = std::log(0.6);
-    c.kernel.log_ls = VectorXd::LinSpaced(d, std::log(0.8), std::log(1.3));
-    c.basis.centre = VectorXd::Zero(d);
-    c.basis.L = VectorXd::Constant(d, 3.5);
-    c.basis.m = std::move(m);
-    c.by_col = by;
-    return c;
-  };
-  const auto comps = [&] {
-    return std::vector<Component>{hilbert({0, 1}, {6, 5}, -1), hilbert({2, 0, 1}, {3, 4, 3}, 2),
-                                  linear_component({2}, VectorXd::Constant(1, 2.0))};
-  };
   for (Family f : {Family::gaussian, Family::logit}) {
     INFO("family " << static_cast<int>(f));
     const Data d = f == Family::gaussian ? g : with_family(g, f);
-    Svgp s = make(d, comps(), 1, 0, Settings(), f);
-    Svgp t = make(d, comps(), 0, 0, Settings(), f);
+    Svgp s = make(d, hilbert_components(), 1, 0, Settings(), f);
+    Svgp t = make(d, hilbert_components(), 0, 0, Settings(), f);
     REQUIRE(s.data().use_discrete(true) > 0);
     check_same_pass(s, t, 1e-10);
     check_same_pass(s, t, 1e-10, thread_for(3));

@@ -41,6 +41,21 @@ class WhitenedGaussianModel : public AdditiveModel {
     refresh_prior();
     refresh_q();
   }
+  // q's moments as refresh_q() left them, to be put back together with the
+  // natural parameters they came from (restore_moments(): no factorisation,
+  // which costs O(M^3) for M weights).
+  struct Moments {
+    VectorXd m;
+    MatrixXd S, LP;
+    double logdet_P = 0;
+  };
+  Moments moments() const { return {m, S, LP_, logdet_P_}; }
+  void restore_moments(const Moments& q) {
+    m = q.m;
+    S = q.S;
+    LP_ = q.LP;
+    logdet_P_ = q.logdet_P;
+  }
   // The moments of q computed elsewhere (by the master of a distributed
   // fit): mean, covariance and the Cholesky factor of the precision.
   const MatrixXd& chol_P() const { return LP_; }

@@ -492,19 +492,23 @@ class NaturalQ : public WhitenedGaussianModel {
   bool own_stop() const { return false; }
   void back_off() { rho_ *= 0.5; }
   // A state to go back to: the packed parameters `theta` (the engine's
-  // pack()) and q's natural parameters.
+  // pack()), q's natural parameters and the moments computed from them.
   struct Snapshot {
     VectorXd theta, h;
     MatrixXd P;
     bool loose = false;
+    Moments q;
   };
-  Snapshot snapshot_with(VectorXd theta) const { return {std::move(theta), h, P, loose_}; }
-  // Back to a snapshot, once the engine's unpack() has restored theta.
+  Snapshot snapshot_with(VectorXd theta) const { return {std::move(theta), h, P, loose_, moments()}; }
+  // Back to a snapshot, once the engine's unpack() has restored theta: the
+  // prior at theta, q's natural parameters and their moments as they were
+  // (not refactorised).
   void restore_q(const Snapshot& s) {
     P = s.P;
     h = s.h;
     loose_ = s.loose;
-    refresh();
+    refresh_prior();
+    restore_moments(s.q);
   }
 
  protected:
