@@ -185,14 +185,17 @@ inline bool hilbert_weighted_gram(const HilbertBasis& b, const MatrixXd& Xc, con
   start.push_back(order.size());
   const std::size_t U = order.empty() ? 0 : start.size() - 1;
   if (8 * U > static_cast<std::size_t>(n)) return false;
-  HilbertBasis b1;
+  // the bases of the other inputs and of the last one alone (unit prior sds)
+  HilbertBasis b1, bd;
   b1.centre = b.centre.head(d - 1);
   b1.L = b.L.head(d - 1);
   b1.m.assign(b.m.begin(), b.m.end() - 1);
-  const VectorXd ones = VectorXd::Ones(M1);
-  const double Ld = b.L(d - 1), scale = 1.0 / std::sqrt(Ld);
+  bd.centre = b.centre.tail(1);
+  bd.L = b.L.tail(1);
+  bd.m = {md};
+  const VectorXd ones = VectorXd::Ones(M1), ones_d = VectorXd::Ones(md);
   MatrixXd Gu = MatrixXd::Zero(M, M);
-  VectorXd s(md);
+  MatrixXd s(1, md);
   for (std::size_t g = 0; g < U; ++g) {
     const Index ng = static_cast<Index>(start[g + 1] - start[g]);
     MatrixXd X1(ng, d - 1), P(ng, M1);
@@ -204,10 +207,9 @@ inline bool hilbert_weighted_gram(const HilbertBasis& b, const MatrixXd& Xc, con
     }
     hilbert_features(b1, X1, ones, P);
     const MatrixXd T = P.transpose() * (wg.asDiagonal() * P);
-    const double a = kHilbertPi * (Xc(order[start[g]], d - 1) - b.centre(d - 1) + Ld) / (2.0 * Ld);
-    for (Index j = 0; j < md; ++j) s(j) = scale * std::sin(static_cast<double>(j + 1) * a);
+    hilbert_features(bd, Xc.block(order[start[g]], d - 1, 1, 1), ones_d, s);
     for (Index p = 0; p < md; ++p)
-      for (Index q = 0; q <= p; ++q) Gu.block(p * M1, q * M1, M1, M1) += (s(p) * s(q)) * T;
+      for (Index q = 0; q <= p; ++q) Gu.block(p * M1, q * M1, M1, M1) += (s(0, p) * s(0, q)) * T;
   }
   G = sd.asDiagonal() * Gu * sd.asDiagonal();
   G.triangularView<Eigen::StrictlyUpper>().setZero();

@@ -146,10 +146,9 @@ class AdditiveModel {
   // column scales the weights by its square); false when it has none.
   bool component_gram_lower(std::size_t c, const MatrixXd& X, const VectorXd& w, MatrixXd& G) const {
     const Component& k = comps[c];
-    if (k.kind != Kind::hilbert) return false;
-    if (k.by_col < 0) return scalegp::component_gram_lower(k, prior_[c], component_columns(k, X), w, G);
-    const VectorXd wb = w.cwiseProduct(X.col(k.by_col).cwiseAbs2());
-    return scalegp::component_gram_lower(k, prior_[c], component_columns(k, X), wb, G);
+    const MatrixXd Xc = component_columns(k, X);
+    if (k.by_col < 0) return scalegp::component_gram_lower(k, prior_[c], Xc, w, G);
+    return scalegp::component_gram_lower(k, prior_[c], Xc, w.cwiseProduct(X.col(k.by_col).cwiseAbs2()), G);
   }
   // Phic m_c at rows X (all columns of the data) without the features
   // (component_mean()).
