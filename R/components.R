@@ -207,10 +207,11 @@ inverse_gamma_from_tails <- function(lo, hi, p = 0.01) {
 # Per input k of the term (standardised scale): the box is centred at the
 # midpoint of the input's range, with half-width L_k = c S_k (S_k the
 # half-range); the basis has m_k sines per input (k of gp(), else
-# hilbert_default_m()# for a term of 1 / 2 / 3 inputs), the full grid of their products.  The rule
-# of the notes on the basis (after Riutort-Mayol et al. 2023, section 4.3,
-# which protects only the middle of the data range): with eps = 0.01,
-#   c = max(1.2, a1 l_hi / S, 1 + r_eps l_hi / (2 S)),  l_hi = S (1 input) or S / 2,
+# hilbert_default_m() for a term of 1 / 2 / 3 inputs), the full grid of their
+# products.  The rule of the notes on the basis (after Riutort-Mayol et al.
+# 2023, section 4.3, which protects only the middle of the data range): with
+# eps = 0.01,
+#   c = max(1.2, a1 l_hi / S, 1 + r_eps l_hi / (2 S)),  l_hi = S (1 or 2 inputs) or S / 2 (3),
 #   l_min(m, c) = 2 c S q_eps / (pi m)  (the lengthscale whose spectrum beyond the
 #   last sine holds eps of the mass),
 # with q_eps the 1 - eps/2 quantile of the spectral density's margin (normal
@@ -219,7 +220,12 @@ inverse_gamma_from_tails <- function(lo, hi, p = 0.01) {
 # of the boundary factor.  The lengthscales are bounded below by l_min / 2
 # (with too few sines a fitted lengthscale can run off to zero); a fit
 # warns when a lengthscale ends below 1.1 l_min or above what the box
-# represents (hilbert_check()).
+# represents (hilbert_check()).  Two inputs get the box of one (l_hi = S):
+# on the box for S / 2, the bump of bench/gam_design.R (a surface falling to
+# zero towards the data's edges) fitted lengthscales 1.5-2.4 times those it
+# fits on a wider box (the walls give the prior the bump's shape), and the
+# refits then took it to 27 x 27 sines at 1e5 rows and 44 x 44 at 1e6, where
+# 22 x 22 on the box of one input serve in one fit.
 hilbert_constants <- function(kernel) {
   switch(kernel,
          se = list(q = stats::qnorm(0.995), a1 = 3.2, r = sqrt(2 * log(100))),
@@ -228,19 +234,19 @@ hilbert_constants <- function(kernel) {
 }
 
 # The box factor c of a term of d inputs (long lengthscales up to l_hi / S).
-hilbert_c <- function(kernel, d, l_hi = if (d == 1) 1 else 0.5) {
+hilbert_c <- function(kernel, d, l_hi = if (d <= 2) 1 else 0.5) {
   k <- hilbert_constants(kernel)
   max(1.2, k$a1 * l_hi, 1 + k$r * l_hi / 2)
 }
 
 # The default number of sines per input of a term of d inputs: 64 for one
-# input; for two or three, enough for the lengthscales down to 0.25 / 0.4
-# of the half-range (SE: 12 / 8; Matern 5/2: 22 / 12; Matern 3/2: 24 / 12),
-# at most 24 / 12 (576 / 1728 functions).  hilbert_adapt() adds sines where a
-# fitted lengthscale needs them.
+# input; for two or three, enough for the lengthscales down to 0.5 / 0.4
+# of the half-range on the default box (SE: 11 / 8; Matern 5/2: 22 / 12;
+# Matern 3/2: 24 / 12), at most 24 / 12 (576 / 1728 functions).
+# hilbert_adapt() adds sines where a fitted lengthscale needs them.
 hilbert_default_m <- function(kernel, d) {
   if (d == 1) return(64L)
-  l_lo <- c(0.25, 0.4)[d - 1]
+  l_lo <- c(0.5, 0.4)[d - 1]
   m <- ceiling(2 * hilbert_c(kernel, d) * hilbert_constants(kernel)$q / (pi * l_lo))
   as.integer(min(m, c(24L, 12L)[d - 1]))
 }
@@ -286,10 +292,17 @@ hilbert_one <- function(spec, Xg, Xs, st, sc, ysc, control, col, by, n_terms) {
 
 # The adaptation of the notes (section 4.4) after a fit: per input of each
 # Hilbert term with learned hyperparameters, (a) a fitted lengthscale below
-# 1.1 l_min doubles the input's number of sines; (b) one the box is too
+# 1.1 l_min halves l_min: the box narrows to the rule's value c_req(l) at
+# l = 1.375 l_min (1.25 times the longest lengthscale this check calls
+# short; never wider than it was) and the input gets the sines that give
+# l_min / 2 on it (twice as many on an unchanged box); (b) one the box is too
 # narrow for, c < c_req(l), widens the box to c_req(1.25 l) (at most 8 half-
 # ranges), with more sines only if it needs them for half the fitted
-# lengthscale (l_min rises with the box; check (a) of the refit guards it).  Returns the setup to refit
+# lengthscale (l_min rises with the box; check (a) of the refit guards it).
+# Narrowing the box in (a) matters on the box of one input (4.1 half-ranges
+# for Matern 5/2): doubling there took a surface of lengthscale 0.46 of the
+# half-range from 22 x 22 sines to 44 x 44; the narrowed box takes it to
+# 29 x 29.  Returns the setup to refit
 # (every component's hyperparameters and the noise warm-started from the
 # engine's result `res`), or NULL when nothing changes; no term grows beyond
 # `max_basis` functions (the final hilbert_check() then warns).
@@ -305,14 +318,17 @@ hilbert_adapt <- function(setup, res, max_basis = 2000L) {
     d <- length(h$m)
     ls <- rep(exp(res$specs[[i]]$log_ls), length.out = d)
     kc <- hilbert_constants(k$kernel)
+    c_rule <- function(l) pmax(1.2, kc$a1 * l / h$S, 1 + kc$r * l / (2 * h$S))
     m <- h$m
     cc <- h$c
     short <- ls < 1.1 * h$l_min
-    m[short] <- 2L * m[short]
-    c_req <- pmax(1.2, kc$a1 * ls / h$S, 1 + kc$r * ls / (2 * h$S))
-    long <- c_req > cc * (1 + 1e-8) & cc < wide
+    c_short <- pmin(cc, c_rule(1.375 * h$l_min))
+    m_short <- as.integer(ceiling(2 * c_short * h$S * kc$q / (pi * 0.5 * h$l_min) * (1 - 1e-10)))
+    m[short] <- m_short[short]
+    cc[short] <- c_short[short]
+    long <- c_rule(ls) > cc * (1 + 1e-8) & cc < wide
     if (any(long)) {
-      c_new <- pmin(wide, pmax(1.2, kc$a1 * 1.25 * ls / h$S, 1 + kc$r * 1.25 * ls / (2 * h$S)))
+      c_new <- pmin(wide, c_rule(1.25 * ls))
       # (enough sines for half the fitted lengthscale on the wider box)
       m_need <- as.integer(ceiling(2 * c_new * h$S * kc$q / (pi * 0.5 * ls)))
       m[long] <- pmax(m[long], m_need[long])

@@ -52,15 +52,15 @@
 #' from the data, per input (on the standardised scale): centred at the
 #' midpoint of the input's range, of half-width \eqn{L = c S} with \eqn{S}
 #' the half-range and \eqn{c = \max(1.2, a_1 l/S, 1 + r_{0.01} l/(2S))} at
-#' \eqn{l = S} (one input) or \eqn{S/2} (two or three), with \eqn{a_1 =}
+#' \eqn{l = S} (one or two inputs) or \eqn{S/2} (three), with \eqn{a_1 =}
 #' 3.2, 4.5, 4.1 (SE, Matern 3/2, 5/2; Riutort-Mayol et al., section 4.3) and
 #' \eqn{r_{0.01}} the distance (in lengthscales) at which the correlation
 #' falls to 0.01, so that the approximation holds up to the edges of the data
 #' and not only in their middle: \eqn{c} = 3.2 / 1.76 (SE), 4.5 / 2.25
-#' (Matern 3/2), 4.1 / 2.05 (Matern 5/2) for one / more inputs.  `k` sets the
+#' (Matern 3/2), 4.1 / 2.05 (Matern 5/2) for one or two / three inputs.  `k` sets the
 #' number of sines per input (default 64 for one input; for two or three,
-#' enough for lengthscales down to 0.25 or 0.4 of the half-range, at most 24
-#' or 12: 12 or 8 for SE, 22 or 12 for Matern 5/2, 24 or 12 for Matern 3/2;
+#' enough for lengthscales down to 0.5 or 0.4 of the half-range, at most 24
+#' or 12: 11 or 8 for SE, 22 or 12 for Matern 5/2, 24 or 12 for Matern 3/2;
 #' the refits below add sines where a fitted lengthscale needs them); the
 #' shortest lengthscale they represent is
 #' \eqn{l_{min} = 2 c S q / (\pi m)}, \eqn{q} the 0.995 quantile of the
@@ -68,7 +68,10 @@
 #' at most 1\% of the spectral mass is lost.  Lengthscales are bounded below
 #' by \eqn{l_{min}/2} during the fit.  As Riutort-Mayol et al. (section 4.4)
 #' advise, the fit is then checked per input: a fitted lengthscale below
-#' \eqn{1.1 l_{min}} doubles the input's number of sines, one too long for the
+#' \eqn{1.1 l_{min}} halves the input's \eqn{l_{min}} (the box narrows to
+#' the rule's value at \eqn{1.375 l_{min}} where that is narrower, and the
+#' input gets the sines for \eqn{l_{min}/2} on it: twice as many on an
+#' unchanged box), one too long for the
 #' box (\eqn{c} below the rule's value at that lengthscale) widens the box to
 #' the rule's value at 1.25 times the lengthscale (at most 8 half-ranges),
 #' with more sines only where half the fitted lengthscale needs them, and the model is refitted

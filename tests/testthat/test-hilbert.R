@@ -127,14 +127,14 @@ test_that("at the sizes the default picks, the Hilbert covariance is within 0.02
     fit <- gpgam(f, data = dat, control = qctl(fixed = c("kernel", "sigma"), sigma = 1, iterations = 1))
     sp <- fit$state$specs[[1]]
     h <- fit$terms$gp[[1]]$hilbert
-    expect_equal(sp$hs_m, rep(c(64L, c(se = 12L, matern52 = 22L, matern32 = 24L)[[kern]])[d], d))
+    expect_equal(sp$hs_m, rep(c(64L, c(se = 11L, matern52 = 22L, matern32 = 24L)[[kern]])[d], d))
     expect_equal(h$c, rep(scalegp:::hilbert_c(kern, d), d))
     # the data's box on the internal scale (centred at the midpoints)
     X <- as.matrix(expand.grid(lapply(seq_len(d), function(k)
       sp$hs_centre[k] + seq(-h$S[k], h$S[k], length.out = if (d == 1) 101 else 21))))
     # lengthscales from 1.1 l_min to the longest the box is built for
     for (r in c(1.1, 2, 4)) {
-      ls <- pmin(r * h$l_min, h$S * c(1, 0.5)[d])
+      ls <- pmin(r * h$l_min, h$S)
       sp$log_ls <- log(ls)
       sp$log_var <- 0
       err <- max(abs(hs_cov(sp, X) - hs_kernel(kern)(X, X, ls, 1)))
@@ -343,6 +343,51 @@ test_that("a lengthscale too short for the basis grows it, one too long widens t
   expect_equal(t5$status[t5$input == "x"], "ok")
   expect_true(t5$status[t5$input == "z"] %in% c("ok", "widest box"))
   expect_gt(t5$lengthscale[t5$input == "z"], 5 * t5$lengthscale[t5$input == "x"])
+})
+
+test_that("the adaptation halves l_min on a narrower box for a short lengthscale and widens the box for a long one", {
+  # hilbert_adapt() on a hand-made setup: one term, inputs of half-range S
+  adapt <- function(kernel, m, cc, S, ls) {
+    L <- cc * S
+    l_min <- scalegp:::hilbert_l_min(kernel, L, m)
+    comp <- list(kind = "hilbert", learn_kernel = TRUE, kernel = kernel, log_var = 0, log_ls = log(ls),
+                 hs_centre = rep(0, length(m)), hs_L = L, hs_m = as.integer(m), log_ls_min = log(l_min / 2))
+    setup <- list(comps = list(comp),
+                  terms = list(gp = list(list(hilbert = list(m = as.integer(m), c = cc, S = S, L = L, l_min = l_min)))))
+    out <- scalegp:::hilbert_adapt(setup, list(specs = list(list(log_var = 0.3, log_ls = log(ls)))))
+    list(old = setup$terms$gp[[1]]$hilbert, new = if (!is.null(out)) out$terms$gp[[1]]$hilbert, comp = out$comps[[1]])
+  }
+  rule <- function(kernel, l, S) {
+    k <- scalegp:::hilbert_constants(kernel)
+    pmax(1.2, k$a1 * l / S, 1 + k$r * l / (2 * S))
+  }
+  # two inputs on the default box of Matern 5/2 (c = 4.1, 22 sines): the
+  # first input is short (0.3 < 1.1 l_min = 0.526), the second is not
+  S <- c(1, 2)
+  a <- adapt("matern52", c(22, 22), c(4.1, 4.1), S, c(0.3, 1.6))
+  l0 <- a$old$l_min
+  expect_equal(a$new$c[1], rule("matern52", 1.375 * l0[1], S[1]), tolerance = 1e-12)
+  expect_lt(a$new$c[1], 4.1)
+  expect_lte(a$new$l_min[1], l0[1] / 2 * (1 + 1e-12))
+  expect_gt(a$new$l_min[1], l0[1] / 2 * (a$new$m[1] - 1) / a$new$m[1])
+  expect_equal(a$new$m[2], 22L)
+  expect_equal(a$new$c[2], 4.1)
+  expect_equal(a$comp$hs_L, a$new$c * S, tolerance = 1e-12)
+  expect_equal(a$comp$hs_m, a$new$m)
+  expect_equal(a$comp$log_ls_min, log(a$new$l_min / 2), tolerance = 1e-12)
+  expect_equal(a$comp$log_var, 0.3)
+  # a box already narrower than the rule at 1.375 l_min stays: twice the sines
+  b <- adapt("se", 10, 1.2, 1, 0.1)
+  expect_equal(b$new$c, 1.2)
+  expect_equal(b$new$m, 20L)
+  # a long lengthscale widens the box to the rule at 1.25 l (at most 8 half-
+  # ranges), keeping the sines the wider box needs for half of it
+  w <- adapt("matern52", 64, 4.1, 1, 1.5)
+  expect_equal(w$new$c, rule("matern52", 1.25 * 1.5, 1), tolerance = 1e-12)
+  expect_equal(w$new$m, 64L)
+  expect_equal(adapt("matern52", 64, 4.1, 1, 3)$new$c, 8)
+  # a lengthscale the basis represents changes nothing
+  expect_null(adapt("matern52", c(22, 22), c(4.1, 4.1), S, c(0.8, 1.6))$new)
 })
 
 test_that("Hilbert fits are identical for any number of threads (rows and discretised)", {
