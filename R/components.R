@@ -222,10 +222,10 @@ inverse_gamma_from_tails <- function(lo, hi, p = 0.01) {
 # warns when a lengthscale ends below 1.1 l_min or above what the box
 # represents (hilbert_check()).  Two inputs get the box of one (l_hi = S):
 # on the box for S / 2, the bump of bench/gam_design.R (a surface falling to
-# zero towards the data's edges) fitted lengthscales 1.5-2.4 times those it
-# fits on a wider box (the walls give the prior the bump's shape), and the
-# refits then took it to 27 x 27 sines at 1e5 rows and 44 x 44 at 1e6, where
-# 22 x 22 on the box of one input serve in one fit.
+# zero towards the data's edges) fitted lengthscales 1.2-2.4 times those it
+# fits on the wider box, from 1e4 to 1e6 rows (the walls give the prior the
+# bump's shape), and the refits then took it to 27 x 27 sines at 1e5 rows
+# and 44 x 44 at 1e6, where 22 x 22 on the box of one input serve.
 hilbert_constants <- function(kernel) {
   switch(kernel,
          se = list(q = stats::qnorm(0.995), a1 = 3.2, r = sqrt(2 * log(100))),
