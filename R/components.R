@@ -233,11 +233,15 @@ hilbert_constants <- function(kernel) {
          matern32 = list(q = stats::qt(0.995, 3), a1 = 4.5, r = 3.8325))
 }
 
-# The box factor c of a term of d inputs (long lengthscales up to l_hi / S).
-hilbert_c <- function(kernel, d, l_hi = if (d <= 2) 1 else 0.5) {
+# The rule's box factor for lengthscales up to l on an input of half-range
+# S: c_req(l) = max(1.2, a1 l / S, 1 + r_eps l / (2 S)) (vectorised).
+hilbert_c_rule <- function(kernel, l, S = 1) {
   k <- hilbert_constants(kernel)
-  max(1.2, k$a1 * l_hi, 1 + k$r * l_hi / 2)
+  pmax(1.2, k$a1 * l / S, 1 + k$r * l / (2 * S))
 }
+
+# The box factor c of a term of d inputs (long lengthscales up to l_hi / S).
+hilbert_c <- function(kernel, d, l_hi = if (d <= 2) 1 else 0.5) hilbert_c_rule(kernel, l_hi)
 
 # The default number of sines per input of a term of d inputs: 64 for one
 # input; for two or three, enough for the lengthscales down to 0.5 / 0.4
@@ -247,13 +251,17 @@ hilbert_c <- function(kernel, d, l_hi = if (d <= 2) 1 else 0.5) {
 hilbert_default_m <- function(kernel, d) {
   if (d == 1) return(64L)
   l_lo <- c(0.5, 0.4)[d - 1]
-  m <- ceiling(2 * hilbert_c(kernel, d) * hilbert_constants(kernel)$q / (pi * l_lo))
+  m <- ceiling(hilbert_sines_for(kernel, hilbert_c(kernel, d), l_lo))
   as.integer(min(m, c(24L, 12L)[d - 1]))
 }
 
 # The smallest lengthscale (standardised scale) m sines represent on a box of
 # half-width L = c S: 2 L q / (pi m).
 hilbert_l_min <- function(kernel, L, m) 2 * L * hilbert_constants(kernel)$q / (pi * m)
+
+# Its inverse: the sines (unrounded) a box of half-width L needs for
+# lengthscales down to l.
+hilbert_sines_for <- function(kernel, L, l) 2 * L * hilbert_constants(kernel)$q / (pi * l)
 
 hilbert_one <- function(spec, Xg, Xs, st, sc, ysc, control, col, by, n_terms) {
   d <- ncol(Xs)
@@ -317,20 +325,19 @@ hilbert_adapt <- function(setup, res, max_basis = 2000L) {
     h <- setup$terms$gp[[i]]$hilbert
     d <- length(h$m)
     ls <- rep(exp(res$specs[[i]]$log_ls), length.out = d)
-    kc <- hilbert_constants(k$kernel)
-    c_rule <- function(l) pmax(1.2, kc$a1 * l / h$S, 1 + kc$r * l / (2 * h$S))
+    c_rule <- function(l) hilbert_c_rule(k$kernel, l, h$S)
     m <- h$m
     cc <- h$c
     short <- ls < 1.1 * h$l_min
     c_short <- pmin(cc, c_rule(1.375 * h$l_min))
-    m_short <- as.integer(ceiling(2 * c_short * h$S * kc$q / (pi * 0.5 * h$l_min) * (1 - 1e-10)))
+    m_short <- as.integer(ceiling(hilbert_sines_for(k$kernel, c_short * h$S, 0.5 * h$l_min) * (1 - 1e-10)))
     m[short] <- m_short[short]
     cc[short] <- c_short[short]
     long <- c_rule(ls) > cc * (1 + 1e-8) & cc < wide
     if (any(long)) {
       c_new <- pmin(wide, c_rule(1.25 * ls))
       # (enough sines for half the fitted lengthscale on the wider box)
-      m_need <- as.integer(ceiling(2 * c_new * h$S * kc$q / (pi * 0.5 * ls)))
+      m_need <- as.integer(ceiling(hilbert_sines_for(k$kernel, c_new * h$S, 0.5 * ls)))
       m[long] <- pmax(m[long], m_need[long])
       cc[long] <- c_new[long]
     }
@@ -387,8 +394,7 @@ hilbert_table <- function(fit) {
     h <- g$hilbert
     d <- length(h$m)
     ls <- rep(exp(s$log_ls), length.out = d)
-    k <- hilbert_constants(s$kernel)
-    c_req <- pmax(1.2, k$a1 * ls / h$S, 1 + k$r * ls / (2 * h$S))
+    c_req <- hilbert_c_rule(s$kernel, ls, h$S)
     edf <- edf %||% component_edf(fit)
     sc <- rep(g$scaling$scale, length.out = d)
     status <- if (!isTRUE(s$learn_kernel)) rep("fixed", d)
