@@ -294,6 +294,10 @@ engine_collect.engine_vi <- function(engine, fit, res) {
   fit$discrete <- isTRUE(res$discrete)
   fit$discrete_bins <- if (fit$discrete) res$bins  # values per input it rounded to (0: exact values)
   fit$passes <- res$passes  # passes over the data (rows or values) in the fit
+  # a Gaussian fit without inducing points (fixed bases: Hilbert, factor and
+  # linear terms) has no variational gap: say so where the objective is named
+  if (isTRUE(res$exact_objective))
+    fit$engine$objective_note <- "here the log marginal likelihood itself: a Gaussian fit on fixed bases, no inducing points"
   fit$control$distributed <- res$distributed
   fit
 }

@@ -76,7 +76,9 @@ lik_param_line <- function(x, digits) {
 #' Gamma model, 1 otherwise (as `sigma()` of a [glm()]: the square root of
 #' the dispersion); `logLik()` the objective the engine maximised (its name is in
 #' `fit$engine$objective`): for `inference = "vi"` the ELBO, a lower bound on
-#' the log marginal likelihood, for `inference = "ep"` the EP estimate of the
+#' the log marginal likelihood (equal to it for a Gaussian fit whose terms all
+#' have fixed bases, `gp(basis = "hilbert")`, factor and linear terms; the
+#' summary says which), for `inference = "ep"` the EP estimate of the
 #' log marginal likelihood, with `df` the number of estimated
 #' hyperparameters plus parametric coefficients; `fitted()` the posterior
 #' mean response at the data; `terms()` the terms of the model frame (all

@@ -349,6 +349,7 @@ Rcpp::List svgp_fit(Eigen::Map<Eigen::MatrixXd> X, Eigen::Map<Eigen::VectorXd> y
     out["rank_loss"] = model.rank_loss();
     out["discrete"] = model.data().discrete();
     out["passes"] = static_cast<double>(model.data().passes());
+    out["exact_objective"] = model.exact_objective();
     if (model.data().discrete()) out["feature_means"] = model.data().discrete_feature_means(pfor);
     if (model.data().discrete() && shards.isNull()) {
       // the fitted latent predictor: the rows' own values (nothing rounded),

@@ -190,7 +190,11 @@ test_that("a Gaussian fit at fixed hyperparameters is the Bayesian linear model 
     # the ELBO at the exact posterior is the log marginal likelihood
     expect_close(logLik(fit), ldmvnorm0(d$y - off, tcrossprod(P) + diag(0.09 / w)), 1e-6)
     expect_equal(fit$params$gp[[1]]$basis, ncol(P))
+    # and summary() says so; with inducing points the ELBO stays a lower bound
+    expect_match(summary(fit)$objective_note, "log marginal likelihood itself", fixed = TRUE)
   }
+  ind <- gpgam(y ~ gp(x1), data = d, control = qctl(inducing = 10, fixed = "sigma", sigma = 0.3, iterations = 1))
+  expect_match(summary(ind)$objective_note, "lower bound", fixed = TRUE)
 })
 
 test_that("Hilbert terms are centred over the data and the predictor is unchanged", {

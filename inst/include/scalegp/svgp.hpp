@@ -168,6 +168,10 @@ class Svgp : public NaturalQ {
     return true;
   }
 
+  // Whether the last fit() took the fixed-design path: its q is then the
+  // exact posterior, and the ELBO the log marginal likelihood itself.
+  bool exact_objective() const { return static_cast<bool>(fixed_); }
+
   // The fixed design's statistics: G = sum w psi psi' (M x M), b = sum w (y - o) psi
   // and the totals.  One natural pass of a copy of the model at unit scales
   // (hilbert sd 1, factor variance 1, linear prior sd 1), q's mean zero and
