@@ -112,8 +112,11 @@ gp_setup <- function(parsed, mf, fam, control) {
     pt <- stats::delete.response(terms(parsed$param))
     Xp <- stats::model.matrix(pt, mf)
     psc <- param_scaling(Xp)
-    if (ncol(Xp) > 1 && qr(Xp)$rank < ncol(Xp))  # (one column: param_scaling() refuses a constant one)
-      warning("the parametric design is rank deficient; its coefficients are identified only by the prior",
+    qp <- if (ncol(Xp) > 1) qr(Xp)  # (one column: param_scaling() refuses a constant one)
+    if (!is.null(qp) && qp$rank < ncol(Xp))  # the columns lm() would give NA (aliased with earlier ones)
+      warning("the parametric design is rank deficient (",
+              paste0("'", colnames(Xp)[qp$pivot[-seq_len(qp$rank)]], "'", collapse = ", "),
+              " aliased with earlier columns); its coefficients are identified only by the prior",
               call. = FALSE)
     if (ncol(Xp) >= sum(w > 0))
       warning(sprintf("the parametric terms (%s) have %d coefficients for %d rows; they cannot be estimated well",

@@ -373,3 +373,17 @@ test_that("a count given as inducing locations, threads above the cores, gp() te
   fl <- gpgam(list(y ~ gp(x), ~ x), data = d, family = mgcv::gaulss(), control = bad_ctl())
   expect_error(gp_check(fl), "'fit' is a location-scale \\(gaulss\\) fit")
 })
+
+test_that("aliased parametric columns warn, naming the columns lm() would give NA", {
+  set.seed(4)
+  d <- data.frame(x = runif(80), z1 = rnorm(80), f = factor(rep(c("a", "b"), 40)))
+  d$z2 <- 2 * d$z1
+  d$g <- factor(ifelse(d$f == "a", "u", "v"))
+  d$y <- sin(6 * d$x) + d$z1 + rnorm(80, sd = 0.3)
+  expect_warning(gpgam(y ~ gp(x) + z1 + z2, data = d, control = bad_ctl()),
+                 "rank deficient \\('z2' aliased with earlier columns\\)")
+  expect_warning(gpgam(y ~ gp(x) + f + g + z1, data = d, control = bad_ctl()),
+                 "rank deficient \\('gv' aliased")
+  expect_identical(names(stats::coef(stats::lm(y ~ x + f + g + z1, d)))[is.na(stats::coef(stats::lm(y ~ x + f + g + z1, d)))],
+                   "gv")
+})
