@@ -49,6 +49,17 @@ NULL
 #' chevron is an option, not the default (`bench/qsgp_chevron.R` in the
 #' sources measures both).
 #'
+#' A Gaussian fit under either covariance estimates the noise too large and
+#' the kernel variances too small.  The ELBO's expected residual adds, per
+#' weight, its posterior variance times its feature's sum of squares; with
+#' a diagonal covariance each of the thousands of correlated features counts
+#' up to one "degree of freedom" there, where the coupled posterior counts
+#' the term's effective degrees of freedom.  At a fixed kernel the noise
+#' that maximises the ELBO is then the residual variance divided by
+#' (rows - features counted) instead of (rows - edf).  The fit lowers the
+#' kernel variances to count fewer features.  The posterior means are much
+#' less affected.  For a Gaussian model `inference = "vi"` has no such bias.
+#'
 #' Each iteration samples, uniformly with replacement, `batch_size` rows
 #' ([gp_control()]; 500 by default) and, per `gp()` term, two independent
 #' sets of `feature_batch` features; the paper's unbiased estimator of the
@@ -735,5 +746,6 @@ engine_notes.gpgam_qsgp <- function(fit) {
       "chevron posterior over the feature weights: it keeps the posterior correlations of the dense columns' weights only"
     else "mean-field posterior over the feature weights: its standard errors, and the term tests built on them, ignore the weights' posterior correlations; the standard errors can be too small or too large, and too large ones cost the tests their power",
     if (fit$likelihood != "gaussian")
-      "non-Gaussian likelihood: the iterations maximise a stochastic tangent-line lower bound on the ELBO; the ELBO shown is exact, from a final pass over all rows")
+      "non-Gaussian likelihood: the iterations maximise a stochastic tangent-line lower bound on the ELBO; the ELBO shown is exact, from a final pass over all rows"
+    else "Gaussian likelihood: with a posterior that is not coupled over all feature weights the ELBO counts each feature's posterior variance in the residual, so sigma comes out too large and the kernel variances too small (?qsgp_options); inference = \"vi\" has no such bias")
 }

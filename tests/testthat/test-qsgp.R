@@ -193,6 +193,7 @@ test_that("summary, predict, plot, logLik, simulate, anova and gp_check run on a
   out <- capture.output(print(s))
   expect_true(any(grepl("quadruply stochastic", out)))
   expect_true(any(grepl("no stationary-point test", out)))
+  expect_true(any(grepl("sigma comes out too large", out)))  # (a Gaussian fit: the mean field's noise bias)
   expect_equal(nrow(s$s.table), 2)
   expect_true(all(is.finite(s$s.table[, "Chi.sq"])))
   expect_equal(fit$params$gp[["gp(x1)"]]$basis, 256)
