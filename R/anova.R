@@ -143,7 +143,8 @@ variance_table <- function(object) {
   v <- apply(tt, 2, stats::var, na.rm = TRUE)
   edf_gp <- vapply(object$params$gp, `[[`, 1, "edf")
   asg <- object$terms$param_assign
-  edf <- c(edf_gp, as.numeric(table(factor(asg[asg > 0], levels = seq_len(ncol(tt) - length(edf_gp))))))
+  kept <- asg[param_kept(object$terms)]
+  edf <- c(edf_gp, as.numeric(table(factor(kept[kept > 0], levels = seq_len(ncol(tt) - length(edf_gp))))))
   tab <- data.frame(term = colnames(tt), variance = unname(v), share = unname(v / sum(v)), edf = unname(edf),
                     stringsAsFactors = FALSE)
   cbind(tab, term_test_columns(object, colnames(tt)))
@@ -167,7 +168,8 @@ term_test_columns <- function(object, labels) {
   for (j in setdiff(unique(asg), 0)) {
     k <- match(lab[j], labels)
     if (is.na(k)) next
-    idx <- which(asg == j)
+    idx <- intersect(which(asg == j), param_kept(object$terms))  # (aliased columns are 0, not tested)
+    if (!length(idx)) next
     b <- pp$coef[idx]
     V <- pp$vcov[idx, idx, drop = FALSE]
     stat <- tryCatch(sum(b * solve(V, b)), error = function(e) NA_real_)

@@ -241,6 +241,22 @@ param_scaling <- function(Xp) {
   list(center = ctr, scale = scl, A = A)
 }
 
+# The parametric scaling without the aliased columns `drop` (indexes of the
+# model matrix): they leave the internal design (internal_design() keeps the
+# columns `keep`), and A keeps a row for every model-matrix column but
+# columns only for the kept coefficients, so the dropped ones map to 0.
+drop_param_columns <- function(psc, drop) {
+  psc$keep <- setdiff(seq_len(ncol(psc$A)), drop)
+  psc$A <- psc$A[, psc$keep, drop = FALSE]
+  psc
+}
+# The model-matrix columns of the parametric terms that the fit estimates
+# (all but the aliased ones); integer(0) without parametric terms.
+param_kept <- function(terms) {
+  psc <- if (is.list(terms)) terms$param_scaling
+  if (is.null(psc)) integer(0) else psc$keep %||% seq_len(nrow(psc$A))
+}
+
 check_finite_columns <- function(mf, vars, what) {
   for (v in vars) {
     x <- mf[[v]]
@@ -293,7 +309,7 @@ internal_design <- function(mf, terms, Xs = list(), Xp = NULL) {
   })
   if (!is.null(terms$param)) {
     Xp <- Xp %||% stats::model.matrix(terms$param, mf, contrasts.arg = terms$contrasts)
-    blocks <- c(blocks, list(standardise(Xp, terms$param_scaling)))
+    blocks <- c(blocks, list(standardise(Xp, terms$param_scaling)[, param_kept(terms), drop = FALSE]))
   }
   X <- do.call(cbind, blocks)
   if (is.null(X)) X <- matrix(0, nrow(mf), 0)

@@ -170,7 +170,7 @@ collect_fit <- function(setup, res, control, engine) {
   # estimated quantities: kernel variances and lengthscales, coefficients, the
   # likelihood's own parameters (noise sd, shape, theta unless given; the
   # scaled t's scale and df unless given)
-  fit$df <- sum(vapply(fit$params$gp, function(g) 1 + length(g$lengthscale), 1)) + length(coef(fit)) +
+  fit$df <- sum(vapply(fit$params$gp, function(g) 1 + length(g$lengthscale), 1)) + length(param_kept(fit$terms)) +
     if (fit$likelihood == "scat") length(scat_param_names(fit)) else
       (!is.na(fit$params$sigma) || !is.null(fit$params$shape) || (!is.null(fit$params$theta) && !fixed_theta(fit)))
   lp <- fitted_latent(fit, setup, res)

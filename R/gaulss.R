@@ -153,7 +153,7 @@ gaulss_gpgam <- function(cl, envir, formulas, family, inference, control, model)
   cycles <- ctl1$options$cycles %||% 50L
   t0 <- proc.time()[["elapsed"]]
   # the homoscedastic start: the mean formula with the noise sd estimated
-  s0 <- gp_setup(p1, mf, fam_g, ctl1)
+  s0 <- gaulss_setup("mean", p1, mf, fam_g, ctl1)
   w_user <- s0$w
   s <- s0$yscaling$scale
   first <- gaulss_subfit(engine, s0, ctl1)
@@ -175,7 +175,7 @@ gaulss_gpgam <- function(cl, envir, formulas, family, inference, control, model)
   fam_s$theta <- 0.5
   ctl2 <- resolve_control(control, nrow(mf), engine, "gamma")
   ctl2$seed <- ctl1$seed
-  sg <- gp_setup(p2, mf2, fam_s, ctl2)
+  sg <- gaulss_setup("scale", p2, mf2, fam_s, ctl2)
   fg <- mean_f <- NULL
   mom_f <- first$mom
   objective <- -Inf
@@ -246,6 +246,14 @@ gaulss_gpgam <- function(cl, envir, formulas, family, inference, control, model)
                     if (is.finite(change)) sprintf(" (the last raised the joint ELBO by %.3g)", change) else ""),
             "increase gp_control(cycles = )", call. = FALSE)
   fit
+}
+
+# gp_setup() of the mean's or the scale's formula, its warnings saying which.
+gaulss_setup <- function(which, ...) {
+  withCallingHandlers(gp_setup(...), warning = function(w) {
+    warning("the ", which, " formula: ", conditionMessage(w), call. = FALSE)
+    invokeRestart("muffleWarning")
+  })
 }
 
 # One conditional fit: the engine's result, the fit object, the latent
@@ -594,7 +602,7 @@ deviance.gpgam_ls <- function(object, ...) {
 df.residual.gpgam_ls <- function(object, ...) {
   object$n - ls_edf(object$mean) - ls_edf(object$scale)
 }
-ls_edf <- function(f) sum(vapply(f$params$gp, `[[`, 1, "edf")) + length(coef(f))
+ls_edf <- function(f) sum(vapply(f$params$gp, `[[`, 1, "edf")) + length(param_kept(f$terms))
 
 #' @rdname gaulss
 #' @param nsim,seed as [stats::simulate()]: draws of new responses at the

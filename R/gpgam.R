@@ -16,6 +16,10 @@
 #' standardised scale), so their posterior is coupled with the GP and
 #' `coef()`/`vcov()` report its mean and covariance.  Without `gp()` terms (or
 #' with a flat GP) a Gaussian model reproduces the coefficients of [lm()].
+#' Parametric columns aliased with earlier ones (those [lm()] gives `NA`)
+#' leave the design with a warning naming them; as in mgcv, their
+#' coefficients are 0 with variance 0, and `summary()` and `anova()` do not
+#' test them.
 #' The objective is the evidence lower bound (ELBO), reported by [logLik()].
 #' A Gaussian fit can form its discretised sums on the workers of a parallel
 #' cluster that hold the rows in shards (`gp_control(cluster = )`, see

@@ -234,5 +234,5 @@ deviance.scalegp <- function(object, ...) deviance_explained(object)$deviance
 #' @rdname gpgam-methods
 #' @export
 df.residual.scalegp <- function(object, ...) {
-  object$n - sum(vapply(object$params$gp, `[[`, 1, "edf")) - length(coef(object))
+  object$n - sum(vapply(object$params$gp, `[[`, 1, "edf")) - length(param_kept(object$terms))
 }

@@ -113,11 +113,16 @@ gp_setup <- function(parsed, mf, fam, control) {
     Xp <- stats::model.matrix(pt, mf)
     psc <- param_scaling(Xp)
     qp <- if (ncol(Xp) > 1) qr(Xp)  # (one column: param_scaling() refuses a constant one)
-    if (!is.null(qp) && qp$rank < ncol(Xp))  # the columns lm() would give NA (aliased with earlier ones)
+    if (!is.null(qp) && qp$rank < ncol(Xp)) {
+      # the columns lm() would give NA (aliased with earlier ones) leave the
+      # internal design; their coefficients are 0 with variance 0, as mgcv's
+      aliased <- sort(qp$pivot[-seq_len(qp$rank)])
       warning("the parametric design is rank deficient (",
-              paste0("'", colnames(Xp)[qp$pivot[-seq_len(qp$rank)]], "'", collapse = ", "),
-              " aliased with earlier columns); its coefficients are identified only by the prior",
-              call. = FALSE)
+              paste0("'", colnames(Xp)[aliased], "'", collapse = ", "),
+              " aliased with earlier columns); ", if (length(aliased) > 1) "their coefficients are" else
+              "its coefficient is", " set to 0 (as mgcv's)", call. = FALSE)
+      psc <- drop_param_columns(psc, aliased)
+    }
     if (ncol(Xp) >= sum(w > 0))
       warning(sprintf("the parametric terms (%s) have %d coefficients for %d rows; they cannot be estimated well",
                       paste(c(if (parsed$intercept) "intercept", attr(pt, "term.labels")), collapse = ", "),
@@ -127,8 +132,8 @@ gp_setup <- function(parsed, mf, fam, control) {
     terms$contrasts <- attr(Xp, "contrasts")
     terms$param_assign <- attr(Xp, "assign")
     terms$xlevels <- stats::.getXlevels(pt, mf)
-    comps[[length(comps) + 1]] <- list(kind = "linear", cols = col + seq_len(ncol(Xp)) - 1L,
-                                       prior_sd = rep(100, ncol(Xp)))
+    np <- length(param_kept(terms))
+    comps[[length(comps) + 1]] <- list(kind = "linear", cols = col + seq_len(np) - 1L, prior_sd = rep(100, np))
   }
   if (length(comps) == 0) stop_arg("formula", "has no terms (no gp(), no parametric terms, no intercept)")
   terms$full <- with_predvars(stats::delete.response(terms(parsed$full)), attr(mf, "terms"))

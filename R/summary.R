@@ -43,6 +43,8 @@ summary.gpgam <- function(object, ...) {
   pp <- param_posterior(object)
   se <- sqrt(diag(pp$vcov))
   z <- pp$coef / se
+  aliased <- setdiff(seq_along(pp$coef), param_kept(object$terms))  # set to 0, variance 0: no test
+  z[aliased] <- NA
   coefs <- cbind(Estimate = pp$coef, `Std. Error` = se, `z value` = z, `Pr(>|z|)` = 2 * stats::pnorm(-abs(z)))
   av <- if (!is.null(object$model)) variance_table(object) else NULL
   terms <- do.call(rbind, lapply(object$params$gp, function(g) {
@@ -57,6 +59,9 @@ summary.gpgam <- function(object, ...) {
   warn <- c(if (!object$converged)
               paste0("the fit did not converge (", object$stop %||% "stopping rule not met",
                      "); see gp_check(fit) and plot(fit, which = \"trace\")"),
+            if (length(aliased))
+              paste0("the parametric design is rank deficient: ", paste0("'", names(pp$coef)[aliased], "'", collapse = ", "),
+                     " (aliased with earlier columns) set to 0"),
             engine_notes(object))
   fit_stats <- deviance_explained(object)
   structure(list(call = object$call, family = object$family$family, link = link_name(object), n = object$n,
@@ -176,7 +181,7 @@ deviance_explained <- function(object) {
   dev <- sum(fam$dev.resids(y, mu, w))
   x0 <- matrix(1, length(y), as.integer(object$intercept))
   null <- suppressWarnings(stats::glm.fit(x0, y, weights = w, offset = object$offset, family = fam))$deviance
-  edf <- sum(vapply(object$params$gp, `[[`, 1, "edf")) + length(coef(object))
+  edf <- sum(vapply(object$params$gp, `[[`, 1, "edf")) + length(param_kept(object$terms))
   r.sq <- if (link_name(object) == "identity") {
     df <- max(1, length(y) - edf)
     1 - sum(w * (y - mu)^2) / df / (sum(w * (y - stats::weighted.mean(y, w))^2) / (length(y) - 1))

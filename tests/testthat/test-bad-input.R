@@ -374,16 +374,40 @@ test_that("a count given as inducing locations, threads above the cores, gp() te
   expect_error(gp_check(fl), "'fit' is a location-scale \\(gaulss\\) fit")
 })
 
-test_that("aliased parametric columns warn, naming the columns lm() would give NA", {
+test_that("aliased parametric columns warn, naming the columns lm() would give NA, and are dropped", {
   set.seed(4)
   d <- data.frame(x = runif(80), z1 = rnorm(80), f = factor(rep(c("a", "b"), 40)))
   d$z2 <- 2 * d$z1
   d$g <- factor(ifelse(d$f == "a", "u", "v"))
   d$y <- sin(6 * d$x) + d$z1 + rnorm(80, sd = 0.3)
   expect_warning(gpgam(y ~ gp(x) + z1 + z2, data = d, control = bad_ctl()),
-                 "rank deficient \\('z2' aliased with earlier columns\\)")
-  expect_warning(gpgam(y ~ gp(x) + f + g + z1, data = d, control = bad_ctl()),
+                 "rank deficient \\('z2' aliased with earlier columns\\); its coefficient is set to 0")
+  expect_warning(fa <- gpgam(y ~ gp(x) + f + g + z1, data = d, control = bad_ctl()),
                  "rank deficient \\('gv' aliased")
   cl <- stats::coef(stats::lm(y ~ x + f + g + z1, d))  # (the column lm() gives NA is the one named)
   expect_identical(names(cl)[is.na(cl)], "gv")
+  # the aliased column leaves the design: the fit is the one without it, and
+  # its coefficient is 0 with variance 0, untested (as mgcv's)
+  fr <- gpgam(y ~ gp(x) + f + z1, data = d, control = bad_ctl())
+  b <- coef(fa)
+  expect_identical(names(b), c("(Intercept)", "fb", "gv", "z1"))
+  expect_identical(unname(b["gv"]), 0)
+  for (nm in names(coef(fr))) expect_equal(b[[nm]], coef(fr)[[nm]], tolerance = 1e-6)
+  expect_equal(fa$objective, fr$objective, tolerance = 1e-8)
+  V <- vcov(fa)
+  expect_true(all(V["gv", ] == 0) && all(V[, "gv"] == 0))
+  expect_equal(unname(diag(V)[c(1, 2, 4)]), unname(diag(vcov(fr))), tolerance = 1e-6)
+  expect_equal(fa$df, fr$df)
+  expect_equal(df.residual(fa), df.residual(fr), tolerance = 1e-8)
+  s <- summary(fa)
+  expect_true(is.na(s$coefficients["gv", "z value"]) && is.na(s$coefficients["gv", "Pr(>|z|)"]))
+  expect_match(s$warnings, "'gv' \\(aliased with earlier columns\\) set to 0", all = FALSE)
+  a <- anova(fa)
+  expect_identical(a$edf[a$term == "g"], 0)
+  expect_true(is.na(a[["p-value"]][a$term == "g"]))
+  expect_equal(a$edf[a$term == "f"], 1)
+  nd <- d[1:5, ]
+  expect_equal(predict(fa, nd), predict(fr, nd), tolerance = 1e-6)
+  X <- predict(fa, nd, type = "lpmatrix")
+  expect_equal(unname(drop(X %*% coef(fa, full = TRUE))), unname(predict(fa, nd)), tolerance = 1e-10)
 })

@@ -234,6 +234,10 @@ test_that("gaulss refusals name the argument", {
                      na.action = na.fail), "'na.action' failed: missing values")
   expect_warning(gpgam(list(y ~ gp(x), ~ 1), data = d, family = "gaulss",
                        control = gp_control(verbose = FALSE, inducing = 8, sigma = 1)), "do not apply")
+  d$z2 <- 2 * d$z  # (a setup's warning names the formula it is about)
+  expect_warning(fz <- gpgam(list(y ~ gp(x), ~ z + z2), data = d, family = mgcv::gaulss(), control = ctl),
+                 "^the scale formula: the parametric design is rank deficient \\('z2'")
+  expect_identical(unname(coef(fz)["z2.1"]), 0)
 })
 
 test_that("gaulss fits enlarge a Hilbert basis that is too small, as gpgam() does", {
