@@ -11,7 +11,8 @@
 #' over the same inputs (a GP over several inputs plays the role of a tensor
 #' product smooth; a vector `k` of `te()` gives `prod(k)` inducing points),
 #' and `ti(x1, x2)` as the pure interaction of its inputs (their main effects
-#' removed from the kernel, whatever else is in the formula).  `by =` works as
+#' removed from the kernel, whatever else is in the formula); `ti(x1)` of one
+#' input is its main effect, as in mgcv's `y ~ ti(x1) + ti(x2) + ti(x1, x2)`.  `by =` works as
 #' in mgcv: a numeric `by = z` gives the varying-coefficient term
 #' f(x) z (not centred; `plot()` shows f), a factor `by = g` one
 #' curve per level, each centred over its level's rows when the formula has
@@ -256,10 +257,13 @@ mgcv_term <- function(e, env) {
   spec <- eval(as.call(c(list(gp), args)), env)
   if (re) spec$mgcv_re <- TRUE
   if (fun == "ti") {
-    if (length(spec$vars) < 2) stop_arg("formula", "ti() needs at least two inputs (the interaction of them)")
-    if (identical(spec$basis, "hilbert"))
-      stop_arg("basis", "= \"hilbert\" is not supported for ti() (a pure interaction) yet; use basis = \"inducing\"")
-    spec$pure <- TRUE
+    # ti() of one input is its main effect (mgcv's y ~ ti(x) + ti(z) + ti(x, z));
+    # of several, the pure interaction
+    if (length(spec$vars) > 1) {
+      if (identical(spec$basis, "hilbert"))
+        stop_arg("basis", "= \"hilbert\" is not supported for ti() (a pure interaction) yet; use basis = \"inducing\"")
+      spec$pure <- TRUE
+    }
     spec$label <- sub("^gp\\(", "ti(", spec$label)
   }
   spec

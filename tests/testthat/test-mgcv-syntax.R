@@ -148,7 +148,12 @@ test_that("mgcv's arguments without meaning for a GP are ignored with a warning 
                    info = a)
   }
   expect_warning(gpgam(y ~ te(x1, x2, bs = "cr"), data = d, control = syn_ctl()), "te\\(\\): mgcv's 'bs'")
-  expect_error(gpgam(y ~ ti(x1), data = d, control = syn_ctl()), "ti\\(\\) needs at least two inputs")
+  # ti() of one input is its main effect: the fit of gp() of it, labelled ti()
+  ft <- gpgam(y ~ ti(x1) + x2, data = d, control = syn_ctl())
+  fs <- gpgam(y ~ gp(x1) + x2, data = d, control = syn_ctl())
+  expect_equal(logLik(ft), logLik(fs), tolerance = 1e-12)
+  expect_identical(colnames(predict(ft, type = "terms")), c("ti(x1)", "x2"))
+  expect_false(ft$terms$gp[[1]]$spec$pure)
   # bs = "re": gp() of a factor is the random effect already (no warning, the
   # same fit as gp(g)); of a numeric input mgcv's random slope is not a gp()
   # term, which a warning says
