@@ -137,9 +137,7 @@ variance_table <- function(object) {
   if (is.null(object$model)) stop_arg("object", "was fitted with model = FALSE; anova() needs the model frame")
   mf <- object$model
   if (nrow(mf) > 1e5) mf <- mf[unique(round(seq(1, nrow(mf), length.out = 1e5))), , drop = FALSE]
-  nd <- new_design(object, NULL, stats::na.pass, mf = mf)
-  lp <- latent_predict(object, nd$X[nd$ok, , drop = FALSE], nd$offset[nd$ok], terms = TRUE)
-  tt <- predict_terms(object, nd, lp)$fit
+  tt <- terms_at_frame(object, mf)
   v <- apply(tt, 2, stats::var, na.rm = TRUE)
   edf_gp <- vapply(object$params$gp, `[[`, 1, "edf")
   asg <- object$terms$param_assign

@@ -110,7 +110,7 @@ plot.gpgam <- function(x, which = c("terms", "trace"), residuals = FALSE, rug = 
   # partial residuals: each term at the data plus the working residuals
   # (at the fitting rows: predict() pads the rows na.exclude dropped)
   presid <- if (isTRUE(residuals) && !is.null(data_rows))
-    predict(x, data_rows, type = "terms") + residuals_at(x, "working")
+    terms_at_frame(x, data_rows) + residuals_at(x, "working")
   for (i in seq_along(panels)) {
     panels[[i]] <- add_data(x, panels[[i]], data_rows, presid, rug)
     if (panels[[i]]$kind == "2d" && too.far > 0 && !is.null(data_rows)) {  # (as mgcv's exclude.too.far())

@@ -217,6 +217,16 @@ internal_design_na <- function(mf, terms) {
   internal_design(mf, terms)
 }
 
+# The terms' posterior means at the rows of a model frame `mf` of the fit
+# (its own, object$model, or rows of it): what predict(type = "terms") gives
+# at those rows, without re-evaluating the formula's variables (an
+# offset(log(t)) frame lacks t).
+terms_at_frame <- function(object, mf) {
+  nd <- new_design(object, NULL, stats::na.pass, mf = mf)
+  lp <- latent_predict(object, nd$X[nd$ok, , drop = FALSE], nd$offset[nd$ok], terms = TRUE)
+  predict_terms(object, nd, lp)$fit
+}
+
 # Columns per term: gp components from the engine, parametric terms x beta.
 predict_terms <- function(object, nd, lp) {
   ok <- nd$ok

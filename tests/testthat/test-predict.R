@@ -167,6 +167,20 @@ test_that("na.exclude pads fitted() and residuals() with NA", {
   expect_close(fitted(fo), na.omit(fitted(fit)), 1e-12)
 })
 
+test_that("plot()'s partial residuals and anova() work with an offset() of a transformed variable", {
+  # (the model frame holds offset(log(t)), not t: the terms are taken at the frame itself)
+  d <- pred_data()
+  d$t <- 1 + d$o
+  d$k <- rpois(nrow(d), d$t * exp(0.5 * sin(5 * d$x)))
+  fit <- gpgam(k ~ gp(x) + z + offset(log(t)), data = d, family = poisson(), control = pred_ctl())
+  pdf(NULL)
+  pp <- plot(fit, residuals = TRUE)
+  dev.off()
+  tt <- predict(fit, d, type = "terms")
+  expect_close(pp[[1]]$p.resid, tt[, "gp(x)"] + residuals(fit, type = "working"), 1e-10)
+  expect_identical(anova(fit)$term, c("gp(x)", "z"))
+})
+
 test_that("update() refits with a changed formula", {
   d <- pred_data()
   fit <- gpgam(y ~ gp(x) + z + f, data = d, control = pred_ctl())
