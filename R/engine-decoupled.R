@@ -385,9 +385,9 @@ param_posterior.gpgam_decoupled <- function(fit, ...) param_posterior.gpgam(fit,
 # gp() term as one more column, s (k(x, A) a - its data average when the term
 # is centred), with weight 1 and no posterior variance (a fixed function of the
 # fit, as an offset; its name is the term's label with ".mean").
-weight_posterior.gpgam_decoupled <- function(fit, X = NULL, ...) {
+weight_posterior.gpgam_decoupled <- function(fit, X = NULL, by_term = FALSE, ...) {
   b <- fit$state$basis
-  out <- weight_posterior.gpgam(fit, X, shift = b$center)
+  out <- weight_posterior.gpgam(fit, X, shift = b$center, by_term = by_term)
   lab <- paste0(fit$terms$gp[[1]]$spec$label, ".mean")
   k <- length(out$coef)
   out$coef <- c(out$coef, stats::setNames(1, lab))
@@ -397,6 +397,7 @@ weight_posterior.gpgam_decoupled <- function(fit, X = NULL, ...) {
   if (!is.null(X)) {
     r <- fit$scaling$y$scale * (.decoupled_mean(fit$state$specs[[b$index]], b$A, b$a, X, fit$control$threads) - b$center)
     out$basis <- cbind(out$basis, matrix(r, ncol = 1, dimnames = list(NULL, lab)))
+    if (by_term) out$basis_term <- c(out$basis_term, 1L)
   }
   out
 }

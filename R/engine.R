@@ -31,7 +31,7 @@
 #   term_projection(fit, X)         per gp() term, its centred posterior mean and covariance at rows X
 #                                   projected on an orthonormal basis of their span (term tests)
 #   latent_draws(fit, X, nsim)      posterior draws of the latent predictor at rows X (internal scale, no offset)
-#   weight_posterior(fit, X = NULL) mean and covariance of all weights (parametric, then gp() terms'; data scale); at rows X the gp() lpmatrix columns and the variance they leave out
+#   weight_posterior(fit, X = NULL, by_term = FALSE) mean and covariance of all weights (parametric, then gp() terms'; data scale); at rows X the gp() lpmatrix columns and the variance they leave out (by_term: per term too, basis_term and resid_terms)
 #   parameter_names(fit, n)         names of the n entries of the fit's gradient
 #   engine_label(fit)               one line naming the engine and its mode
 #   engine_notes(fit)               warnings for summary()

@@ -354,6 +354,8 @@ predict.gpgam_ls <- function(object, newdata, type = c("link", "response", "term
                              na.action = stats::na.pass, terms = NULL,
                              interval = c("none", "confidence", "prediction"), level = 0.95, ...) {
   type <- match.arg(type)
+  if (!is.null(list(...)$exclude))
+    stop_arg("exclude", "is not supported for location-scale (gaulss) fits; take the terms from type = \"terms\"")
   interval <- match.arg(interval)
   if (!is.logical(se.fit) || length(se.fit) != 1 || is.na(se.fit)) stop_arg("se.fit", "must be TRUE or FALSE")
   if (interval != "none") {

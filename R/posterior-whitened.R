@@ -122,9 +122,12 @@ param_map <- function(fit, shift = 0) {
 # columns times the weights are the link prediction without the offset; the
 # part of the latent variance that the inducing points leave at each row
 # (the prior's k(x, x) - phi(x)'phi(x), data scale) is `resid`.  `shift`:
-# as in param_posterior().  An engine that keeps another posterior (its own
-# posterior_state()) and has no weight_posterior() method is refused.
-weight_posterior.gpgam <- function(fit, X = NULL, shift = 0, ...) {
+# as in param_posterior().  With `by_term`, also the gp() term of each
+# column (`basis_term`) and each term's part of `resid` (`resid_terms`, a
+# column per term), for predict(exclude = ).  An engine that keeps another
+# posterior (its own posterior_state()) and has no weight_posterior() method
+# is refused.
+weight_posterior.gpgam <- function(fit, X = NULL, shift = 0, by_term = FALSE, ...) {
   if (!whitened_posterior(fit)) refuse_weights(fit)
   st <- fit$state
   s <- fit$scaling$y$scale
@@ -144,6 +147,11 @@ weight_posterior.gpgam <- function(fit, X = NULL, shift = 0, ...) {
     out$basis <- f$Phi[, gp, drop = FALSE]
     dimnames(out$basis) <- list(NULL, labs)
     out$resid <- s^2 * f$resid
+    if (by_term) {
+      out$basis_term <- rep(seq_along(blocks), lengths(blocks))
+      out$resid_terms <- s^2 * vapply(seq_along(blocks), function(i)
+        .gp_features(st$specs[i], X, fit$control$jitter, st$center[blocks[[i]]])$resid, numeric(nrow(X)))
+    }
   }
   out
 }

@@ -31,6 +31,14 @@
 #'   in [predict.lm()]); `NULL`: all.  Ignored by `type = "link"` and
 #'   `"response"` (as by [predict.lm()]: the prediction has every term);
 #'   refused with `type = "lpmatrix"` (select the matrix's columns by name).
+#' @param exclude labels of terms (as `type = "terms"` names them) to leave
+#'   out, as mgcv's `exclude`: `"link"` and `"response"` predict without
+#'   them (their posterior means subtracted, the standard errors those of the
+#'   remaining terms jointly, from the weights' posterior: not available for
+#'   `inference = "qsgp"`), `"terms"` drops their columns and
+#'   `"lpmatrix"` sets their columns to 0 (and their part of
+#'   `"nonbasis.var"`).  E.g. `exclude = "gp(subject)"` predicts for a new
+#'   subject at the random effect's mean.  `NULL` (default): none.
 #' @param interval with `type = "link"` or `"response"`, as in
 #'   [predict.lm()]: `"none"` (default), `"confidence"` or `"prediction"`;
 #'   the result is then a matrix with columns `fit`, `lwr`, `upr`.
@@ -99,10 +107,11 @@
 #'   sd = sqrt(drop(a %*% vcov(fit, full = TRUE) %*% a)))
 #' @export
 predict.gpgam <- function(object, newdata, type = c("link", "response", "terms", "lpmatrix"), se.fit = FALSE,
-                          na.action = stats::na.pass, terms = NULL,
+                          na.action = stats::na.pass, terms = NULL, exclude = NULL,
                           interval = c("none", "confidence", "prediction"), level = 0.95, ...) {
   type <- match.arg(type)
   interval <- match.arg(interval)
+  check_exclude(object, exclude)
   if (interval != "none") {
     why <- interval_refusal(object, type, interval)
     if (!is.null(why)) stop_arg("interval", why)
@@ -117,7 +126,7 @@ predict.gpgam <- function(object, newdata, type = c("link", "response", "terms",
                "see ?predict.gpgam)")
     if (!is.null(terms))
       stop_arg("terms", "is for type = \"terms\"; with type = \"lpmatrix\" select the matrix's columns by name")
-    Xp <- predict_lpmatrix(object, new_design(object, newdata, na.action))
+    Xp <- predict_lpmatrix(object, new_design(object, newdata, na.action), exclude)
     if (!missing(newdata) && !is.null(newdata)) return(Xp)
     # (the fitting rows: padded as the other types, its attributes too, as mgcv pads)
     at <- attributes(Xp)[c("model.offset", "nonbasis.var")]
@@ -128,10 +137,16 @@ predict.gpgam <- function(object, newdata, type = c("link", "response", "terms",
   pad <- if (missing(newdata) || is.null(newdata)) function(x) pad_fitting_rows(object, x) else identity
   nd <- new_design(object, newdata, na.action)
   ok <- nd$ok
-  lp <- latent_predict(object, nd$X[ok, , drop = FALSE], nd$offset[ok], terms = type == "terms")
+  lp <- latent_predict(object, nd$X[ok, , drop = FALSE], nd$offset[ok], terms = type == "terms" || length(exclude))
   fill <- function(v) { out <- rep(NA_real_, length(ok)); out[ok] <- v; names(out) <- nd$names; out }
+  if (length(exclude) && type != "terms") lp <- exclude_terms(object, nd, lp, exclude, se.fit || interval != "none")
   if (type == "terms") {
     tt <- predict_terms(object, nd, lp)
+    if (length(exclude)) {
+      const <- attr(tt$fit, "constant")
+      tt <- lapply(tt, function(m) m[, setdiff(colnames(m), exclude), drop = FALSE])
+      attr(tt$fit, "constant") <- const
+    }
     if (!is.null(terms)) {
       bad <- setdiff(terms, colnames(tt$fit))
       if (!is.character(terms) || length(bad))
@@ -153,6 +168,34 @@ predict.gpgam <- function(object, newdata, type = c("link", "response", "terms",
   if (interval != "none") fit <- interval_columns(object, type, interval, level, fit, fill(lp$fit), fill(lp$se))
   if (!se.fit) return(pad(fit))
   list(fit = pad(fit), se.fit = pad(se), residual.scale = sigma(object))
+}
+
+# predict(exclude = ): labels of the fit's terms (type = "terms" columns).
+check_exclude <- function(object, exclude) {
+  if (is.null(exclude)) return(invisible())
+  labs <- c(vapply(object$terms$gp, function(g) g$spec$label, ""),
+            if (!is.null(object$terms$param)) attr(object$terms$param, "term.labels"))
+  if (!is.character(exclude) || anyNA(exclude) || length(setdiff(exclude, labs)))
+    stop_arg("exclude", "must be labels of the fit's terms: ", paste0("\"", labs, "\"", collapse = ", "))
+}
+
+# The link prediction lp (latent_predict() with terms) without the terms
+# `exclude`: its mean minus their means (type = "terms" columns); with `se`,
+# its sd from the lpmatrix with their columns and their part of the
+# non-basis variance set to 0 (the joint posterior of the other weights).
+exclude_terms <- function(object, nd, lp, exclude, se) {
+  ok <- nd$ok
+  tt <- predict_terms(object, nd, lp)$fit
+  lp$fit <- lp$fit - rowSums(tt[ok, exclude, drop = FALSE])
+  if (se) {
+    Xp <- tryCatch(predict_lpmatrix(object, nd, exclude), error = function(e)
+      stop_arg("exclude", "with standard errors or intervals needs the posterior of the basis weights, which ",
+               "inference = \"", object$engine$name, "\" does not give (predict() without se.fit works)"))
+    V <- vcov(object, full = TRUE)
+    Xk <- Xp[ok, , drop = FALSE]
+    lp$se <- sqrt(pmax(rowSums((Xk %*% V) * Xk) + attr(Xp, "nonbasis.var")[ok], 0))
+  }
+  lp
 }
 
 # A prediction (vector or matrix) at the fitting rows padded with NA where
@@ -265,9 +308,9 @@ predict_terms <- function(object, nd, lp) {
 # The lpmatrix of predict(type = "lpmatrix"): the parametric model matrix of
 # the new rows, then the gp() terms' columns from the engine
 # (weight_posterior()); NA rows where the design has missing values.
-predict_lpmatrix <- function(object, nd) {
+predict_lpmatrix <- function(object, nd, exclude = NULL) {
   ok <- nd$ok
-  wp <- weight_posterior(object, nd$X[ok, , drop = FALSE])
+  wp <- weight_posterior(object, nd$X[ok, , drop = FALSE], by_term = length(exclude) > 0)
   Xp <- matrix(NA_real_, length(ok), length(wp$coef), dimnames = list(nd$names, names(wp$coef)))
   np <- 0L
   if (!is.null(object$terms$param)) {
@@ -282,6 +325,13 @@ predict_lpmatrix <- function(object, nd) {
   attr(Xp, "model.offset") <- ifelse(ok, nd$offset, NA_real_)
   nb <- rep(NA_real_, length(ok))
   nb[ok] <- wp$resid
+  if (length(exclude)) {  # (their columns 0, and their part of the non-basis variance)
+    gl <- vapply(object$terms$gp, function(g) g$spec$label, "")
+    drop <- np + which(wp$basis_term %in% match(exclude, gl))
+    if (np) drop <- c(drop, which(attr(Xm, "assign") %in% match(exclude, attr(object$terms$param, "term.labels"))))
+    Xp[ok, drop] <- 0
+    nb[ok] <- nb[ok] - rowSums(wp$resid_terms[, intersect(match(exclude, gl), seq_along(gl)), drop = FALSE])
+  }
   attr(Xp, "nonbasis.var") <- nb
   Xp
 }

@@ -238,6 +238,7 @@ test_that("gaulss refusals name the argument", {
   expect_warning(fz <- gpgam(list(y ~ gp(x), ~ z + z2), data = d, family = mgcv::gaulss(), control = ctl),
                  "^the scale formula: the parametric design is rank deficient \\('z2'")
   expect_identical(unname(coef(fz)["z2.1"]), 0)
+  expect_error(predict(fz, d[1:3, ], exclude = "z"), "'exclude' is not supported for location-scale")
 })
 
 test_that("gaulss fits enlarge a Hilbert basis that is too small, as gpgam() does", {

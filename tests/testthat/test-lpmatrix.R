@@ -154,3 +154,37 @@ test_that("bad input: se.fit, terms, interval with lpmatrix; engines without wei
   fr <- gpgam(y ~ gp(x) + z, data = d, inference = "rff", control = gp_control(features = 10, seed = 3, verbose = FALSE))
   expect_error(predict(fr, d[1:3, ], type = "lpmatrix"), "not available for inference = \"rff\", the random Fourier features")
 })
+
+test_that("predict(exclude = ) leaves terms out of the mean and, jointly, out of the standard errors", {
+  d <- lpm_data()
+  nd <- lpm_new()
+  # without an intercept, excluding one gp() term leaves the other, whose
+  # mean and sd type = "terms" computes by its own route
+  f0 <- gpgam(y ~ 0 + gp(x) + gp(x2), data = d, control = lpm_ctl())
+  q <- predict(f0, nd, exclude = "gp(x2)", se.fit = TRUE)
+  tq <- predict(f0, nd, type = "terms", se.fit = TRUE)
+  expect_close(q$fit, tq$fit[, "gp(x)"], 1e-10)
+  expect_rel(q$se.fit, tq$se.fit[, "gp(x)"], 1e-8, "se of the one term left")
+  # with a factor and a parametric term: the mean is the full one minus the
+  # terms'; the sd is that of the lpmatrix with their columns set to 0
+  fit <- gpgam(y ~ gp(x) + gp(f) + z, data = d, control = lpm_ctl())
+  p0 <- predict(fit, nd)
+  tt <- predict(fit, nd, type = "terms")
+  p1 <- predict(fit, nd, exclude = c("gp(f)", "z"), se.fit = TRUE)
+  expect_close(p1$fit, p0 - tt[, "gp(f)"] - tt[, "z"], 1e-10)
+  X <- predict(fit, nd, type = "lpmatrix", exclude = c("gp(f)", "z"))
+  expect_true(all(X[, c("z", grep("^gp\\(f\\)\\.", colnames(X), value = TRUE))] == 0))
+  expect_close(drop(X %*% coef(fit, full = TRUE)) + attr(X, "model.offset"), p1$fit, 1e-10)
+  V <- vcov(fit, full = TRUE)
+  expect_rel(p1$se.fit, sqrt(rowSums((X %*% V) * X) + attr(X, "nonbasis.var")), 1e-10, "se from the lpmatrix")
+  expect_true(all(p1$se.fit < predict(fit, nd, se.fit = TRUE)$se.fit))
+  expect_identical(colnames(predict(fit, nd, type = "terms", exclude = "gp(f)")), c("gp(x)", "z"))
+  r <- predict(fit, nd, type = "response", exclude = "gp(f)")
+  expect_close(r, predict(fit, nd, exclude = "gp(f)"), 1e-12)
+  expect_error(predict(fit, nd, exclude = "gp(x3)"), "'exclude' must be labels of the fit's terms")
+  scalegp::register_engine("rff", rff_engine, methods = rff_methods)
+  on.exit(scalegp::register_engine("rff", NULL))
+  fr <- gpgam(y ~ gp(x) + z, data = d, inference = "rff", control = gp_control(features = 10, seed = 3, verbose = FALSE))
+  expect_error(predict(fr, nd, exclude = "z", se.fit = TRUE), "'exclude' with standard errors.*\"rff\"")
+  expect_length(predict(fr, nd, exclude = "z"), nrow(nd))
+})
