@@ -247,8 +247,11 @@ new_model_frame <- function(object, newdata, na.action) {
   xl <- object$terms$full_xlevels
   for (v in intersect(names(xl), names(newdata))) {
     new <- setdiff(unique(as.character(newdata[[v]][!is.na(newdata[[v]])])), xl[[v]])
+    re <- Filter(function(g) g$type == "factor" && identical(g$spec$vars, v), object$terms$gp)
     if (length(new)) stop_arg("newdata", "has level(s) ", paste0("'", new, "'", collapse = ", "),
-                              " of factor '", v, "' not seen when fitting")
+                              " of factor '", v, "' not seen when fitting",
+                              if (length(re)) paste0(" (to predict at the random effect's mean, give a level seen ",
+                                                     "in the fit and exclude = \"", re[[1]]$spec$label, "\")"))
   }
   stats::model.frame(tt, newdata, na.action = na.action, xlev = xl)
 }

@@ -182,6 +182,9 @@ test_that("predict(exclude = ) leaves terms out of the mean and, jointly, out of
   r <- predict(fit, nd, type = "response", exclude = "gp(f)")
   expect_close(r, predict(fit, nd, exclude = "gp(f)"), 1e-12)
   expect_error(predict(fit, nd, exclude = "gp(x3)"), "'exclude' must be labels of the fit's terms")
+  nd$f <- as.character(nd$f)
+  nd$f[1] <- "new"
+  expect_error(predict(fit, nd), "level\\(s\\) 'new' of factor 'f' not seen.*exclude = \"gp\\(f\\)\"")
   scalegp::register_engine("rff", rff_engine, methods = rff_methods)
   on.exit(scalegp::register_engine("rff", NULL))
   fr <- gpgam(y ~ gp(x) + z, data = d, inference = "rff", control = gp_control(features = 10, seed = 3, verbose = FALSE))
