@@ -35,9 +35,11 @@ NULL
 #' full-batch fit of up to 4096 rows and then sets the mean and covariance to
 #' their closed-form optimum on all rows (see `pilot`; `bench/README.md` in
 #' the source repository compares the two routes on several data sets).  A
-#' Gaussian fit over all rows (the default up to 4096 rows) places all
+#' fit over all rows (the default up to 4096 rows, any family) places all
 #' bases at the start and runs L-BFGS over the same parameters with the
-#' posterior of the inducing variables optimal at each step; the bases and
+#' posterior of the inducing variables optimal at each step (for binomial
+#' and Poisson fits found by damped natural-gradient steps, as with
+#' `inference = "vi"`); the bases and
 #' inducing inputs move in its first 200 iterations only, and it stops at a
 #' stationary point of the ELBO in the others.  The bases use the kernel of the
 #' `gp()` term (the paper's generalised SE bases with their own lengthscales

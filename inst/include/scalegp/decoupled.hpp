@@ -24,11 +24,11 @@
 // over those values instead: DataPass's discretised pass with the mean
 // bases as a shift by value (evaluate_values()), the bases' gradient and
 // the mean system (mean_system()) over the values with their counts.
-//   All rows with a Gaussian likelihood: all mean bases are
-//   placed at the start, and L-BFGS/BFGS (fit_profile()) moves a, A, Z, the
-//   kernel hyperparameters and the noise with q optimal at each value (a
-//   natural step of size 1 is exact).
-//   Minibatches (or other likelihoods): natural steps on q, and Adam steps
+//   All rows (any likelihood): all mean bases are placed at the start, and
+//   L-BFGS/BFGS (fit_profile()) moves a, A, Z, the kernel hyperparameters
+//   and the noise with q optimal at each value (Gaussian: a natural step of
+//   size 1 is exact; other likelihoods: optimise_q()'s damped steps).
+//   Minibatches: natural steps on q, and Adam steps
 //   on a, A, Z, the kernel hyperparameters and the noise with the paper's
 //   step size lr / (1 + rate_decay sqrt(t)) (rate_decay: 0.1 from R).  Mean
 //   bases are added `add` per iteration at data rows drawn without
@@ -533,8 +533,7 @@ class Decoupled : public NaturalQ {
     Sampler sampler = begin_fit(pfor, rng);
     use_values(full_ || dopt.closed_form);
     if (dopt.closed_form && lik.family == Family::gaussian) return closed_form_fit();
-    if (full_ && opt.lbfgs && lik.family == Family::gaussian)  // (other families: the inner q loop over n x M_alpha is slow)
-      return fit_profile(*this, set, static_cast<double>(n()), monitor);
+    if (full_ && opt.lbfgs) return fit_profile(*this, set, static_cast<double>(n()), monitor);
     return fit_loop(*this, sampler, set, monitor, dopt.rate_decay);
   }
 
