@@ -47,6 +47,13 @@ test_that("a binomial fit over all rows reaches a stationary point by L-BFGS, an
   fv0 <- gpgam(b ~ gp(x1, x2), data = d, family = binomial(), control = gp_control(verbose = FALSE, seed = 1,
                                                                                      inducing = ff$params$gp[[1]]$basis))
   expect_gt(ff$objective + ff$log_prior, fv0$objective + fv0$log_prior - 0.05)
+  # bit-identical for one and two threads
+  f1 <- gpgam(b ~ gp(x1, x2), data = d, family = binomial(), inference = "decoupled",
+              control = gp_control(verbose = FALSE, seed = 1, threads = 1))
+  f2 <- gpgam(b ~ gp(x1, x2), data = d, family = binomial(), inference = "decoupled",
+              control = gp_control(verbose = FALSE, seed = 1, threads = 2))
+  expect_identical(f1$trace, f2$trace)
+  expect_identical(predict(f1, nd), predict(f2, nd))
 })
 
 test_that("a Gaussian minibatch fit ends at the exact optimum of the mean (mean_solve)", {
