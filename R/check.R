@@ -135,7 +135,7 @@ inducing_check <- function(fit, r, rep) {
   }, numeric(5)))
   tab <- as.data.frame(tab)
   names(tab) <- c("M", "edf", "edf/M", "k-index", "p-value")
-  rownames(tab) <- vapply(gps, function(g) g$spec$label, "")
+  rownames(tab) <- gp_labels(fit$terms)
   tab$M <- as.integer(tab$M)
   tab
 }

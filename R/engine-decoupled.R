@@ -177,7 +177,7 @@ check_decoupled_setup <- function(setup) {
              "'; inference = \"decoupled\" does not support 'by' (use inference = \"vi\")")
   kinds <- vapply(setup$comps, `[[`, "", "kind")
   gp <- which(kinds != "linear")
-  labels <- vapply(setup$terms$gp, function(g) g$spec$label, "")
+  labels <- gp_labels(setup$terms)
   if (length(gp) != 1)
     stop_arg("formula", "has ", length(gp), " gp() components (", paste(labels, collapse = ", "),
              "); inference = \"decoupled\" fits one gp() term (over any number of inputs) plus parametric ",

@@ -337,7 +337,7 @@ qsgp_components <- function(setup, basis = "fourier") {
   if (!setup$lik %in% c("gaussian", "logit", "probit", "poisson"))
     stop_arg("family", "must be gaussian(), binomial(link = \"logit\" or \"probit\") or poisson() ",
              "for inference = \"qsgp\"")
-  labels <- vapply(setup$terms$gp, function(g) g$spec$label, "")
+  labels <- gp_labels(setup$terms)
   if (basis == "inducing") {
     if (setup$lik != "gaussian")
       stop_arg("family", "must be gaussian() for inference = \"qsgp\" with basis = \"inducing\"")

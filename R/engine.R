@@ -130,10 +130,12 @@ engine_notes <- function(fit) UseMethod("engine_notes")
 weight_posterior.scalegp <- function(fit, X = NULL, ...) refuse_weights(fit)
 
 refuse_weights <- function(fit) {
-  stop(sprintf(paste0("predict(type = \"lpmatrix\"), coef(full = TRUE) and vcov(full = TRUE) are not available for ",
-                      "inference = \"%s\", the %s: the engine does not give the posterior of its basis weights ",
-                      "(it has no weight_posterior() method); predict(se.fit = TRUE) and simulate() work"),
-               fit$engine$name, fit$engine$label), call. = FALSE)
+  msg <- sprintf(paste0("predict(type = \"lpmatrix\"), coef(full = TRUE) and vcov(full = TRUE) are not available for ",
+                        "inference = \"%s\", the %s: the engine does not give the posterior of its basis weights ",
+                        "(it has no weight_posterior() method); predict(se.fit = TRUE) and simulate() work"),
+                 fit$engine$name, fit$engine$label)
+  # (classed, so that predict(exclude = ) can turn this refusal, and only it, into its own)
+  stop(structure(class = c("scalegp_no_weights", "error", "condition"), list(message = msg, call = NULL)))
 }
 
 engine_notes.scalegp <- function(fit) {

@@ -330,7 +330,7 @@ gaulss_rows <- function(ok, names, na.action) {
 # The labels of the log sd's terms as mgcv names a second predictor's:
 # gp.1(x) for a gp() term, z.1 for a parametric one.
 gaulss_scale_labels <- function(object, labels) {
-  gp <- vapply(object$scale$terms$gp, function(g) g$spec$label, "")
+  gp <- gp_labels(object$scale$terms)
   ifelse(labels %in% gp, sub("(", ".1(", labels, fixed = TRUE), paste0(labels, ".1"))
 }
 

@@ -173,7 +173,7 @@ predict.gpgam <- function(object, newdata, type = c("link", "response", "terms",
 # predict(exclude = ): labels of the fit's terms (type = "terms" columns).
 check_exclude <- function(object, exclude) {
   if (is.null(exclude)) return(invisible())
-  labs <- c(vapply(object$terms$gp, function(g) g$spec$label, ""),
+  labs <- c(gp_labels(object$terms),
             if (!is.null(object$terms$param)) attr(object$terms$param, "term.labels"))
   if (!is.character(exclude) || anyNA(exclude) || length(setdiff(exclude, labs)))
     stop_arg("exclude", "must be labels of the fit's terms: ", paste0("\"", labs, "\"", collapse = ", "))
@@ -188,7 +188,7 @@ exclude_terms <- function(object, nd, lp, exclude, se) {
   tt <- predict_terms(object, nd, lp)$fit
   lp$fit <- lp$fit - rowSums(tt[ok, exclude, drop = FALSE])
   if (se) {
-    Xp <- tryCatch(predict_lpmatrix(object, nd, exclude), error = function(e)
+    Xp <- tryCatch(predict_lpmatrix(object, nd, exclude), scalegp_no_weights = function(e)
       stop_arg("exclude", "with standard errors or intervals needs the posterior of the basis weights, which ",
                "inference = \"", object$engine$name, "\" does not give (predict() without se.fit works)"))
     V <- vcov(object, full = TRUE)
@@ -277,7 +277,7 @@ terms_at_frame <- function(object, mf) {
 predict_terms <- function(object, nd, lp) {
   ok <- nd$ok
   n <- length(ok)
-  labs <- vapply(object$terms$gp, function(g) g$spec$label, "")
+  labs <- gp_labels(object$terms)
   fit <- matrix(NA_real_, n, length(labs), dimnames = list(nd$names, labs))
   se <- fit
   if (length(labs)) {
@@ -329,7 +329,7 @@ predict_lpmatrix <- function(object, nd, exclude = NULL) {
   nb <- rep(NA_real_, length(ok))
   nb[ok] <- wp$resid
   if (length(exclude)) {  # (their columns 0, and their part of the non-basis variance)
-    gl <- vapply(object$terms$gp, function(g) g$spec$label, "")
+    gl <- gp_labels(object$terms)
     drop <- np + which(wp$basis_term %in% match(exclude, gl))
     if (np) drop <- c(drop, which(attr(Xm, "assign") %in% match(exclude, attr(object$terms$param, "term.labels"))))
     Xp[ok, drop] <- 0

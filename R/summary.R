@@ -165,7 +165,7 @@ term_tests <- function(object) {
     stat <- sum(drop(crossprod(ev$vectors[, seq_len(r), drop = FALSE], b))^2 / ev$values[seq_len(r)])
     c(edf, r, stat, stats::pchisq(stat, r, lower.tail = FALSE))
   }, numeric(4)))
-  dimnames(tab) <- list(vapply(object$terms$gp, function(g) g$spec$label, ""),
+  dimnames(tab) <- list(gp_labels(object$terms),
                         c("edf", "Ref.df", "Chi.sq", "p-value"))
   tab
 }

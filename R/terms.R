@@ -275,6 +275,10 @@ print.gp_spec <- function(x, ...) {
   invisible(x)
 }
 
+# The labels of the gp() terms of a fit's (or setup's) terms, in their order
+# (the columns of predict(type = "terms") before the parametric terms).
+gp_labels <- function(terms) vapply(terms$gp, function(g) g$spec$label, "")
+
 # Two gp() terms may share inputs only when one's inputs are a subset of the
 # other's (a main effect beside an interaction); identical sets are duplicates.
 check_term_overlap <- function(specs) {
