@@ -297,13 +297,21 @@ n_unique_rows <- function(X, exact = FALSE) {
   1L + sum(rowSums(Xs[-1L, , drop = FALSE] != Xs[-n, , drop = FALSE]) > 0)
 }
 
+# 0-based codes of a random effect's factor `x` among the fit's `levels`:
+# -1 for a level not among them (predict(): the effect's prior), NA for NA.
+factor_codes <- function(x, levels) {
+  code <- match(as.character(x), levels) - 1
+  code[is.na(code) & !is.na(x)] <- -1
+  code
+}
+
 # Internal design matrix for the stored terms and scalings (`Xs`: the
 # standardised inputs of the gp terms where already at hand, in their order;
 # `Xp`: the parametric model matrix when at hand).
 internal_design <- function(mf, terms, Xs = list(), Xp = NULL) {
   blocks <- lapply(seq_along(terms$gp), function(i) {
     g <- terms$gp[[i]]
-    if (g$type == "factor") return(matrix(as.numeric(factor(mf[[g$spec$vars]], levels = g$levels)) - 1))
+    if (g$type == "factor") return(matrix(factor_codes(mf[[g$spec$vars]], g$levels)))
     X <- if (i <= length(Xs) && !is.null(Xs[[i]])) Xs[[i]] else standardise(gp_inputs(mf, g$spec, "newdata"), g$scaling)
     if (is.null(g$by)) X else cbind(X, by_column(mf, g$by))
   })

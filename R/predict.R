@@ -37,8 +37,8 @@
 #'   remaining terms jointly, from the weights' posterior: not available for
 #'   `inference = "qsgp"`), `"terms"` drops their columns and
 #'   `"lpmatrix"` sets their columns to 0 (and their part of
-#'   `"nonbasis.var"`).  E.g. `exclude = "gp(subject)"` predicts for a new
-#'   subject at the random effect's mean.  `NULL` (default): none.
+#'   `"nonbasis.var"`).  E.g. `exclude = "gp(subject)"` predicts at the
+#'   random effect's mean.  `NULL` (default): none.
 #' @param interval with `type = "link"` or `"response"`, as in
 #'   [predict.lm()]: `"none"` (default), `"confidence"` or `"prediction"`;
 #'   the result is then a matrix with columns `fit`, `lwr`, `upr`.
@@ -88,6 +88,13 @@
 #'   mean bases is one more column, `"gp(...).mean"`, whose weight is fixed
 #'   at 1 with variance 0.  `inference = "qsgp"` has no lpmatrix (an error).
 #'   Rows of `newdata` with missing values are rows of `NA`.
+#'
+#'   A level of a factor not seen in the fit is an error, except for the
+#'   factor of a random effect `gp(f)` that enters the model nowhere else:
+#'   there (with a warning) the effect of the new level is its prior, mean 0
+#'   and the estimated variance, as for a new subject.  Its `"terms"` column
+#'   is 0 with that standard error, its lpmatrix columns are 0 and the
+#'   variance is in `"nonbasis.var"`; `exclude` leaves it out.
 #' @return A vector (or, for `"terms"`, a matrix) of predictions; with
 #'   `se.fit = TRUE` a list with components `fit`, `se.fit` and
 #'   `residual.scale`.  For `"lpmatrix"`, the matrix `Xp` with attributes
@@ -126,7 +133,7 @@ predict.gpgam <- function(object, newdata, type = c("link", "response", "terms",
                "see ?predict.gpgam)")
     if (!is.null(terms))
       stop_arg("terms", "is for type = \"terms\"; with type = \"lpmatrix\" select the matrix's columns by name")
-    Xp <- predict_lpmatrix(object, new_design(object, newdata, na.action), exclude)
+    Xp <- predict_lpmatrix(object, new_design(object, newdata, na.action, exclude = exclude), exclude)
     if (!missing(newdata) && !is.null(newdata)) return(Xp)
     # (the fitting rows: padded as the other types, its attributes too, as mgcv pads)
     at <- attributes(Xp)[c("model.offset", "nonbasis.var")]
@@ -135,7 +142,7 @@ predict.gpgam <- function(object, newdata, type = c("link", "response", "terms",
     return(Xp)
   }
   pad <- if (missing(newdata) || is.null(newdata)) function(x) pad_fitting_rows(object, x) else identity
-  nd <- new_design(object, newdata, na.action)
+  nd <- new_design(object, newdata, na.action, exclude = exclude)
   ok <- nd$ok
   lp <- latent_predict(object, nd$X[ok, , drop = FALSE], nd$offset[ok], terms = type == "terms" || length(exclude))
   fill <- function(v) { out <- rep(NA_real_, length(ok)); out[ok] <- v; names(out) <- nd$names; out }
@@ -209,13 +216,14 @@ pad_fitting_rows <- function(object, x) {
 }
 
 # Internal design of newdata (or of the fitting data when newdata is missing).
-# `mf`: a model frame of the fit's variables, used as it is.
-new_design <- function(object, newdata, na.action, mf = NULL) {
+# `mf`: a model frame of the fit's variables, used as it is; `exclude`: the
+# labels of terms the prediction leaves out (see new_model_frame()).
+new_design <- function(object, newdata, na.action, mf = NULL, exclude = NULL) {
   if (is.null(mf) && (missing(newdata) || is.null(newdata))) {
     if (is.null(object$model)) stop_arg("newdata", "is needed: the fit was made with model = FALSE")
     mf <- object$model
   }
-  mf <- mf %||% new_model_frame(object, newdata, na.action)
+  mf <- mf %||% new_model_frame(object, newdata, na.action, exclude)
   check_finite_columns(mf, names(mf), "newdata")
   for (g in object$terms$gp) for (v in g$spec$vars)
     if (g$type != "factor" && !is.numeric(mf[[v]])) stop_arg("newdata", "variable '", v, "' must be numeric")
@@ -238,7 +246,10 @@ new_design <- function(object, newdata, na.action, mf = NULL) {
   list(X = X, offset = off, ok = ok, mf = mf, names = rownames(mf))
 }
 
-new_model_frame <- function(object, newdata, na.action) {
+# The model frame of newdata.  A level of a factor not seen in the fit is an
+# error, except for the factor of a random effect that enters nowhere else
+# (random_effect_only()): there a warning, unless `exclude` leaves the term out.
+new_model_frame <- function(object, newdata, na.action, exclude = NULL) {
   if (!is.data.frame(newdata)) newdata <- tryCatch(as.data.frame(newdata), error = function(e)
     stop_arg("newdata", "must be a data frame"))
   tt <- object$terms$full
@@ -247,13 +258,30 @@ new_model_frame <- function(object, newdata, na.action) {
   xl <- object$terms$full_xlevels
   for (v in intersect(names(xl), names(newdata))) {
     new <- setdiff(unique(as.character(newdata[[v]][!is.na(newdata[[v]])])), xl[[v]])
-    re <- Filter(function(g) g$type == "factor" && identical(g$spec$vars, v), object$terms$gp)
-    if (length(new)) stop_arg("newdata", "has level(s) ", paste0("'", new, "'", collapse = ", "),
-                              " of factor '", v, "' not seen when fitting",
-                              if (length(re)) paste0(" (to predict at the random effect's mean, give a level seen ",
-                                                     "in the fit and exclude = \"", re[[1]]$spec$label, "\")"))
+    if (!length(new)) next
+    levs <- paste0("'", new, "'", collapse = ", ")
+    re <- random_effect_only(object, v)
+    if (is.null(re)) stop_arg("newdata", "has level(s) ", levs, " of factor '", v, "' not seen when fitting")
+    # (a new level of a random effect: its effect is the prior's, as a new
+    # subject's; internal_design() codes it -1)
+    if (!re %in% exclude)
+      warning(sprintf(paste0("newdata has level(s) %s of factor '%s' not seen when fitting: %s predicts its prior ",
+                             "there (mean 0, its variance in the standard errors; exclude = \"%s\" leaves it out)"),
+                      levs, v, re, re), call. = FALSE)
+    xl[[v]] <- NULL
   }
   stats::model.frame(tt, newdata, na.action = na.action, xlev = xl)
+}
+
+# The label of the gp() random effect of factor `v` when `v` enters the
+# model only there (not in the parametric terms, another gp() term or a
+# `by`), else NULL.
+random_effect_only <- function(object, v) {
+  uses <- vapply(object$terms$gp, function(g) v %in% c(g$spec$vars, g$spec$by), logical(1))
+  re <- vapply(object$terms$gp, function(g) g$type == "factor", logical(1))
+  if (sum(uses) != 1 || !any(uses & re)) return(NULL)
+  if (!is.null(object$terms$param) && v %in% all.vars(object$terms$param)) return(NULL)
+  object$terms$gp[[which(uses)]]$spec$label
 }
 
 # internal_design() that keeps rows with missing values (as NA rows).

@@ -31,7 +31,8 @@
 #' `gp(x2)`, `gp(x1, x2)` is a pure interaction like mgcv's `ti()`.  A term of
 #' a factor, `gp(f)`, is an i.i.d. Gaussian random effect (a delta kernel;
 #' mgcv's `s(f, bs = "re")`) with an estimated variance; its inducing points
-#' are all levels, so it is exact.  mgcv's basis arguments (`bs`, `m`, `sp`,
+#' are all levels, so it is exact; [predict.gpgam()] gives a level not
+#' seen in the fit the effect's prior (mean 0).  mgcv's basis arguments (`bs`, `m`, `sp`,
 #' ...) are errors in `gp()` that say what to use instead; in `s()`, `te()`
 #' and `ti()` they are dropped with a warning.
 #'

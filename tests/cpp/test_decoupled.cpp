@@ -352,7 +352,7 @@ TEST_CASE("decoupled: the closed form is the joint optimum of a and q, identical
 }
 
 TEST_CASE("decoupled: full-data fits end at a stationary point (L-BFGS, q optimal at each step)", "[decoupled]") {
-  for (Family fam : {Family::gaussian}) {  // (binomial, Poisson: the same route, checked in test-decoupled.R)
+  for (Family fam : {Family::gaussian, Family::logit, Family::poisson}) {
     CAPTURE(static_cast<int>(fam));
     const Data d = make_data(300, fam, 31);
     const MatrixXd Z = uniform_matrix(6, 2, 32, -2.0, 2.0);

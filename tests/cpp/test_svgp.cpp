@@ -763,6 +763,23 @@ TEST_CASE("factor level codes out of range are refused", "[svgp][components]") {
   d.X(4, 2) = std::numeric_limits<double>::quiet_NaN();
   Svgp t = make_svgp(d, {fac}, Family::gaussian);
   CHECK_THROWS_AS(t.evaluate(nullptr, false, serial_for), std::invalid_argument);
+  // code -1, a level not seen in the fit (R: predict()), is the prior: mean 0
+  // and all of the effect's variance; a seen level is sd * its weight's moments
+  d.X(4, 2) = 1.0;
+  Svgp u = make_svgp(d, {fac}, Family::gaussian);
+  randomise_q(u, 96);
+  MatrixXd Xn = d.X.topRows(2);
+  Xn(0, 2) = -1.0;
+  const VectorXd on = VectorXd::Constant(2, 0.25);
+  VectorXd mean, var;
+  u.predict(Xn, on, mean, var, nullptr, nullptr, serial_for);
+  const double v = u.comps[0].kernel.variance();
+  CHECK(mean(0) == 0.25);
+  CHECK(std::abs(var(0) - v) < 1e-14 * v);
+  CHECK(std::abs(mean(1) - (0.25 + std::sqrt(v) * u.m(1))) < 1e-12);
+  CHECK(std::abs(var(1) - v * u.S(1, 1)) < 1e-12 * v);
+  Xn(0, 2) = -2.0;
+  CHECK_THROWS_AS(u.predict(Xn, on, mean, var, nullptr, nullptr, serial_for), std::invalid_argument);
 }
 
 TEST_CASE("full-batch fits end at a stationary point of the ELBO", "[svgp][fit]") {

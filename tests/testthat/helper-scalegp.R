@@ -41,3 +41,12 @@ ldmvnorm0 <- function(r, C) {
 
 # Quiet control for tests.
 qctl <- function(...) gp_control(verbose = FALSE, ...)
+
+# Per element: |a - b| <= tol |b|.
+expect_rel <- function(object, expected, tol, label) {
+  object <- unname(as.numeric(object))
+  expected <- unname(as.numeric(expected))
+  expect_equal(length(object), length(expected))
+  err <- max(abs(object - expected) / abs(expected))
+  expect_true(is.finite(err) && err <= tol, label = sprintf("%s: max relative error %.3g <= %.3g", label, err, tol))
+}

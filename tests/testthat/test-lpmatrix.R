@@ -21,15 +21,6 @@ lpm_new <- function(n = 25, seed = 12) {
 
 lpm_ctl <- function(...) qctl(inducing = 8, iterations = 40, seed = 1, ...)
 
-# Per element: |a - b| <= tol |b|.
-expect_rel <- function(object, expected, tol, label) {
-  object <- unname(as.numeric(object))
-  expected <- unname(as.numeric(expected))
-  expect_equal(length(object), length(expected))
-  err <- max(abs(object - expected) / abs(expected))
-  expect_true(is.finite(err) && err <= tol, label = sprintf("%s: max relative error %.3g <= %.3g", label, err, tol))
-}
-
 # The two identities of ?predict.gpgam, to 1e-8 per element.
 check_lpmatrix <- function(fit, nd, label) {
   Xp <- predict(fit, nd, type = "lpmatrix")
@@ -184,7 +175,12 @@ test_that("predict(exclude = ) leaves terms out of the mean and, jointly, out of
   expect_error(predict(fit, nd, exclude = "gp(x3)"), "'exclude' must be labels of the fit's terms")
   nd$f <- as.character(nd$f)
   nd$f[1] <- "new"
-  expect_error(predict(fit, nd), "level\\(s\\) 'new' of factor 'f' not seen.*exclude = \"gp\\(f\\)\"")
+  # a new level: the effect's prior (a warning), and nothing of it once the term is excluded
+  expect_warning(pn <- predict(fit, nd), "level\\(s\\) 'new' of factor 'f' not seen.*exclude = \"gp\\(f\\)\"")
+  expect_close(pn[-1], p0[-1], 1e-12)
+  expect_no_warning(pe <- predict(fit, nd, exclude = c("gp(f)", "z"), se.fit = TRUE))
+  expect_close(pe$fit, p1$fit, 1e-10)
+  expect_close(pe$se.fit, p1$se.fit, 1e-10)
   scalegp::register_engine("rff", rff_engine, methods = rff_methods)
   on.exit(scalegp::register_engine("rff", NULL))
   fr <- gpgam(y ~ gp(x) + z, data = d, inference = "rff", control = gp_control(features = 10, seed = 3, verbose = FALSE))

@@ -105,6 +105,48 @@ test_that("newdata missing a column or with an unseen level is an error naming i
   expect_close(predict(fit, nd), predict(fit, d[1:3, ] |> transform(f = factor(c("a", "b", "b"), levels = letters[1:3]))), 1e-12)
 })
 
+test_that("a new level of a random effect predicts the effect's prior: the one-way model's closed form", {
+  # y_ij = b0 + b_i + e_ij, b_i ~ N(0, s2f), e ~ N(0, s2): a Gaussian fit of
+  # factor and intercept terms only is exact, and at a new level the
+  # prediction is b0's posterior, the weighted mean of the level means with
+  # weights 1 / (s2f + s2 / n_i), and its variance 1 / sum(w) + s2f (up to
+  # the intercept's vague prior, relative 1.4e-6 here)
+  set.seed(31)
+  ni <- c(2, 3, 5, 4, 6, 2, 3, 5)
+  f <- factor(rep(sprintf("s%d", seq_along(ni)), ni))
+  d <- data.frame(f = f, y = 3 + rnorm(length(ni), sd = 1.5)[f] + rnorm(length(f), sd = 0.7))
+  fit <- gpgam(y ~ gp(f), data = d)
+  s2f <- fit$params$gp[["gp(f)"]]$variance
+  s2 <- sigma(fit)^2
+  w <- 1 / (s2f + s2 / ni)
+  nd <- data.frame(f = c("s1", "new", NA))
+  expect_warning(p <- predict(fit, nd, se.fit = TRUE),
+                 "level\\(s\\) 'new' of factor 'f' not seen when fitting: gp\\(f\\) predicts its prior there")
+  expect_rel(p$fit[2], sum(w * tapply(d$y, d$f, mean)) / sum(w), 1e-5, "mean at a new level")
+  expect_rel(p$se.fit[2]^2, 1 / sum(w) + s2f, 1e-5, "variance at a new level")
+  expect_true(is.na(p$fit[3]))  # (NA stays NA)
+  # the seen level is predicted as without the new one
+  expect_close(p$fit[1], predict(fit, nd[1, , drop = FALSE]), 1e-12)
+  # the lpmatrix agrees: the new level's features are the centring alone and
+  # the effect's variance is all in "nonbasis.var"
+  Xp <- suppressWarnings(predict(fit, nd[1:2, , drop = FALSE], type = "lpmatrix"))
+  expect_rel(attr(Xp, "nonbasis.var")[2], s2f, 1e-12, "nonbasis.var at a new level")
+  expect_close(attr(Xp, "nonbasis.var")[1], 0, 1e-12)
+  expect_close(Xp %*% coef(fit, full = TRUE), p$fit[1:2], 1e-10)
+  expect_rel(rowSums((Xp %*% vcov(fit, full = TRUE)) * Xp) + attr(Xp, "nonbasis.var"), p$se.fit[1:2]^2, 1e-8,
+             "lpmatrix variance")
+  # leaving the term out: no warning
+  expect_no_warning(predict(fit, nd, exclude = "gp(f)"))
+  # a factor that is also a parametric term or a by variable keeps the error
+  d$x <- runif(nrow(d))
+  d$g <- factor(rep(c("u", "v"), length.out = nrow(d)))
+  fit2 <- gpgam(y ~ gp(f) + g, data = d, control = pred_ctl())
+  expect_error(predict(fit2, data.frame(f = "new", g = "w")), "'w' of factor 'g' not seen")
+  expect_warning(predict(fit2, data.frame(f = "new", g = "u")), "'new' of factor 'f'")
+  fit3 <- suppressWarnings(gpgam(y ~ gp(x, by = f) + gp(f), data = d, control = pred_ctl()))
+  expect_error(predict(fit3, data.frame(f = "new", x = 0.5)), "'new' of factor 'f' not seen when fitting$")
+})
+
 test_that("probit response predictions are probabilities", {
   set.seed(7)
   n <- 300

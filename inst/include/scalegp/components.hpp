@@ -9,7 +9,8 @@
 //               Riutort-Mayol et al. 2023): fixed sines on a box, the
 //               kernel only in their prior variances (hilbert.hpp)
 // For each, u = L v with whitened v ~ N(0, I): the features of a row are
-// phi = L^{-1} k(Z, x) (GP kinds), onehot * sd (factor), x * prior_sd (linear),
+// phi = L^{-1} k(Z, x) (GP kinds), onehot * sd (factor; code -1, a level not
+// seen in the fit: 0, its variance left unexplained), x * prior_sd (linear),
 // phi_j(x) sqrt(S(omega_j)) (hilbert: the weights of the sines are w = D v,
 // D = diag(sqrt(S(omega_j))), with no residual variance).
 #pragma once
@@ -137,9 +138,14 @@ inline void component_features(const Component& k, const ComponentPrior& p, cons
       Phic.setZero();
       r.code.resize(Xc.rows());
       for (Index i = 0; i < Xc.rows(); ++i) {
-        const double x = Xc(i, 0);  // 0-based level code
+        const double x = Xc(i, 0);  // 0-based level code; -1: a level not seen in the fit
+        if (x == -1) {  // (its effect is the prior's: no feature, all of the variance unexplained)
+          r.code[i] = -1;
+          resid(i) += k.kernel.variance();
+          continue;
+        }
         if (!(x >= 0 && x < static_cast<double>(k.levels)) || x != std::floor(x))
-          throw std::invalid_argument("a factor level code is not an integer in [0, levels)");
+          throw std::invalid_argument("a factor level code is not an integer in [0, levels) or -1");
         r.code[i] = static_cast<Index>(x);
         Phic(i, r.code[i]) = sd;
       }
@@ -214,7 +220,9 @@ inline void component_row_gradient(const Component& k, const ComponentPrior& p, 
     case Kind::factor: {  // phi = sd * onehot: d phi / d log var = phi / 2
       // plus d k(x,x)/d log var = var (the -2 gamma phi part of Phibar and this cancel: resid = 0)
       const double sd = std::sqrt(k.kernel.variance());
-      for (Index i = 0; i < Phibar.rows(); ++i) g(0) += 0.5 * sd * Phibar(i, r.code[i]);
+      // (a row of an unseen level, code -1: phi = 0 and resid = var, whose derivative is the same var)
+      for (Index i = 0; i < Phibar.rows(); ++i)
+        if (r.code[i] >= 0) g(0) += 0.5 * sd * Phibar(i, r.code[i]);
       g(0) += k.kernel.variance() * gam.sum();
       return;
     }
