@@ -30,13 +30,33 @@ gp_component <- function(spec, mf, others, n_terms, ysc, control, col) {
     if (length(lev) < 2) stop_arg("by", "'", spec$by, "' of ", spec$label, " has a single level")
     if (is.ordered(z)) lev <- lev[-1]  # (as mgcv: an ordered factor's first level has no term)
     out <- list()
+    # (the levels' warnings, one for all: the levels with few distinct
+    # inputs, and what is the same for each level, named by the whole term)
+    term <- paste0(sub(":[^:]*$", "", spec$label), ":", spec$by)
+    few <- same <- character()
     for (l in lev) {
       sl <- spec
-      sl$label <- paste0(sub(":[^:]*$", "", spec$label), ":", spec$by, l)
+      sl$label <- paste0(term, l)
       by <- list(var = spec$by, type = "level", level = l, n = sum(z == l))
-      out[[length(out) + 1]] <- gp_one(sl, mf, others, n_terms, ysc, control, col, by)
+      out[[length(out) + 1]] <- withCallingHandlers(
+        gp_one(sl, mf, others, n_terms, ysc, control, col, by),
+        scalegp_few_values = function(w) {
+          few <<- c(few, sprintf("%s: %d", l, w$values))
+          invokeRestart("muffleWarning")
+        },
+        scalegp_same_per_level = function(w) {
+          same <<- union(same, sub(w$label, term, conditionMessage(w), fixed = TRUE))
+          invokeRestart("muffleWarning")
+        })
       col <- col + length(spec$vars) + 1L
     }
+    for (m in same) warning(m, call. = FALSE)
+    if (length(few))
+      warning(sprintf(paste0("%s has fewer than 10 distinct input %s at %d of its %d levels (%s%s); ",
+                             "their curves cannot be estimated well"),
+                      term, if (length(spec$vars) == 1) "values" else "rows", length(few), length(lev),
+                      paste(utils::head(few, 5), collapse = ", "), if (length(few) > 5) ", ..." else ""),
+              call. = FALSE)
     return(out)
   }
   if (!is.numeric(z)) stop_arg("by", "must be a numeric variable or a factor, not ", class(z)[1])
@@ -58,9 +78,10 @@ gp_one <- function(spec, mf, others, n_terms, ysc, control, col, by) {
   # (a term for one level of a factor `by`: the distinct inputs of that level's rows)
   nu <- if (!is.null(by) && by$type == "level")
     n_unique_rows(Xg[as.character(mf[[by$var]]) == by$level, , drop = FALSE]) else n_unique_rows(Xg)
-  if (nu < 10)
-    warning(sprintf("%s has only %d distinct input %s; its curve cannot be estimated well", spec$label, nu,
-                    if (d == 1) "values" else "rows"), call. = FALSE)
+  if (nu < 10)  # (classed: a factor `by` gathers its levels' into one warning)
+    warning(warningCondition(sprintf("%s has only %d distinct input %s; its curve cannot be estimated well",
+                                     spec$label, nu, if (d == 1) "values" else "rows"),
+                             values = nu, class = "scalegp_few_values"))
   if (identical(spec$basis, "hilbert")) return(hilbert_one(spec, Xg, Xs, st, sc, ysc, control, col, by, n_terms))
   Z <- inducing_init(Xg, Xs, spec, sc, control)
   ls0 <- if (!is.null(spec$lengthscale)) log(spec$lengthscale / sc$scale[seq_along(spec$lengthscale)])
@@ -157,8 +178,9 @@ inducing_init <- function(Xg, Xs, spec, sc, control) {
   if (k > nu && nrow(Xg) > 50000) nu <- n_unique_rows(Xg, exact = TRUE)  # (the subset may have missed some)
   if (k > nu) {
     if (!is.null(spec$k) || !is.null(control$inducing))
-      warning(sprintf("%s: '%s' = %d exceeds the %d unique input rows; using %d inducing points",
-                      spec$label, if (is.null(spec$k)) "inducing" else "k", k, nu, nu), call. = FALSE)
+      warning(warningCondition(sprintf("%s: '%s' = %d exceeds the %d unique input rows; using %d inducing points",
+                                       spec$label, if (is.null(spec$k)) "inducing" else "k", k, nu, nu),
+                               label = spec$label, class = "scalegp_same_per_level"))
     k <- nu
   }
   if (k == nu) return(unname(utils::head(Xs[!duplicated(Xs), , drop = FALSE], k)))

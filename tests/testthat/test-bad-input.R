@@ -343,7 +343,15 @@ test_that("a term with fewer rows than it needs warns, naming the term (as mgcv 
   # one level of a factor 'by' with two rows: that level's curve is named
   d12 <- data.frame(x = seq(0, 1, length.out = 40), g = factor(rep(c("a", "b"), c(38, 2))), y = rnorm(40))
   expect_warning(gpgam(y ~ gp(x, by = g), data = d12, control = ctl),
-                 "gp\\(x\\):gb has only 2 distinct input values")
+                 "^gp\\(x\\):g has fewer than 10 distinct input values at 1 of its 2 levels \\(b: 2\\); ")
+  # many such levels: one warning for all of them (it was one per level)
+  d7 <- data.frame(x = rep(1:4, 7), g = factor(rep(sprintf("s%d", 1:7), each = 4)), y = rnorm(28))
+  w <- character()
+  withCallingHandlers(gpgam(y ~ gp(x, by = g), data = d7, control = ctl),
+                      warning = function(c) { w <<- c(w, conditionMessage(c)); invokeRestart("muffleWarning") })
+  expect_identical(w, c("gp(x):g: 'inducing' = 10 exceeds the 4 unique input rows; using 4 inducing points",
+                        paste("gp(x):g has fewer than 10 distinct input values at 7 of its 7 levels",
+                              "(s1: 4, s2: 4, s3: 4, s4: 4, s5: 4, ...); their curves cannot be estimated well")))
 })
 
 test_that("without data the variables come from the formula's environment; a list serves as data", {
