@@ -260,7 +260,7 @@ engine_fit.engine_decoupled <- function(engine, setup, control) {
   if (!is.null(pilot)) settings$learn_inducing <- settings$learn_noise <- FALSE
   res <- .decoupled_fit(setup$X, setup$y, setup$w, setup$offset, setup$comps, setup$lik, setup$log_noise,
                         settings, options, control$threads, control$seed,
-                        progress_monitor(control, engine$objective, jacobian(setup)))
+                        progress_monitor(control, engine$objective, objective_shift(setup)))
   res$gp_index <- gp
   res$mean_basis_total <- Malpha
   if (!is.null(pilot)) {

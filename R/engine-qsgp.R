@@ -446,7 +446,7 @@ qsgp_term_edf <- function(setup, res) {
 # objective (`label`) alone.
 qsgp_monitor <- function(control, label, setup) {
   control$priors <- FALSE
-  progress_monitor(control, label, jacobian(setup))
+  progress_monitor(control, label, objective_shift(setup))
 }
 
 # basis = "fourier": the fit on random Fourier features (Qsgp).
@@ -484,7 +484,7 @@ qsgp_gram_fit <- function(setup, control, comps) {
            " iterations; hyperparameters fixed at their starting values.")
   res <- .qsgp_gram_fit(setup$X, setup$y, setup$w, setup$offset, comps, setup$log_noise, common_settings(control),
                         unclass(o), control$threads, control$seed, qsgp_monitor(control, "ELBO without log|K| / 2", setup))
-  res$elbo_without_logdet <- res$objective - jacobian(setup)  # (on the data scale, as the objective of any fit)
+  res$elbo_without_logdet <- res$objective - objective_shift(setup)  # (on the data scale, as the objective of any fit)
   res$objective <- NA_real_
   res$gradient <- numeric()
   res$specs <- Map(function(full, k) {

@@ -206,7 +206,7 @@ engine_fit.engine_vi <- function(engine, setup, control) {
   }
   res <- .svgp_fit(setup$X, setup$y, setup$w, setup$offset, setup$comps, setup$lik, setup$log_noise,
                    settings, options, control$threads, control$seed,
-                   progress_monitor(control, engine$objective, jacobian(setup)), shards, remote,
+                   progress_monitor(control, engine$objective, objective_shift(setup)), shards, remote,
                    setup$offset_raw / setup$yscaling$scale)
   res$distributed <- if (!is.null(control$options$cluster)) length(control$options$cluster)
   res$bins <- options$bins  # 0: exact values

@@ -89,8 +89,22 @@ format_seconds <- function(s) {
   if (s < 60) sprintf("%.1fs", s) else sprintf("%dm %02ds", as.integer(s %/% 60), as.integer(round(s %% 60)))
 }
 
-# Log-Jacobian of the response standardisation: ELBO(y) = ELBO(y_std) - this.
-jacobian <- function(setup) setup$n * log(setup$yscaling$scale)
+# The data-only terms between an engine's objective and the objective a fit
+# reports (objective = engine's - this): the log-Jacobian of the response
+# standardisation, ELBO(y) = ELBO(y_std) - n log(scale), and, for binomial
+# counts, minus the log binomial coefficients log choose(m, m y) summed over
+# the rows (m the trials, y the proportion; 0 for a 0/1 response), which the
+# engines' binomial likelihood leaves out, so that logLik() is that of the
+# counts, as glm()'s and mgcv's are.
+objective_shift <- function(setup) {
+  s <- setup$n * log(setup$yscaling$scale)
+  if (setup$lik %in% c("logit", "probit")) {
+    m <- setup$w
+    k <- m * setup$y
+    s <- s - sum(lgamma(m + 1) - lgamma(k + 1) - lgamma(m - k + 1))
+  }
+  s
+}
 
 # Once per session, the malloc settings under which a fit's large temporary
 # matrices are reused rather than returned to the system and faulted in again
@@ -144,11 +158,11 @@ engine_fit_adapted <- function(engine, setup, control) {
 # The fit object of every engine from the model setup and the engine's raw
 # result, through the posterior contract (R/engine.R).
 collect_fit <- function(setup, res, control, engine) {
-  jac <- jacobian(setup)
+  shift <- objective_shift(setup)
   fit <- list(
     terms = setup$terms, scaling = list(y = setup$yscaling), family = setup$family,
     likelihood = setup$lik, engine = engine,
-    objective = res$objective - jac, log_prior = res$log_prior %||% 0, trace = res$trace - jac,
+    objective = res$objective - shift, log_prior = res$log_prior %||% 0, trace = res$trace - shift,
     iterations = res$iterations, evaluations = res$evaluations %||% NA_integer_,
     converged = res$converged, stop = res$stop, q_change = res$q_change, failures = res$failures %||% 0L,
     gradient = res$gradient,

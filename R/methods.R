@@ -80,7 +80,10 @@ lik_param_line <- function(x, digits) {
 #' have fixed bases, `gp(basis = "hilbert")`, factor and linear terms; the
 #' summary says which), for `inference = "ep"` the EP estimate of the
 #' log marginal likelihood, with `df` the number of estimated
-#' hyperparameters plus parametric coefficients; `fitted()` the posterior
+#' hyperparameters plus parametric coefficients (the likelihood of the data
+#' as given: for binomial counts, `cbind(successes, failures)` or proportions
+#' with the trials as weights, with their binomial coefficients, as
+#' [glm()]'s); `fitted()` the posterior
 #' mean response at the data; `terms()` the terms of the model frame (all
 #' variables of the formula, as [mgcv::gam()]'s); `model.matrix()` the
 #' lpmatrix, `predict(fit, type = "lpmatrix", ...)` (of the fitting rows

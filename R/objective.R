@@ -62,7 +62,7 @@ gp_objective <- function(fit) {
              if (noise) setup$log_noise, if (ldf) setup$log_df)
   names(start) <- c(unlist(lapply(learned, function(i) kernel_parameter_names(fit, i))),
                     if (noise) lik_param_label(setup$lik), if (ldf) "log(df - min_df)")
-  jac <- jacobian(setup)
+  shift <- objective_shift(setup)
   f <- function(theta) {
     if (!is.numeric(theta) || length(theta) != length(start) || any(!is.finite(theta)))
       stop_arg("theta", "must be ", length(start), " finite numbers (see attr(f, \"start\"))")
@@ -82,7 +82,7 @@ gp_objective <- function(fit) {
     g <- res$gradient
     if (length(g) != length(start))
       stop("the engine returned ", length(g), " gradient entries for ", length(start), " parameters", call. = FALSE)
-    list(objective = res$objective + (res$log_prior %||% 0) - jac, gradient = stats::setNames(g, names(start)))
+    list(objective = res$objective + (res$log_prior %||% 0) - shift, gradient = stats::setNames(g, names(start)))
   }
   attr(f, "start") <- start
   f

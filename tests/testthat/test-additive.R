@@ -238,7 +238,9 @@ test_that("a factor term is an i.i.d. random effect that recovers level effects"
   re <- est$fit[, "gp(g)"]
   expect_lt(max(abs((re - mean(re)) - (eff - mean(eff)))), 0.08)
   expect_true(all(est$se.fit[, "gp(g)"] > 0))
-  expect_error(predict(fit, data.frame(x = 0.5, g = "Z")), "'Z'")
+  # a level not seen: the effect's prior, with a warning, and a wider band
+  expect_warning(pz <- predict(fit, data.frame(x = 0.5, g = c("A", "Z")), se.fit = TRUE), "'Z' of factor 'g' not seen")
+  expect_gt(pz$se.fit[2], pz$se.fit[1] + 0.1)
   expect_equal(fit$params$gp[["gp(g)"]]$n_inducing, L)
 })
 
