@@ -92,9 +92,11 @@
 #'   A level of a factor not seen in the fit is an error, except for the
 #'   factor of a random effect `gp(f)` that enters the model nowhere else:
 #'   there (with a warning) the effect of the new level is its prior, mean 0
-#'   and the estimated variance, as for a new subject.  Its `"terms"` column
-#'   is 0 with that standard error, its lpmatrix columns are 0 and the
-#'   variance is in `"nonbasis.var"`; `exclude` leaves it out.
+#'   and the estimated variance, as for a new subject.  Its `"terms"` value
+#'   there is the centring alone (0 minus the term's mean over the data),
+#'   with the variance in its standard error; its lpmatrix columns are the
+#'   centring alone and the variance is in `"nonbasis.var"`; `exclude` leaves
+#'   it out.
 #' @return A vector (or, for `"terms"`, a matrix) of predictions; with
 #'   `se.fit = TRUE` a list with components `fit`, `se.fit` and
 #'   `residual.scale`.  For `"lpmatrix"`, the matrix `Xp` with attributes
