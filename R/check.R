@@ -211,8 +211,9 @@ residuals.scalegp <- function(object, type = c("deviance", "pearson", "working",
 #' @param seed an optional seed for [set.seed()], as in [simulate()].
 #' @param ... unused.
 #' @return A data frame with `nsim` columns `sim_1`, ... and one row per
-#'   row used for fitting (binomial: proportions of the trials), with
-#'   attribute `"seed"`.
+#'   row used for fitting (binomial: proportions of the trials; for a
+#'   `cbind(successes, failures)` response each column is that two-column
+#'   matrix of counts, as [glm()]'s), with attribute `"seed"`.
 #' @examples
 #' set.seed(1)
 #' d <- data.frame(x = runif(200)); d$y <- rpois(200, exp(1 + sin(4 * d$x)))
@@ -248,6 +249,16 @@ simulate.scalegp <- function(object, nsim = 1, seed = NULL, ...) {
   out <- as.data.frame(sims)
   names(out) <- paste0("sim_", seq_len(nsim))
   rownames(out) <- rownames(object$model)
+  yr <- stats::model.response(object$model)
+  if (object$likelihood %in% c("logit", "probit") && is.matrix(yr) && ncol(yr) == 2) {
+    # (a cbind(successes, failures) response: each draw as that matrix, as glm's simulate())
+    size <- rowSums(yr)
+    for (j in seq_len(nsim)) {
+      k <- ifelse(size > 0, round(out[[j]] * size), 0)
+      out[[j]] <- cbind(k, size - k, deparse.level = 0)
+      dimnames(out[[j]]) <- list(rownames(object$model), colnames(yr))
+    }
+  }
   attr(out, "seed") <- rng_state
   out
 }

@@ -94,6 +94,18 @@ test_that("residual types and simulate()", {
   expect_lt(max(abs(rowMeans(s) - mu) / sqrt(mu / 400)), 5)
   expect_gt(mean(apply(s, 1, var) / mu), 0.9)
   expect_identical(simulate(fp, nsim = 3, seed = 7), simulate(fp, nsim = 3, seed = 7))
+  # a cbind(successes, failures) response: each draw is that matrix, as
+  # glm's, with the row's trials and mean m * fitted
+  d$m <- rep(1:5, length.out = nrow(d))
+  d$s <- rbinom(nrow(d), d$m, plogis(sin(2 * pi * d$x0)))
+  fb <- gpgam(cbind(s, m - s) ~ gp(x0), data = d, family = binomial(), control = inf_ctl())
+  sb <- simulate(fb, nsim = 400, seed = 3)
+  expect_identical(dim(sb$sim_1), c(nrow(d), 2L))
+  expect_identical(colnames(sb$sim_1), c("s", ""))
+  expect_true(all(vapply(sb, function(k) all(rowSums(k) == d$m & k >= 0), TRUE)))
+  ks <- sapply(sb, function(k) k[, 1])
+  expect_lt(max(abs(rowMeans(ks) - d$m * fitted(fb)) / sqrt(d$m * fitted(fb) * (1 - fitted(fb)) / 400 + 1e-3)), 5)
+  expect_identical(colnames(simulate(glm(cbind(s, m - s) ~ x0, binomial, d), seed = 3)$sim_1), c("s", ""))
   # Gaussian: the draws' sd is about sqrt(sigma^2 + latent variance)
   fg <- gpgam(y ~ gp(x0), data = d, control = inf_ctl())
   sg <- simulate(fg, nsim = 500, seed = 2)
