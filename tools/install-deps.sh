@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Install everything the build and the tests need (idempotent; reruns are fast).
 #  - root on Debian: Debian's prebuilt r-cran-* packages plus cmake, catch2,
-#    pandoc and qpdf via apt-get (skipped when all are already installed);
+#    pandoc, qpdf and ccache (tools/run-tests.sh compiles through it) via
+#    apt-get (skipped when all are already installed);
 #  - otherwise: the R packages from CRAN; the system tools must come from the
 #    system's package manager.
 set -euo pipefail
@@ -10,7 +11,7 @@ export DEBIAN_FRONTEND=noninteractive
 APT_PKGS=(
   r-cran-rcpp r-cran-rcppeigen r-cran-rcppparallel r-cran-cli r-cran-knitr
   r-cran-rmarkdown r-cran-mlbench r-cran-roxygen2 r-cran-mgcv r-cran-mass
-  r-cran-testthat r-cran-kernlab catch2 cmake pandoc qpdf
+  r-cran-testthat r-cran-kernlab catch2 cmake pandoc qpdf ccache
 )
 R_PKGS=(
   Rcpp RcppEigen RcppParallel cli knitr rmarkdown mlbench roxygen2 mgcv MASS

@@ -23,17 +23,18 @@ banner() { printf '\n==== %s ====\n' "$*"; }
 
 # run_stage NAME FUNCTION: run one stage, record its outcome.
 run_stage() {
-  local name=$1 fn=$2 rc
+  local name=$1 fn=$2 rc t0
   banner "stage $name"
+  t0=$(date +%s)
   "$fn"
   rc=$?
   if [ "$rc" -eq 0 ]; then
     PASSED=$((PASSED + 1))
-    echo "---- stage $name: PASSED"
+    echo "---- stage $name: PASSED ($(( $(date +%s) - t0 )) s)"
   else
     FAILED=$((FAILED + 1))
     FAILED_STAGES+=("$name")
-    echo "---- stage $name: FAILED (status $rc)"
+    echo "---- stage $name: FAILED (status $rc, $(( $(date +%s) - t0 )) s)"
   fi
 }
 
@@ -151,6 +152,34 @@ stale_results() {
   done
 }
 
+# The R package is compiled three times in one run (R CMD build installs it to
+# render the vignettes, R CMD check installs the tarball, the interactive
+# stage installs the tree), from the same sources with the same flags.  When
+# ccache is installed (tools/install-deps.sh installs it) and the user has no
+# Makevars of their own, the compiler is run through ccache with its cache in
+# build/ccache, so the second and third compilations are cache hits.  The
+# compiler, flags and objects are unchanged.
+setup_ccache() {
+  local cxx17
+  if ! command -v ccache >/dev/null 2>&1; then
+    echo "ccache not found: each stage compiles the package afresh"
+    return 0
+  fi
+  if [ -n "${R_MAKEVARS_USER:-}" ] || [ -f "$HOME/.R/Makevars" ]; then
+    echo "a user Makevars is set: ccache not used"
+    return 0
+  fi
+  cxx17=$(R CMD config CXX17) || return 0
+  mkdir -p build/ccache || return 0
+  printf 'CXX17 = ccache %s\n' "$cxx17" > build/ccache.Makevars
+  export R_MAKEVARS_USER="$ROOT/build/ccache.Makevars"
+  export CCACHE_DIR="$ROOT/build/ccache"
+  # the builds run in different directories (R CMD build and check use
+  # temporary copies): leave the working directory out of the hash
+  export CCACHE_NOHASHDIR=1
+  echo "compiling the R package through ccache (cache in build/ccache)"
+}
+
 main() {
   local deps_rc
   banner "stored replication results"
@@ -159,12 +188,17 @@ main() {
   bash tools/install-deps.sh
   deps_rc=$?
   [ "$deps_rc" -eq 0 ] || echo "WARNING: tools/install-deps.sh failed (status $deps_rc)"
+  setup_ccache
 
   run_stage cpp stage_cpp
   run_stage cpp-asan stage_cpp_asan
   run_stage rcheck stage_rcheck
   run_stage interactive stage_interactive
 
+  if [ -n "${CCACHE_DIR:-}" ]; then
+    banner "ccache"
+    ccache --show-stats 2>/dev/null | grep -iE 'hits|misses' || true
+  fi
   echo
   [ "${#FAILED_STAGES[@]}" -eq 0 ] || echo "failed stages: ${FAILED_STAGES[*]}"
   [ "$deps_rc" -eq 0 ] || echo "install-deps failed (status $deps_rc)"
