@@ -4,7 +4,8 @@
 
 supported_families <- function() {
   paste("gaussian(identity), binomial(probit), binomial(logit), poisson(log), Gamma(link = \"log\"),",
-        "negative binomial (log): mgcv::nb() (theta estimated) or MASS::negative.binomial(theta) (theta given),",
+        "negative binomial (log): mgcv::nb() (theta estimated) or MASS::negative.binomial(theta) or",
+        "mgcv::negbin(theta) (theta given),",
         "scaled t (identity): mgcv::scat(), location-scale Gaussian: mgcv::gaulss() with a list of two formulas")
 }
 
@@ -73,12 +74,14 @@ scat_theta <- function(family) {
 }
 
 # The theta of a negative binomial family object: list(theta = the given
-# theta or NULL, theta_start = a start value or NULL).  mgcv's nb():
-# n.theta = 0 when theta is given (getTheta(TRUE) is it); nb(theta = -t)
-# starts an estimated theta at t.  MASS's negative.binomial(theta) and
-# mgcv's negbin(theta): theta in the environment of its functions (`.Theta`).
+# theta or NULL, theta_start = a start value or NULL).  mgcv's nb() (an
+# extended family): n.theta = 0 when theta is given (getTheta(TRUE) is it);
+# nb(theta = -t) starts an estimated theta at t.  MASS's
+# negative.binomial(theta) and mgcv's negbin(theta) (plain families; negbin's
+# getTheta() takes no argument): theta in the environment of its functions
+# (`.Theta`).
 negbin_theta <- function(family) {
-  if (is.function(family$getTheta)) {
+  if (inherits(family, "extended.family") && is.function(family$getTheta)) {
     th <- family$getTheta(TRUE)
     if (identical(as.numeric(family$n.theta), 0)) return(list(theta = check_theta(th), theta_start = NULL))
     # (nb()'s own start without a theta is 1: the moments of y start it instead)

@@ -74,7 +74,7 @@
 #'   `binomial()` (logit), `poisson()`, `Gamma(link = "log")` or a negative
 #'   binomial with log link, `mgcv::nb()` (theta estimated; `nb(theta = t)`
 #'   gives it, `nb(theta = -t)` starts it at t) or
-#'   `MASS::negative.binomial(theta)` (theta given), or the scaled t
+#'   `MASS::negative.binomial(theta)` or `mgcv::negbin(theta)` (theta given), or the scaled t
 #'   `mgcv::scat()` (identity link), or the location-scale Gaussian
 #'   `mgcv::gaulss()` with a list of two formulas ([gaulss]).  For binomial, `y` may be 0/1,
 #'   logical, a two-level factor (the first level is failure, as in [glm()]), a

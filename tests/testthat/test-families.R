@@ -97,6 +97,10 @@ test_that("negative binomial: theta and the term are recovered as well as by mgc
   fitn <- gpgam(y ~ gp(x) + z, data = d, family = mgcv::nb(theta = 3), control = qctl(seed = 1))
   expect_equal(fitn$params$theta, 3)
   expect_equal(fitn$objective, fit3$objective, tolerance = 1e-7)
+  # and mgcv::negbin(3), the family of mgcv's gam() with theta given
+  fitg <- gpgam(y ~ gp(x) + z, data = d, family = mgcv::negbin(3), control = qctl(seed = 1))
+  expect_true(fitg$params$theta_fixed)
+  expect_equal(fitg$objective, fit3$objective, tolerance = 1e-7)
   expect_output(print(fit3), "theta: 3 (given)", fixed = TRUE)
 })
 
