@@ -67,6 +67,8 @@
 #'   k-means); `NULL` draws one from R's generator, so [set.seed()] makes fits
 #'   reproducible.
 #' @param verbose show a progress bar.
+#' @param trace the name of `verbose` in mgcv's [mgcv::gam.control()]: when
+#'   given, it sets `verbose`.
 #' @param fixed parameters kept at their initial values: any of `"kernel"`
 #'   (lengthscales and variances, see the `lengthscale` and `variance`
 #'   arguments of [gp()]; in [dgp()], of every layer), `"inducing"`
@@ -114,7 +116,7 @@
 gp_control <- function(inducing = NULL, batch_size = NULL, iterations = 2000, epochs = NULL,
                        learning_rate = 0.01, tol = 1e-5, patience = 20,
                        threads = NULL, seed = NULL, verbose = interactive(),
-                       fixed = character(), sigma = NULL, jitter = 1e-6, gh_points = 20, priors = TRUE, ...) {
+                       fixed = character(), sigma = NULL, jitter = 1e-6, gh_points = 20, priors = TRUE, trace = NULL, ...) {
   if (!is.null(inducing)) {
     check_count(inducing, "inducing")
     if (inducing < 2) stop_arg("inducing", "must be at least 2 (one inducing point cannot represent a curve)")
@@ -136,6 +138,10 @@ gp_control <- function(inducing = NULL, batch_size = NULL, iterations = 2000, ep
     }
   }
   if (!is.null(seed)) check_count(seed, "seed", zero = TRUE)
+  if (!is.null(trace)) {
+    if (!is.logical(trace) || length(trace) != 1 || is.na(trace)) stop_arg("trace", "must be TRUE or FALSE")
+    verbose <- trace
+  }
   if (!is.logical(verbose) || length(verbose) != 1 || is.na(verbose))
     stop_arg("verbose", "must be TRUE or FALSE")
   if (!is.character(fixed) || !all(fixed %in% c("kernel", "inducing", "sigma")))

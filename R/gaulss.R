@@ -377,10 +377,7 @@ predict.gpgam_ls <- function(object, newdata, type = c("link", "response", "term
     colnames(fit) <- c(colnames(t1$fit), gaulss_scale_labels(object, colnames(t2$fit)))
     se <- cbind(t1$se.fit, t2$se.fit / 2)
     colnames(se) <- colnames(fit)
-    if (!is.null(terms)) {
-      if (!is.character(terms) || length(setdiff(terms, colnames(fit))))
-        stop_arg("terms", "must be labels of the fit's terms: ", paste0("\"", colnames(fit), "\"", collapse = ", "))
-    }
+    if (!is.null(terms)) terms <- term_labels_arg(terms, colnames(fit), "terms")
     keep <- terms %||% colnames(fit)
     const <- c(mean = attr(t1$fit, "constant") %||% 0, log_sd = (attr(t2$fit, "constant") %||% 0) / 2)
     fit <- fit[rows, keep, drop = FALSE]

@@ -15,6 +15,9 @@
 #'   `"terms"` (a matrix with one column per term; parametric terms are their
 #'   contributions `x beta`, and `attr(, "constant")` is the intercept, so that
 #'   `rowSums(terms) + constant + offset` equals the `"link"` prediction) or
+#'   `"iterms"` (as `"terms"`, with the posterior variance of the intercept
+#'   added to the standard errors of the `gp()` terms, as mgcv's `"iterms"`
+#'   and `plot(seWithMean = TRUE)`) or
 #'   `"lpmatrix"` (as mgcv's: the matrix `Xp` that maps the weights of the
 #'   model to the linear predictor at `newdata`; see Details).
 #' @param se.fit also return standard errors: the posterior sd of the latent
@@ -28,7 +31,8 @@
 #'   `NA` for the rows it dropped when it was made with
 #'   `na.action = na.exclude` (as [predict.lm()] and mgcv's predict.gam()).
 #' @param terms with `type = "terms"`, the labels of the terms to return (as
-#'   in [predict.lm()]); `NULL`: all.  Ignored by `type = "link"` and
+#'   in [predict.lm()]; mgcv's labels of an `s()` or `te()` term, such as
+#'   `"s(x0)"` or `"te(x1,x2)"`, name its `gp()` term); `NULL`: all.  Ignored by `type = "link"` and
 #'   `"response"` (as by [predict.lm()]: the prediction has every term);
 #'   refused with `type = "lpmatrix"` (select the matrix's columns by name).
 #' @param exclude labels of terms (as `type = "terms"` names them) to leave
@@ -115,12 +119,14 @@
 #' c(estimate = sum(a * coef(fit, full = TRUE)),
 #'   sd = sqrt(drop(a %*% vcov(fit, full = TRUE) %*% a)))
 #' @export
-predict.gpgam <- function(object, newdata, type = c("link", "response", "terms", "lpmatrix"), se.fit = FALSE,
-                          na.action = stats::na.pass, terms = NULL, exclude = NULL,
+predict.gpgam <- function(object, newdata, type = c("link", "response", "terms", "iterms", "lpmatrix"),
+                          se.fit = FALSE, na.action = stats::na.pass, terms = NULL, exclude = NULL,
                           interval = c("none", "confidence", "prediction"), level = 0.95, ...) {
   type <- match.arg(type)
+  iterms <- type == "iterms"
+  if (iterms) type <- "terms"
   interval <- match.arg(interval)
-  check_exclude(object, exclude)
+  exclude <- check_exclude(object, exclude)
   if (interval != "none") {
     why <- interval_refusal(object, type, interval)
     if (!is.null(why)) stop_arg("interval", why)
@@ -156,10 +162,9 @@ predict.gpgam <- function(object, newdata, type = c("link", "response", "terms",
       tt <- lapply(tt, function(m) m[, setdiff(colnames(m), exclude), drop = FALSE])
       attr(tt$fit, "constant") <- const
     }
+    if (iterms && se.fit) tt$se.fit <- with_intercept_se(object, tt$se.fit)
     if (!is.null(terms)) {
-      bad <- setdiff(terms, colnames(tt$fit))
-      if (!is.character(terms) || length(bad))
-        stop_arg("terms", "must be labels of the fit's terms: ", paste0("\"", colnames(tt$fit), "\"", collapse = ", "))
+      terms <- term_labels_arg(terms, colnames(tt$fit), "terms")
       const <- attr(tt$fit, "constant")
       tt <- lapply(tt, function(m) m[, terms, drop = FALSE])
       attr(tt$fit, "constant") <- const
@@ -179,13 +184,41 @@ predict.gpgam <- function(object, newdata, type = c("link", "response", "terms",
   list(fit = pad(fit), se.fit = pad(se), residual.scale = sigma(object))
 }
 
-# predict(exclude = ): labels of the fit's terms (type = "terms" columns).
+# predict(exclude = ): labels of the fit's terms (type = "terms" columns),
+# returned as the fit names them (term_labels_arg()).
 check_exclude <- function(object, exclude) {
-  if (is.null(exclude)) return(invisible())
+  if (is.null(exclude)) return(NULL)
   labs <- c(gp_labels(object$terms),
             if (!is.null(object$terms$param)) attr(object$terms$param, "term.labels"))
-  if (!is.character(exclude) || anyNA(exclude) || length(setdiff(exclude, labs)))
-    stop_arg("exclude", "must be labels of the fit's terms: ", paste0("\"", labs, "\"", collapse = ", "))
+  term_labels_arg(exclude, labs, "exclude")
+}
+
+# The labels `given` (argument `arg`) as the fit's term labels `labs`: each
+# one of them, or mgcv's label of the same term (an s() or te() term is a
+# gp() term and is labelled so: "s(x0)", "te(x1,x2)", "s(x2):fac1" and
+# gaulss()'s "s.1(x)" stand for "gp(x0)", "gp(x1, x2)", "gp(x2):fac1" and
+# "gp.1(x)"; spaces do not matter).
+term_labels_arg <- function(given, labs, arg) {
+  if (!is.character(given) || anyNA(given))
+    stop_arg(arg, "must be labels of the fit's terms: ", paste0("\"", labs, "\"", collapse = ", "))
+  norm <- function(x) gsub(" ", "", sub("^(s|te)(\\.1)?\\(", "gp\\2(", x))
+  out <- given
+  miss <- !given %in% labs
+  out[miss] <- labs[match(norm(given[miss]), norm(labs))]
+  if (anyNA(out))
+    stop_arg(arg, "must be labels of the fit's terms: ", paste0("\"", labs, "\"", collapse = ", "),
+             " (not ", paste0("\"", given[is.na(out)], "\"", collapse = ", "), ")")
+  out
+}
+
+# type = "iterms": the standard errors of the gp() terms with the posterior
+# variance of the intercept added (mgcv's "iterms"; as plot(seWithMean =
+# TRUE)); the parametric terms' are unchanged.
+with_intercept_se <- function(object, se) {
+  v0 <- if (isTRUE(object$intercept) && length(coef(object))) vcov(object)[1, 1] else 0
+  gp <- colnames(se) %in% gp_labels(object$terms)
+  se[, gp] <- sqrt(se[, gp]^2 + v0)
+  se
 }
 
 # The link prediction lp (latent_predict() with terms) without the terms

@@ -145,6 +145,7 @@ test_that("gp_control() rejects invalid values, naming the argument", {
     gh_points = list(0, -1, NA, 3, 1000, 10.5),
     sigma = list(0, -1, NA, Inf),
     verbose = list(NA, "yes"),
+    trace = list(NA, "yes", c(TRUE, FALSE)),
     fixed = list("everything", 1)
   )
   for (arg in names(bad)) for (v in bad[[arg]]) {
@@ -153,6 +154,9 @@ test_that("gp_control() rejects invalid values, naming the argument", {
   }
   # valid edge values
   expect_s3_class(gp_control(seed = 0, natgrad_step = 1, gh_points = 5, verbose = FALSE), "gp_control")
+  # mgcv's name of verbose (gam.control(trace = )), as a list too
+  expect_false(gp_control(verbose = TRUE, trace = FALSE)$verbose)
+  expect_true(gp_control(verbose = FALSE, trace = TRUE)$verbose)
   # a plain list is validated the same way
   expect_error(gpgam(y ~ gp(x), data = bad_data(), control = list(iterations = 0)), "'iterations'")
   expect_error(gpgam(y ~ gp(x), data = bad_data(), control = "fast"), "'control'")

@@ -177,6 +177,8 @@ test_that("predict() of a gaulss fit keeps the rows of both predictors paired un
   tt <- predict(fit, nd, type = "terms")
   expect_true(all(is.na(tt[c(2, 4), ])))
   expect_identical(colnames(predict(fit, nd, type = "terms", terms = "gp.1(z)")), "gp.1(z)")
+  # mgcv's label of the same term, s.1(z)
+  expect_identical(predict(fit, nd, type = "terms", terms = "s.1(z)"), predict(fit, nd, type = "terms", terms = "gp.1(z)"))
   expect_error(predict(fit, nd, type = "terms", terms = "gp(w)"), "'terms' must be labels")
   f2 <- gpgam(list(y ~ gp(x), ~ log(z + 5)), data = d, family = mgcv::gaulss(),
               control = gp_control(verbose = FALSE, inducing = 12, seed = 1, threads = 1))

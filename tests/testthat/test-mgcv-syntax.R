@@ -21,6 +21,29 @@ test_that("te() is gp() over the same inputs, s() over one", {
   expect_identical(predict(f_s, d[1:20, ]), predict(f_g, d[1:20, ]))
 })
 
+test_that("predict() takes mgcv's labels of s() and te() terms, and type = \"iterms\"", {
+  d <- syn_data(300)
+  fit <- gpgam(y ~ s(x1) + te(x1, x2) + z, data = d, control = syn_ctl())
+  nd <- d[1:7, ]
+  expect_identical(predict(fit, nd, type = "terms", terms = c("te(x1,x2)", "s(x1)")),
+                   predict(fit, nd, type = "terms", terms = c("gp(x1, x2)", "gp(x1)")))
+  expect_identical(predict(fit, nd, exclude = "s(x1)", se.fit = TRUE),
+                   predict(fit, nd, exclude = "gp(x1)", se.fit = TRUE))
+  expect_error(predict(fit, nd, type = "terms", terms = "s(x9)"),
+               "'terms' must be labels of the fit's terms: \"gp\\(x1\\)\", .* \\(not \"s\\(x9\\)\"\\)")
+  expect_error(predict(fit, nd, exclude = "s(x2)"), "'exclude' must be labels")
+  # "iterms": the terms, the gp() terms' variances plus the intercept's, z's unchanged
+  tm <- predict(fit, nd, type = "terms", se.fit = TRUE)
+  it <- predict(fit, nd, type = "iterms", se.fit = TRUE)
+  expect_identical(it$fit, tm$fit)
+  v0 <- vcov(fit)[1, 1]
+  expect_gt(v0, 1e-4)
+  for (j in c("gp(x1)", "gp(x1, x2)"))
+    expect_equal(unname(it$se.fit[, j]^2 - tm$se.fit[, j]^2), rep(v0, 7), tolerance = 1e-10, info = j)
+  expect_identical(it$se.fit[, "z"], tm$se.fit[, "z"])
+  expect_identical(predict(fit, nd, type = "iterms"), tm$fit)
+})
+
 test_that("ti() is the pure interaction, with or without the main effects in the formula", {
   d <- syn_data()
   d$y <- d$y + 2 * (d$x1 - 0.5) * (d$x2 - 0.5) * 4
