@@ -95,7 +95,7 @@ plot.gpgam <- function(x, which = c("terms", "trace"), residuals = FALSE, rug = 
     stop_arg("select", "must index the panels (1..", length(panels), ")")
   panels <- panels[select]
   edf <- vapply(x$params$gp, `[[`, 1, "edf")
-  v0 <- if (isTRUE(seWithMean) && x$intercept && length(coef(x))) vcov(x)[1, 1] else 0
+  v0 <- if (isTRUE(seWithMean)) intercept_variance(x) else 0
   for (i in seq_along(panels)) {
     p <- panels[[i]]
     if (is.null(p$term)) next

@@ -212,14 +212,17 @@ term_labels_arg <- function(given, labs, arg) {
 }
 
 # type = "iterms": the standard errors of the gp() terms with the posterior
-# variance of the intercept added (mgcv's "iterms"; as plot(seWithMean =
-# TRUE)); the parametric terms' are unchanged.
+# variance of the intercept added (mgcv's "iterms"; plot(seWithMean = TRUE)
+# adds the same); the parametric terms' are unchanged.
 with_intercept_se <- function(object, se) {
-  v0 <- if (isTRUE(object$intercept) && length(coef(object))) vcov(object)[1, 1] else 0
   gp <- colnames(se) %in% gp_labels(object$terms)
-  se[, gp] <- sqrt(se[, gp]^2 + v0)
+  se[, gp] <- sqrt(se[, gp]^2 + intercept_variance(object))
   se
 }
+
+# The posterior variance of the intercept (0 without one).
+intercept_variance <- function(object)
+  if (isTRUE(object$intercept) && length(coef(object))) vcov(object)[1, 1] else 0
 
 # The link prediction lp (latent_predict() with terms) without the terms
 # `exclude`: its mean minus their means (type = "terms" columns); with `se`,
