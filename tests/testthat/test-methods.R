@@ -269,7 +269,7 @@ test_that("deviance(), df.residual(), AIC(fit1, fit2), anova() refusals and pred
   expect_identical(two$fit[, "gp(x2)"], all$fit[, "gp(x2)"])
   expect_identical(two$se.fit[, "gp(x2)"], all$se.fit[, "gp(x2)"])
   expect_equal(attr(two$fit, "constant"), attr(all$fit, "constant"))
-  expect_error(predict(fit, d[1:4, ], type = "terms", terms = "s(x2)"), "'terms' must be labels")
+  expect_error(predict(fit, d[1:4, ], type = "terms", terms = "s(x3)"), "'terms' must be labels")
   # plot.gam's arguments; the label carries the edf
   pdf(NULL)
   on.exit(grDevices::dev.off(), add = TRUE)
