@@ -19,8 +19,8 @@
 #'   of the variance of the posterior mean (see [anova.gpgam()]);
 #' * the noise sd (Gaussian), the shape (Gamma) or theta (negative binomial),
 #'   the deviance explained (against the intercept-only glm)
-#'   and, for a Gaussian model, the adjusted \eqn{R^2}{R^2} with residual df
-#'   n minus the total edf;
+#'   and the adjusted \eqn{R^2}{R^2} of the fitted mean response (for every
+#'   family, as mgcv's) with residual df n minus the total edf;
 #' * the objective (the ELBO or the EP log evidence), the log prior of the
 #'   hyperparameters, the iterations, how the fit ended (converged: a
 #'   stationary point) and the time.
@@ -29,8 +29,11 @@
 #' @param x a `summary.gpgam` object.
 #' @param digits number of significant digits.
 #' @param ... unused.
-#' @return An object of class `summary.gpgam`; its `s.table` holds the term
-#'   tests (columns `edf`, `Ref.df`, `Chi.sq`, `p-value`).
+#' @return An object of class `summary.gpgam`, with mgcv's names where they
+#'   mean the same: `s.table` holds the term tests (columns `edf`, `Ref.df`,
+#'   `Chi.sq`, `p-value`), `p.table` (also `coefficients`) the parametric
+#'   coefficients' table, `p.coeff` their estimates, `r.sq` and `dev.expl`
+#'   the adjusted \eqn{R^2}{R^2} and the deviance explained.
 #' @references Wood (2013) On p-values for smooth components of an extended
 #'   generalized additive model. Biometrika 100, 221-228.
 #' @examples
@@ -66,7 +69,7 @@ summary.gpgam <- function(object, ...) {
   fit_stats <- deviance_explained(object)
   structure(list(call = object$call, family = object$family$family, link = link_name(object), n = object$n,
                  engine = engine_label(object), terms = terms, s.table = term_tests(object),
-                 coefficients = coefs, sigma = if (object$likelihood == "gaussian") object$params$sigma else NA_real_,
+                 coefficients = coefs, p.table = coefs, p.coeff = pp$coef, sigma = if (object$likelihood == "gaussian") object$params$sigma else NA_real_,
                  lik_params = object$params[intersect(c("shape", "theta", "theta_fixed", "df",
                                                         if (object$likelihood == "scat") "sigma"),
                                                       names(object$params))],
@@ -171,8 +174,9 @@ term_tests <- function(object) {
 }
 
 # Deviance explained (against the intercept-only glm with the fit's weights
-# and offset) and, for a Gaussian model, the adjusted R^2 with residual df
-# n minus the total edf (gp() terms and coefficients).
+# and offset) and the adjusted R^2 on the response scale (as mgcv's, for
+# every family) with residual df n minus the total edf (gp() terms and
+# coefficients).
 deviance_explained <- function(object) {
   fam <- family(object)
   y <- object$y
@@ -182,9 +186,7 @@ deviance_explained <- function(object) {
   x0 <- matrix(1, length(y), as.integer(object$intercept))
   null <- suppressWarnings(stats::glm.fit(x0, y, weights = w, offset = object$offset, family = fam))$deviance
   edf <- sum(vapply(object$params$gp, `[[`, 1, "edf")) + length(param_kept(object$terms))
-  r.sq <- if (link_name(object) == "identity") {
-    df <- max(1, length(y) - edf)
-    1 - sum(w * (y - mu)^2) / df / (sum(w * (y - stats::weighted.mean(y, w))^2) / (length(y) - 1))
-  }
+  df <- max(1, length(y) - edf)
+  r.sq <- 1 - sum(w * (y - mu)^2) / df / (sum(w * (y - stats::weighted.mean(y, w))^2) / (length(y) - 1))
   list(dev.expl = if (null > 0) (null - dev) / null else NA_real_, r.sq = r.sq, deviance = dev, null = null)
 }

@@ -61,7 +61,14 @@ test_that("deviance explained and R^2 are those of lm() when there is no GP", {
   expect_equal(summary(fb)$dev.expl, 1 - gb$deviance / gb$null.deviance, tolerance = 5e-3)
   expect_equal(summary(fb)$dev.expl,
                1 - sum(binomial()$dev.resids(d$yb, fitted(fb), 1)) / gb$null.deviance, tolerance = 1e-10)
-  expect_null(summary(fb)$r.sq)
+  # R^2 of the fitted probabilities, as mgcv's for every family (mgcv centres the residuals; they
+  # sum to about 0 here), and mgcv's names of the coefficient table
+  sb <- summary(fb)
+  r2 <- 1 - sum((d$yb - fitted(fb))^2) / (nrow(d) - 3) / stats::var(d$yb)
+  expect_equal(sb$r.sq, r2, tolerance = 1e-10)
+  expect_equal(sb$r.sq, summary(mgcv::gam(yb ~ x0 + x1, data = d, family = binomial()))$r.sq, tolerance = 0.02)
+  expect_identical(sb$p.table, sb$coefficients)
+  expect_identical(sb$p.coeff, coef(fb))
 })
 
 test_that("AIC() and BIC() refuse with a message; anova() of fits says what its numbers are", {
