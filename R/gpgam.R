@@ -124,6 +124,11 @@
 #' @param na.action what to do with missing values (default
 #'   `getOption("na.action")`, normally [na.omit()]).
 #' @param model keep the model frame in the fit (`TRUE`, as [lm()] does).
+#' @param ... arguments of mgcv's `gam()` and `bam()` without meaning here
+#'   (`method`, `optimizer`, `select`, `gamma`, `sp`, `min.sp`, `knots`,
+#'   `scale`, `nthreads`, `discrete`, `chunk.size`, `samfrac`, `gc.level`,
+#'   `use.chol`) are ignored with a warning that says what gpgam() does
+#'   instead; any other is an error.
 #' @return An object of class `c("gpgam_<inference>", "gpgam", "scalegp")`
 #'   (`"gpgam_vi"`, `"gpgam_ep"`, `"gpgam_decoupled"` or `"gpgam_qsgp"` first); see
 #'   [summary.gpgam()], [predict.gpgam()] and [plot.gpgam()].
@@ -170,8 +175,9 @@
 #' }
 #' @export
 gpgam <- function(formula, data, family = gaussian(), inference = "vi", control = gp_control(),
-                  weights, subset, na.action, offset, model = TRUE) {
+                  weights, subset, na.action, offset, model = TRUE, ...) {
   cl <- match.call()
+  check_mgcv_fit_args(...length(), ...names())
   tune_allocator()
   if (!missing(data)) data <- eval_data_arg(data)
   if ((is.list(formula) && !inherits(formula, "formula")) || is_gaulss(family)) {  # ?gaulss
@@ -234,4 +240,36 @@ check_engine_family <- function(engine, fam) {
            " is not supported by inference = \"", engine$name, "\"",
            if (!is.null(supports)) paste0(", which fits ", supports),
            "; use inference = \"vi\" (the default)")
+}
+
+# mgcv's gam() and bam() arguments without meaning for gpgam(), with what
+# gpgam() does instead: ignored with a warning (check_mgcv_fit_args()).
+mgcv_fit_ignored <- local({
+  est <- paste("the kernel hyperparameters (a GP's smoothness) are estimated by maximising the objective",
+               "(the ELBO, or the EP log evidence) with weak priors (gp_control(priors = ))")
+  bam <- "a setting of mgcv's fitting algorithm without counterpart here"
+  c(method = est, optimizer = est, min.sp = est,
+    select = "each gp() term's variance is estimated and can shrink the term towards zero",
+    gamma = paste("the smoothness is estimated, not inflated by a factor;", est),
+    sp = "give a term's hyperparameters with gp(lengthscale = , variance = ) and hold them with gp_control(fixed = \"kernel\")",
+    knots = "gp() places its inducing points itself (their number: gp(k = ) or gp_control(inducing = ))",
+    scale = "the noise sd is estimated; give it with gp_control(sigma = , fixed = \"sigma\")",
+    nthreads = "use gp_control(threads = )",
+    discrete = "covariates are discretised by default (gp_control(discrete = ), see ?vi_options)",
+    chunk.size = bam, samfrac = bam, gc.level = bam, use.chol = bam)
+})
+
+# The number and names of gpgam()'s `...`: mgcv's arguments of mgcv_fit_ignored draw a
+# warning each; an unnamed or other argument is an error, as R's own
+# "unused argument" error.
+check_mgcv_fit_args <- function(n, nms) {
+  if (n == 0) return(invisible())
+  if (is.null(nms) || any(nms == "")) stop("gpgam(): unused unnamed argument(s); all arguments after 'model' must be named", call. = FALSE)
+  bad <- setdiff(nms, names(mgcv_fit_ignored))
+  if (length(bad))
+    stop(sprintf("gpgam(): unused argument(s) %s (see ?gpgam; mgcv's %s are ignored with a warning)",
+                 paste0("'", bad, "'", collapse = ", "), paste(names(mgcv_fit_ignored), collapse = ", ")),
+         call. = FALSE)
+  for (a in nms) warning(sprintf("gpgam(): mgcv's '%s' is ignored: %s", a, mgcv_fit_ignored[[a]]), call. = FALSE)
+  invisible()
 }

@@ -193,4 +193,13 @@ test_that("mgcv's arguments without meaning for a GP are ignored with a warning 
   expect_error(gp(x1, m = 2), "'m' is an argument of mgcv's smooths.*matern32")
   expect_error(gp(x1, foo = 2), "unknown argument\\(s\\) 'foo'")
   expect_error(gpgam(y ~ s(x1, by = x1), data = d, control = syn_ctl()), "'by'")
+  # gam()'s and bam()'s own arguments: a warning each, the same fit; others are errors
+  fm <- fg
+  expect_warning(expect_warning(fm <- gpgam(y ~ s(x1) + gp(g), data = d, control = syn_ctl(), method = "REML",
+                                            select = TRUE), "mgcv's 'method' is ignored: the kernel hyperparameters"),
+                 "mgcv's 'select' is ignored")
+  expect_identical(logLik(fm), logLik(fg))
+  expect_error(gpgam(y ~ s(x1), data = d, control = syn_ctl(), foo = 1, method = "REML"),
+               "unused argument\\(s\\) 'foo' \\(see \\?gpgam; mgcv's method, ")
+  expect_error(gpgam(y ~ s(x1), d, gaussian(), "vi", syn_ctl(), NULL, NULL, NULL, NULL, TRUE, 1), "unnamed")
 })
