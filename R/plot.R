@@ -51,7 +51,8 @@
 #'   this from every data point, with both inputs scaled to \[0, 1\], are
 #'   not drawn (mgcv's `too.far`, default 0.1 as in `mgcv::plot.gam()`); 0
 #'   draws the whole rectangle.  Needs the model frame.
-#' @param ... passed to the plotting functions.
+#' @param ... passed to the plotting functions (for `scheme = "persp"`, [persp()]'s
+#'   `theta`, `phi`, ... replace the default view, theta = phi = 30, as in mgcv).
 #' @return Invisibly, for `which = "terms"`, a list with one element per
 #'   panel drawn, as `mgcv::plot.gam()` returns: `label`, `xlab`, the grid `x`
 #'   (and `y` for two inputs), `fit` and `se` on it, and where drawn the data
@@ -308,8 +309,10 @@ draw_panel <- function(p, mult, shade, shade.col, ylim, scheme, labs, col, tr, .
   }
   if (p$kind == "2d") {
     if (scheme == "persp") {
-      graphics::persp(p$x, p$y, tr(p$fit), xlab = xlab, ylab = labs$ylab %||% p$ylab, zlab = p$title %||% p$label,
-                      main = main, theta = 30, phi = 30, col = "lightblue", shade = 0.4, border = NA, ...)
+      # (mgcv's view, theta = phi = 30, unless `...` gives theta, phi, ... of persp())
+      look <- utils::modifyList(list(theta = 30, phi = 30, col = "lightblue", shade = 0.4, border = NA), list(...))
+      do.call(graphics::persp, c(list(p$x, p$y, tr(p$fit), xlab = xlab, ylab = labs$ylab %||% p$ylab,
+                                      zlab = p$title %||% p$label, main = main), look))
       return(invisible())
     }
     zlim <- p$zlim %||% range(tr(p$fit))

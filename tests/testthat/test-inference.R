@@ -186,6 +186,8 @@ test_that("plot() returns what it draws: bands, partial residuals, parametric te
   # select, se = FALSE, scale = 0, schemes
   q <- plot(fit, select = 2, scheme = "persp")
   expect_length(q, 1)
+  # persp()'s view from `...`, as mgcv's plot.gam(theta = , phi = )
+  expect_silent(plot(fit, select = 2, scheme = 1, theta = -40, phi = 20, ticktype = "detailed"))
   expect_silent(plot(fit, se = FALSE, scale = 0, shade = FALSE, pages = 1))
   expect_silent(plot(fit, select = 2, scheme = 2))
   expect_error(plot(fit, select = 9), "'select'")
