@@ -169,6 +169,53 @@ TEST_CASE("Hilbert gradient under the adjoint convention of the inducing kinds",
   CHECK((g - fd).cwiseAbs().maxCoeff() < 1e-7 * (1 + fd.cwiseAbs().maxCoeff()));
 }
 
+TEST_CASE("Hilbert variances from the product form equal those of the features", "[hilbert]") {
+  // hilbert_quadratic_diag(): diag(Phi S Phi') by groups of the last input,
+  // on a grid of 9 values per input, with rows outside the box (0), an S
+  // with cross-covariances between every pair of sines, and the groups
+  // split over threads (the same values).
+  for (Index d : {2, 3}) {
+    CAPTURE(d);
+    std::vector<Index> m = d == 2 ? std::vector<Index>{7, 5} : std::vector<Index>{4, 3, 5};
+    VectorXd log_ls = VectorXd::LinSpaced(d, std::log(0.6), std::log(1.1));
+    Component c = hilbert_component(KernelType::matern32, log_ls, 0.4, m, 2.0);
+    c.basis.centre(0) = 0.3;
+    const Index n = 400, M = c.size();
+    MatrixXd X = uniform_matrix(n, d, 51 + static_cast<unsigned>(d), -2.0, 2.0);
+    for (Index i = 0; i < n; ++i)
+      for (Index k = 0; k < d; ++k) X(i, k) = std::round(X(i, k) * 2.0) / 2.0;
+    X(3, 0) = 2.5;  // outside the box
+    X(7, d - 1) = -2.5;
+    const MatrixXd R = normal_matrix(M, M, 53);
+    const MatrixXd S = R * R.transpose() / static_cast<double>(M) + MatrixXd::Identity(M, M);
+    const ComponentPrior p = component_prior(c, 0.0);
+    const MatrixXd Phi = features(c, X);
+    const VectorXd direct = (Phi * S).cwiseProduct(Phi).rowwise().sum();
+    VectorXd v, v3;
+    REQUIRE(hilbert_quadratic_diag(c.basis, X, p.sd, S, v, serial_for));
+    REQUIRE(v.size() == n);
+    CHECK(v(3) == 0.0);
+    CHECK(v(7) == 0.0);
+    CHECK(direct.minCoeff() >= 0.0);
+    CHECK(direct.maxCoeff() > 0.1);
+    for (Index i = 0; i < n; ++i) CHECK(std::abs(v(i) - direct(i)) <= 1e-12 * direct.maxCoeff());
+    REQUIRE(component_quadratic_diag(c, p, X, S, v3, thread_for(3)));
+    CHECK(v3 == v);
+  }
+  // not used for one input, nor when the last input takes many values
+  VectorXd ls1(1), ls2(2);
+  ls1 << 0.5;
+  ls2 << 0.5, 0.7;
+  const Component c1 = hilbert_component(KernelType::se, ls1, 0.0, {8}, 2.0);
+  const Component c2 = hilbert_component(KernelType::se, ls2, 0.0, {4, 4}, 2.0);
+  VectorXd v;
+  CHECK_FALSE(hilbert_quadratic_diag(c1.basis, uniform_matrix(50, 1, 45, -1.0, 1.0), component_prior(c1, 0.0).sd,
+                                     MatrixXd::Identity(8, 8), v, serial_for));
+  CHECK_FALSE(hilbert_quadratic_diag(c2.basis, uniform_matrix(50, 2, 46, -1.0, 1.0), component_prior(c2, 0.0).sd,
+                                     MatrixXd::Identity(16, 16), v, serial_for));
+  CHECK(v.size() == 0);
+}
+
 TEST_CASE("Hilbert Gram from the product form equals the product of the features", "[hilbert]") {
   // hilbert_weighted_gram() groups the rows by their last input; rows on a
   // grid of 9 values per input (so few groups), weights of both signs and

@@ -175,6 +175,22 @@ inline bool component_gram_lower(const Component& k, const ComponentPrior& p, co
   }
 }
 
+// v(i) = phic_i' S phic_i at rows Xc (S symmetric, size() square) from the
+// component's structure when it has one that makes this cheaper than the
+// features' product (hilbert: a term of several inputs on few values of its
+// last input, hilbert_quadratic_diag(); `for_groups` as there); false
+// otherwise.
+template <class ForGroups>
+bool component_quadratic_diag(const Component& k, const ComponentPrior& p, const MatrixXd& Xc, const MatrixXd& S,
+                              VectorXd& v, ForGroups for_groups) {
+  switch (k.kind) {
+    case Kind::hilbert:
+      return hilbert_quadratic_diag(k.basis, Xc, p.sd, S, v, for_groups);
+    default:
+      return false;
+  }
+}
+
 // The component's part of the predictor's mean, Phic m_c, at rows Xc without
 // forming the features: K(Xc, Z) (L^{-T} m_c), the whitening applied once to
 // m_c instead of to every row (and no variances).
@@ -240,6 +256,12 @@ inline void component_row_gradient(const Component& k, const ComponentPrior& p, 
       return;
   }
 }
+
+// Whether component_row_gradient() reads the adjoint of the features
+// (the hilbert and linear kinds do not: a Hilbert term's gradient comes from
+// Phi' Phibar, which the engines form from the pass's r and Q, and from the
+// variances' adjoint).
+inline bool reads_feature_adjoint(const Component& k) { return k.kind != Kind::hilbert && k.kind != Kind::linear; }
 
 // Gradient through the whitening L (the Cholesky factor of K_uu), given
 // Y = (Phibar' Phi) restricted to this component:

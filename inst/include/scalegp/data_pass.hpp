@@ -306,12 +306,13 @@ class DataPass {
     const MatrixXd S2 = q_->S + q_->m * q_->m.transpose();
     // cross[c] = sum_{l != c} C_cl F_l S2_lc (D_c x M_c), from the cached
     // product of each pair and one more product with its counts
-    std::vector<MatrixXd> cross(C);
-    for (std::size_t c = 0; c < C; ++c) cross[c] = MatrixXd::Zero(f[c].F.rows(), q_->comps[c].size());
+    std::vector<MatrixXd> cross = empty_cross(k);
     for (std::size_t c = 0; c < C; ++c)
       for (std::size_t l = c + 1; l < C; ++l)
-        pair_cross(dd.pair[c][l - c - 1], k.P[c][l - c - 1], contract_left(c, l, k), f[c], f[l],
-                   S2.block(q_->offset_of(c), q_->offset_of(l), q_->comps[c].size(), q_->comps[l].size()), cross[c], cross[l], pfor);
+        if (cross_of(cross, c) || cross_of(cross, l))
+          pair_cross(dd.pair[c][l - c - 1], k.P[c][l - c - 1], contract_left(c, l, k), f[c], f[l],
+                     S2.block(q_->offset_of(c), q_->offset_of(l), q_->comps[c].size(), q_->comps[l].size()),
+                     cross_of(cross, c), cross_of(cross, l), pfor);
     for (std::size_t c = 0; c < C; ++c) {
       const Index o = q_->offset_of(c), M = q_->comps[c].size();
       const DiscreteComponent& dc = dd.comp[c];
@@ -325,13 +326,16 @@ class DataPass {
       pfor(nblocks, [&](std::size_t b0, std::size_t b1) {
         for (std::size_t b = b0; b < b1; ++b) {
           const Index begin = static_cast<Index>(b * kChunkRows), nb = f[c].rows[b].resid.size();
-          const auto Fb = f[c].F.middleRows(begin, nb);
-          MatrixXd Fbar = Fb;
-          Fbar.noalias() -= Fb * Scc;
-          Fbar = dc.count.segment(begin, nb).asDiagonal() * Fbar;
-          Fbar.noalias() += wy[c].segment(begin, nb) * mc.transpose();
-          Fbar -= cross[c].middleRows(begin, nb);
-          Fbar /= nv;
+          MatrixXd Fbar(nb, 0);  // (not read: reads_feature_adjoint())
+          if (cross_of(cross, c)) {
+            const auto Fb = f[c].F.middleRows(begin, nb);
+            Fbar = Fb;
+            Fbar.noalias() -= Fb * Scc;
+            Fbar = dc.count.segment(begin, nb).asDiagonal() * Fbar;
+            Fbar.noalias() += wy[c].segment(begin, nb) * mc.transpose();
+            Fbar -= cross[c].middleRows(begin, nb);
+            Fbar /= nv;
+          }
           const VectorXd gam = -0.5 / nv * dc.count.segment(begin, nb);
           q_->component_gradient(c, f[c].rows[b], Fbar, gam, part[b].g_kern[c], part[b].g_Z[c]);
         }
@@ -413,18 +417,31 @@ class DataPass {
   // same sums for any thread count).
   template <class W>
   static void pair_cross(const W& w, const MatrixXd& P, bool left, const DiscreteFeatures& fc,
-                         const DiscreteFeatures& fl, const Eigen::Ref<const MatrixXd>& Scl, MatrixXd& xc,
-                         MatrixXd& xl, const ParallelFor& pfor) {
+                         const DiscreteFeatures& fl, const Eigen::Ref<const MatrixXd>& Scl, MatrixXd* xc,
+                         MatrixXd* xl, const ParallelFor& pfor) {
     if (left) {
-      xc += DiscretePair::dense_times(P, Scl.transpose(), pfor);
+      if (xc) *xc += DiscretePair::dense_times(P, Scl.transpose(), pfor);
+      if (!xl) return;
       const MatrixXd R = DiscretePair::dense_times(fc.F, Scl, pfor);  // F_c S_cl
-      xl += w.trans_times(R, R.transpose(), pfor);
+      *xl += w.trans_times(R, R.transpose(), pfor);
     } else {
-      xl += DiscretePair::dense_times(P, Scl, pfor);
+      if (xl) *xl += DiscretePair::dense_times(P, Scl, pfor);
+      if (!xc) return;
       const MatrixXd R = DiscretePair::dense_times(fl.F, Scl.transpose(), pfor);  // F_l S_lc
-      xc += w.times(R, R.transpose(), pfor);
+      *xc += w.times(R, R.transpose(), pfor);
     }
   }
+
+  // The cross terms of the feature adjoints (pair_cross()) of the components
+  // whose gradient reads them (AdditiveModel::reads_feature_adjoint(); a
+  // Hilbert term's comes from Q and r): cross[c] empty for the others.
+  std::vector<MatrixXd> empty_cross(const DiscreteCache& k) const {
+    std::vector<MatrixXd> cross(q_->comps.size());
+    for (std::size_t c = 0; c < cross.size(); ++c)
+      if (q_->reads_feature_adjoint(c)) cross[c] = MatrixXd::Zero(k.f[c].F.rows(), q_->comps[c].size());
+    return cross;
+  }
+  static MatrixXd* cross_of(std::vector<MatrixXd>& cross, std::size_t c) { return cross[c].size() ? &cross[c] : nullptr; }
 
   // (2 F_c S_cl F_l')[a, b] at the observed pairs (contract_left(): the
   // product with S on the side of c).
@@ -470,6 +487,18 @@ class DataPass {
       }
     });
     return v;
+  }
+
+  // diag(F_c S F_c') over component c's distinct values (F_c the cached
+  // features): from the component's structure when it has one
+  // (AdditiveModel::component_quadratic_diag(), a Hilbert term of several
+  // inputs; its groups of values in parallel), else diag_quadratic().
+  VectorXd component_quadratic_diag(std::size_t c, const Eigen::Ref<const MatrixXd>& S, const ParallelFor& pfor) const {
+    VectorXd v;
+    if (q_->component_quadratic_diag(c, disc_->comp[c].X, MatrixXd(S), v,
+                                     [&](std::size_t U, const RangeBody& body) { pfor(U, body); }))
+      return v;
+    return diag_quadratic(cache_.f[c].F, S, pfor);
   }
 
   // The lower triangle of F_c' diag(d) F_c over component c's distinct values
@@ -528,7 +557,7 @@ class DataPass {
       const Index o = q_->offset_of(c), M = q_->comps[c].size();
       const MatrixXd& F = k.f[c].F;
       p.mv[c].noalias() = F * q_->m.segment(o, M);
-      if (var) p.vd[c] = k.resid[c] + diag_quadratic(F, q_->S.block(o, o, M, M), pfor);
+      if (var) p.vd[c] = k.resid[c] + component_quadratic_diag(c, q_->S.block(o, o, M, M), pfor);
       for (std::size_t l = c + 1; l < C; ++l) {
         p.pp.push_back(&disc_->pair[c][l - c - 1]);
         p.pc.emplace_back(c, l);
@@ -709,16 +738,16 @@ class DataPass {
     if (pass != Pass::gradient) return acc;
     // cross[c] = sum_{l != c} Gamma_cl F_l S_lc (pair_cross(); the product of
     // Q's block reused unless the gradient needs the raw gamma)
-    std::vector<MatrixXd> cross(C);
-    for (std::size_t c = 0; c < C; ++c) cross[c] = MatrixXd::Zero(k.f[c].F.rows(), q_->comps[c].size());
+    std::vector<MatrixXd> cross = empty_cross(k);
     for (std::size_t q = 0; q < pp.size(); ++q) {
       const std::size_t c = pc[q].first, l = pc[q].second;
+      if (!cross_of(cross, c) && !cross_of(cross, l)) continue;
       const ValuedPairs w{*pp[q], raw ? Gp_raw[q] : Gp[q]};
       const bool left = contract_left(c, l, k);
       MatrixXd& Pq = left ? T[c][l] : T[l][c];
       if (raw) Pq = left ? w.times(k.f[l].F, k.f[l].FT, pfor) : w.trans_times(k.f[c].F, k.f[c].FT, pfor);
       pair_cross(w, Pq, left, k.f[c], k.f[l], q_->S.block(q_->offset_of(c), q_->offset_of(l), q_->comps[c].size(), q_->comps[l].size()),
-                 cross[c], cross[l], pfor);
+                 cross_of(cross, c), cross_of(cross, l), pfor);
     }
     const std::vector<VectorXd>& Gg = raw ? Gam_raw : Gam;
     for (std::size_t c = 0; c < C; ++c) {
@@ -729,10 +758,13 @@ class DataPass {
       pfor(nblocks, [&](std::size_t b0, std::size_t b1) {
         for (std::size_t b = b0; b < b1; ++b) {  // (blocks of kChunkRows values)
           const Index begin = static_cast<Index>(b * kChunkRows), nb = k.f[c].rows[b].resid.size();
-          const auto Fb = F.middleRows(begin, nb);
-          MatrixXd Fbar = G[c].segment(begin, nb) * q_->m.segment(o, M).transpose();
-          Fbar.noalias() += 2.0 * Gg[c].segment(begin, nb).asDiagonal() * (Fb * q_->S.block(o, o, M, M) - Fb);
-          Fbar += 2.0 * cross[c].middleRows(begin, nb);
+          MatrixXd Fbar(nb, 0);  // (not read: reads_feature_adjoint())
+          if (cross_of(cross, c)) {
+            const auto Fb = F.middleRows(begin, nb);
+            Fbar = G[c].segment(begin, nb) * q_->m.segment(o, M).transpose();
+            Fbar.noalias() += 2.0 * Gg[c].segment(begin, nb).asDiagonal() * (Fb * q_->S.block(o, o, M, M) - Fb);
+            Fbar += 2.0 * cross[c].middleRows(begin, nb);
+          }
           q_->component_gradient(c, k.f[c].rows[b], Fbar, Gg[c].segment(begin, nb), part[b].g_kern[c], part[b].g_Z[c]);
         }
       });

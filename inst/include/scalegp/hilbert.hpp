@@ -216,4 +216,75 @@ inline bool hilbert_weighted_gram(const HilbertBasis& b, const MatrixXd& Xc, con
   return true;
 }
 
+// v(i) = phi_i' S phi_i for the features phi_i of rows Xc (hilbert_features())
+// and a symmetric S (M x M), from the product form of a term of d >= 2
+// inputs.  With the rows grouped by their value u of the last input (as in
+// hilbert_weighted_gram(): sine_j = sine1_j1 * s_jd, block (p, q) of
+// St = diag(sd) S diag(sd) belongs to sines p and q of the last input),
+//   v(i) = p_i' A_u p_i,   A_u = sum_{p,q} s_p(u) s_q(u) St_pq   (M1 x M1),
+// p_i the sines of the other inputs at row i: O(groups M^2 + rows M1^2)
+// against O(rows M^2 / 2) for the features' product.  Rows outside the box
+// get 0.  Each row's value is computed alike however the rows are split (by
+// groups, in parallel through `for_groups(U, body)`, body(g0, g1) the groups
+// g0..g1-1).  Returns false (v untouched) for a term of one input, or when
+// the groups' cost is over half of the product's.
+template <class ForGroups>
+bool hilbert_quadratic_diag(const HilbertBasis& b, const MatrixXd& Xc, const VectorXd& sd, const MatrixXd& S,
+                            VectorXd& v, ForGroups for_groups) {
+  const Index d = b.dim(), n = Xc.rows(), M = b.size();
+  if (d < 2 || n == 0 || Xc.cols() != d || sd.size() != M || S.rows() != M || S.cols() != M) return false;
+  const std::size_t last = static_cast<std::size_t>(d - 1);
+  const Index md = b.m[last], M1 = M / md;
+  std::vector<Index> order;
+  order.reserve(static_cast<std::size_t>(n));
+  for (Index i = 0; i < n; ++i) {
+    bool inside = true;
+    for (Index k = 0; k < d && inside; ++k) inside = std::abs(Xc(i, k) - b.centre(k)) <= b.L(k);  // (NaN: outside)
+    if (inside) order.push_back(i);
+  }
+  std::stable_sort(order.begin(), order.end(), [&](Index i, Index j) { return Xc(i, d - 1) < Xc(j, d - 1); });
+  std::vector<std::size_t> start{0};
+  for (std::size_t r = 1; r < order.size(); ++r)
+    if (Xc(order[r], d - 1) != Xc(order[r - 1], d - 1)) start.push_back(r);
+  start.push_back(order.size());
+  const std::size_t U = order.empty() ? 0 : start.size() - 1;
+  const double Md = static_cast<double>(M), M1d = static_cast<double>(M1);
+  if (static_cast<double>(U) * Md * Md + static_cast<double>(n) * M1d * M1d > 0.25 * static_cast<double>(n) * Md * Md)
+    return false;
+  HilbertBasis b1, bd;
+  b1.centre = b.centre.head(d - 1);
+  b1.L = b.L.head(d - 1);
+  b1.m.assign(b.m.begin(), b.m.end() - 1);
+  bd.centre = b.centre.tail(1);
+  bd.L = b.L.tail(1);
+  bd.m = {md};
+  // every group's A_u by one product (serial): column p + md q of B is
+  // block (p, q) of St, column u of W is s(u) kron s(u)
+  MatrixXd B(M1 * M1, md * md), W(md * md, static_cast<Index>(U)), s(1, md);
+  for (Index q = 0; q < md; ++q)
+    for (Index p = 0; p < md; ++p)
+      Eigen::Map<MatrixXd>(B.col(p + md * q).data(), M1, M1) =
+          sd.segment(p * M1, M1).asDiagonal() * S.block(p * M1, q * M1, M1, M1) * sd.segment(q * M1, M1).asDiagonal();
+  const VectorXd ones = VectorXd::Ones(M1), ones_d = VectorXd::Ones(md);
+  for (std::size_t g = 0; g < U; ++g) {
+    hilbert_features(bd, Xc.block(order[start[g]], d - 1, 1, 1), ones_d, s);
+    for (Index q = 0; q < md; ++q)
+      for (Index p = 0; p < md; ++p) W(p + md * q, static_cast<Index>(g)) = s(0, p) * s(0, q);
+  }
+  const MatrixXd As = B * W;
+  v.setZero(n);
+  for_groups(U, [&](std::size_t g0, std::size_t g1) {
+    for (std::size_t g = g0; g < g1; ++g) {
+      const Index ng = static_cast<Index>(start[g + 1] - start[g]);
+      const Eigen::Map<const MatrixXd> A(As.col(static_cast<Index>(g)).data(), M1, M1);
+      MatrixXd X1(ng, d - 1), P(ng, M1);
+      for (Index r = 0; r < ng; ++r) X1.row(r) = Xc.row(order[start[g] + static_cast<std::size_t>(r)]).head(d - 1);
+      hilbert_features(b1, X1, ones, P);
+      const MatrixXd PA = P * A;
+      for (Index r = 0; r < ng; ++r) v(order[start[g] + static_cast<std::size_t>(r)]) = PA.row(r).dot(P.row(r));
+    }
+  });
+  return true;
+}
+
 }  // namespace scalegp

@@ -150,6 +150,17 @@ class AdditiveModel {
     if (k.by_col < 0) return scalegp::component_gram_lower(k, prior_[c], Xc, w, G);
     return scalegp::component_gram_lower(k, prior_[c], Xc, w.cwiseProduct(X.col(k.by_col).cwiseAbs2()), G);
   }
+  // diag(Phic S Phic') at rows X (all columns of the data) from the
+  // component's structure (component_quadratic_diag(); a by column scales
+  // it by its square); false when it has none.
+  template <class ForGroups>
+  bool component_quadratic_diag(std::size_t c, const MatrixXd& X, const MatrixXd& S, VectorXd& v,
+                                ForGroups for_groups) const {
+    const Component& k = comps[c];
+    if (!scalegp::component_quadratic_diag(k, prior_[c], component_columns(k, X), S, v, for_groups)) return false;
+    if (k.by_col >= 0) v.array() *= X.col(k.by_col).array().square();
+    return true;
+  }
   // Phic m_c at rows X (all columns of the data) without the features
   // (component_mean()).
   VectorXd component_block_mean(std::size_t c, const MatrixXd& X, const VectorXd& mc) const {
@@ -208,6 +219,15 @@ class AdditiveModel {
       const VectorXd gz = gam.cwiseProduct(z.cwiseAbs2());
       component_row_gradient(k, prior_[c], r, Pb, gz, g_kern, gZ);
     }
+  }
+
+  // Whether the gradient of component c reads its features' adjoint (it
+  // learns something, and of a kind whose row gradient reads it:
+  // scalegp::reads_feature_adjoint()); when not, component_gradient() takes
+  // a Phibar_c of no columns.
+  bool reads_feature_adjoint(std::size_t c) const {
+    const Component& k = comps[c];
+    return (k.learn_kernel || (k.has_inducing() && set.learn_inducing)) && scalegp::reads_feature_adjoint(k);
   }
 
   // Number of kernel hyperparameters and inducing coordinates being learned.
