@@ -216,6 +216,68 @@ TEST_CASE("Hilbert variances from the product form equal those of the features",
   CHECK(v.size() == 0);
 }
 
+TEST_CASE("Hilbert products through observed pairs in product form equal those of the features", "[hilbert]") {
+  // hilbert_tensor(): F = sd .* (P kron Sv) with a by value per row;
+  // hilbert_tensor_times(): W F for a sparse W over the term's rows;
+  // hilbert_tensor_dots(): 2 H(a, :) . F(b, :) at W's entries, in W's order
+  // or through a permutation; blocks split over threads give the same values.
+  using Sparse = Eigen::SparseMatrix<double, Eigen::RowMajor>;
+  for (Index d : {2, 3}) {
+    CAPTURE(d);
+    std::vector<Index> m = d == 2 ? std::vector<Index>{6, 4} : std::vector<Index>{3, 4, 5};
+    VectorXd log_ls = VectorXd::LinSpaced(d, std::log(0.5), std::log(0.9));
+    Component c = hilbert_component(KernelType::se, log_ls, 0.2, m, 2.0);
+    const Index n = 120, R = 30, M = c.size();
+    MatrixXd X = uniform_matrix(n, d, 61 + static_cast<unsigned>(d), -2.0, 2.0);
+    for (Index i = 0; i < n; ++i) X(i, d - 1) = std::round(X(i, d - 1) * 2.0) / 2.0;  // 9 values
+    X(5, 0) = 2.5;  // outside the box
+    const VectorXd by = uniform_matrix(n, 1, 63, 0.5, 1.5).col(0);
+    const ComponentPrior p = component_prior(c, 0.0);
+    const MatrixXd F = by.asDiagonal() * features(c, X);
+    HilbertTensor t;
+    REQUIRE(hilbert_tensor(c.basis, X, by, p.sd, t));
+    CHECK(t.values() == 9);
+    CHECK(t.M1 * t.md == M);
+    std::vector<Eigen::Triplet<double>> trip;
+    const MatrixXd U = uniform_matrix(R, n, 65, 0.0, 1.0), Wv = normal_matrix(R, n, 66);
+    for (Index a = 0; a < R; ++a)
+      for (Index b = 0; b < n; ++b)
+        if (U(a, b) < 0.15) trip.emplace_back(a, b, Wv(a, b));
+    Sparse W(R, n);
+    W.setFromTriplets(trip.begin(), trip.end());
+    REQUIRE(W.nonZeros() > 200);
+    const auto serial = [](std::size_t k, const RangeBody& body) { blocked_for(k, serial_for, body); };
+    const ParallelFor threads = thread_for(3);
+    const auto parallel = [&](std::size_t k, const RangeBody& body) {  // blocks of 4 rows on 3 threads
+      threads((k + 3) / 4, [&](std::size_t b0, std::size_t b1) { body(4 * b0, std::min(k, 4 * b1)); });
+    };
+    const MatrixXd direct = W * F, got = hilbert_tensor_times(t, W, serial);
+    REQUIRE(got.rows() == R);
+    REQUIRE(got.cols() == M);
+    for (Index a = 0; a < R; ++a)
+      for (Index j = 0; j < M; ++j) CHECK(std::abs(got(a, j) - direct(a, j)) <= 1e-12 * direct.cwiseAbs().maxCoeff());
+    CHECK(hilbert_tensor_times(t, W, parallel) == got);
+    const MatrixXd H = normal_matrix(R, M, 67);
+    VectorXd v(W.nonZeros()), v2(W.nonZeros());
+    hilbert_tensor_dots(t, H, W, nullptr, v, serial);
+    Index e = 0;
+    for (Index a = 0; a < R; ++a)
+      for (Sparse::InnerIterator it(W, a); it; ++it, ++e)
+        CHECK(std::abs(v(e) - 2.0 * H.row(a).dot(F.row(it.col()))) <= 1e-12 * (1 + std::abs(v(e))));
+    std::vector<int> rev(static_cast<std::size_t>(W.nonZeros()));
+    for (std::size_t j = 0; j < rev.size(); ++j) rev[j] = static_cast<int>(rev.size() - 1 - j);
+    hilbert_tensor_dots(t, H, W, rev.data(), v2, parallel);
+    CHECK(v2 == v.reverse());
+  }
+  // one input: no product form
+  VectorXd ls1(1);
+  ls1 << 0.5;
+  const Component c1 = hilbert_component(KernelType::se, ls1, 0.0, {8}, 2.0);
+  HilbertTensor t1;
+  CHECK_FALSE(hilbert_tensor(c1.basis, uniform_matrix(20, 1, 68, -1.0, 1.0), VectorXd(), component_prior(c1, 0.0).sd, t1));
+  CHECK(t1.empty());
+}
+
 TEST_CASE("Hilbert Gram from the product form equals the product of the features", "[hilbert]") {
   // hilbert_weighted_gram() groups the rows by their last input; rows on a
   // grid of 9 values per input (so few groups), weights of both signs and

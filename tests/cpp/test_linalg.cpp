@@ -174,6 +174,22 @@ TEST_CASE("triangular solves, inverse and log-determinant match direct Eigen", "
     CHECK(max_abs(Ai * A - MatrixXd::Identity(n, n)) < 1e-12);
     CHECK(max_abs(Ai - Ai.transpose()) < 1e-15);
   }
+  SECTION("chol_inverse and lower_inverse_in_place by halves (sizes past the base case)") {
+    for (Index k : {33, 70, 151}) {
+      CAPTURE(k);
+      const MatrixXd R = normal_matrix(k, k, 90 + static_cast<unsigned>(k));
+      const MatrixXd B = R * R.transpose() / static_cast<double>(k) + MatrixXd::Identity(k, k);
+      const MatrixXd LB = B.llt().matrixL();
+      MatrixXd Ti = LB;
+      lower_inverse_in_place(Ti);
+      CHECK(max_abs(MatrixXd(Ti.triangularView<Eigen::StrictlyUpper>())) == 0.0);
+      CHECK(max_abs(Ti * LB - MatrixXd::Identity(k, k)) < 1e-12);
+      CHECK(max_abs(LB * Ti - MatrixXd::Identity(k, k)) < 1e-12);
+      const MatrixXd Bi = chol_inverse(LB);
+      CHECK(max_abs(Bi * B - MatrixXd::Identity(k, k)) < 1e-11);
+      CHECK(max_abs(Bi - Bi.transpose()) == 0.0);
+    }
+  }
   SECTION("logdet_chol") {
     CHECK(logdet_chol(L) == Approx(std::log(A.determinant())).epsilon(1e-12));
     const MatrixXd D = Eigen::Vector3d(2.0, 3.0, 0.5).asDiagonal();

@@ -191,6 +191,14 @@ bool component_quadratic_diag(const Component& k, const ComponentPrior& p, const
   }
 }
 
+// The product form of the features at rows Xc (scale: empty, or a factor
+// per row) when the component has one (hilbert: a term of several inputs,
+// hilbert_tensor()); false otherwise.
+inline bool component_tensor(const Component& k, const ComponentPrior& p, const MatrixXd& Xc, const VectorXd& scale,
+                             HilbertTensor& t) {
+  return k.kind == Kind::hilbert && hilbert_tensor(k.basis, Xc, scale, p.sd, t);
+}
+
 // The component's part of the predictor's mean, Phic m_c, at rows Xc without
 // forming the features: K(Xc, Z) (L^{-T} m_c), the whitening applied once to
 // m_c instead of to every row (and no variances).

@@ -198,6 +198,9 @@ class DataPass {
     long sums_version = -1;                // the version of P, A, bw and resid_w
     std::vector<DiscreteFeatures> f;
     std::vector<VectorXd> resid;           // by value of each component
+    // other likelihoods: each component's features in product form, when
+    // it has one (AdditiveModel::component_tensor(); empty otherwise)
+    std::vector<HilbertTensor> tensor;
     // Gaussian: per pair c < l (P[c][l - c - 1]) its counts times the
     // features of one side, C_cl F_l (D_c x M_l) when contract_left(), else
     // C_cl' F_c (D_l x M_c)
@@ -221,6 +224,9 @@ class DataPass {
         for (std::size_t b = 0; b < k.f[c].rows.size(); ++b)
           k.resid[c].segment(static_cast<Index>(b * kChunkRows), k.f[c].rows[b].resid.size()) = k.f[c].rows[b].resid;
       }
+      k.tensor.assign(C, HilbertTensor());
+      if (lik_->family != Family::gaussian)
+        for (std::size_t c = 0; c < C; ++c) q_->component_tensor(c, dd.comp[c].X, k.tensor[c]);
       k.version = q_->prior_version();
       k.sums_version = -1;
     }
@@ -373,6 +379,47 @@ class DataPass {
     return Dc * Mc * Ml + nnz * Ml <= Dl * Ml * Mc + nnz * Mc;
   }
 
+  // The side of a pair (c, l) whose features the row-level products take
+  // in product form (a Hilbert term of several inputs: hilbert_tensor_times()
+  // and hilbert_tensor_dots(), the other side's features times the pair's
+  // weights first): 2 for l, 1 for c, 0 for neither (no product form, or
+  // not less work than the cheaper way of contract_left(), its products by
+  // scattered rows of F counted kScatterWork times their flops).
+  static constexpr double kScatterWork = 2.0;
+  int tensor_side(std::size_t c, std::size_t l, const DiscreteCache& k) const {
+    if (k.tensor.empty() || (k.tensor[c].empty() && k.tensor[l].empty())) return 0;
+    const double nnz = disc_->pair[c][l - c - 1].entries();
+    const double Dc = static_cast<double>(k.f[c].F.rows()), Dl = static_cast<double>(k.f[l].F.rows());
+    const double Mc = static_cast<double>(q_->comps[c].size()), Ml = static_cast<double>(q_->comps[l].size());
+    double best = std::min(Dc * Mc * Ml + kScatterWork * nnz * Ml, Dl * Ml * Mc + kScatterWork * nnz * Mc);
+    int side = 0;
+    if (!k.tensor[l].empty() && hilbert_tensor_work(k.tensor[l], nnz, Dc) + Dc * Mc * Ml < best) {
+      best = hilbert_tensor_work(k.tensor[l], nnz, Dc) + Dc * Mc * Ml;
+      side = 2;
+    }
+    if (!k.tensor[c].empty() && hilbert_tensor_work(k.tensor[c], nnz, Dl) + Dl * Ml * Mc < best) side = 1;
+    return side;
+  }
+  // Whether the row-level products of pair (c, l) take the features of l
+  // (T = W F_l, by value of c; W the pair's weights), else those of c:
+  // tensor_side(), else contract_left().
+  bool pair_left(std::size_t c, std::size_t l, const DiscreteCache& k) const {
+    const int t = tensor_side(c, l, k);
+    return t == 0 ? contract_left(c, l, k) : t == 2;
+  }
+  // W F_l (pair_left()) or W' F_c, W the pair's observed pairs with values
+  // v, through the product form when tensor_side() says so.
+  MatrixXd pair_product(std::size_t c, std::size_t l, const DiscreteCache& k, const VectorXd& v,
+                        const ParallelFor& pfor) const {
+    const DiscretePair& pr = disc_->pair[c][l - c - 1];
+    const int t = tensor_side(c, l, k);
+    const auto blocks = [&](std::size_t n, const RangeBody& body) { blocked_for(n, pfor, body); };
+    if (t == 2) return hilbert_tensor_times(k.tensor[l], pr.with_values(v), blocks);
+    if (t == 1) return hilbert_tensor_times(k.tensor[c], pr.trans_with_values(v), blocks);
+    return contract_left(c, l, k) ? DiscretePair::sparse_times_t(pr.with_values(v), k.f[l].FT, pfor)
+                                  : DiscretePair::sparse_times_t(pr.trans_with_values(v), k.f[c].FT, pfor);
+  }
+
   // Gaussian, discretised: Phi' W Phi (full) and Phi' W (y - o) over all rows.
   const MatrixXd& gaussian_gram(const ParallelFor& pfor) const { return discrete_cache(pfor, true).A; }
   const VectorXd& gaussian_b(const ParallelFor& pfor) const { return discrete_cache(pfor, true).bw; }
@@ -443,13 +490,23 @@ class DataPass {
   }
   static MatrixXd* cross_of(std::vector<MatrixXd>& cross, std::size_t c) { return cross[c].size() ? &cross[c] : nullptr; }
 
-  // (2 F_c S_cl F_l')[a, b] at the observed pairs (contract_left(): the
-  // product with S on the side of c).
+  // (2 F_c S_cl F_l')[a, b] at the observed pairs (tensor_side(), else
+  // contract_left(): the product with S on the side of c).
   VectorXd pair_variance(std::size_t c, std::size_t l, const DiscreteCache& k, const ParallelFor& pfor) const {
     const DiscretePair& pr = disc_->pair[c][l - c - 1];
     const MatrixXd& Fc = k.f[c].F;
     const MatrixXd& Fl = k.f[l].F;
     const auto Scl = q_->S.block(q_->offset_of(c), q_->offset_of(l), q_->comps[c].size(), q_->comps[l].size());
+    const int t = tensor_side(c, l, k);
+    if (t != 0) {  // H = F_c S_cl against l's product form, or F_l S_cl' against c's
+      VectorXd v(pr.pattern.nonZeros());
+      const auto blocks = [&](std::size_t n, const RangeBody& body) { blocked_for(n, pfor, body); };
+      if (t == 2)
+        hilbert_tensor_dots(k.tensor[l], MatrixXd(Fc * Scl), pr.pattern, nullptr, v, blocks);
+      else
+        hilbert_tensor_dots(k.tensor[c], MatrixXd(Fl * Scl.transpose()), pr.patternT, pr.tperm.data(), v, blocks);
+      return v;
+    }
     const bool left = contract_left(c, l, k);
     // left: H' = (F_c S_cl)' against F_l'; else H' = (F_l S_cl')' against F_c'
     const MatrixXd HT = left ? MatrixXd((Fc * Scl).transpose()) : MatrixXd((Fl * Scl.transpose()).transpose());
@@ -714,9 +771,9 @@ class DataPass {
     split(tot.gq, Gam, Gp);
     if (raw) split(tot.raw, Gam_raw, Gp_raw);
     // r, Q (lower triangle; block (l, c) = F_l' Gamma_cl' F_c, as
-    // F_l' (Gamma_cl' F_c) or, when contract_left(), (F_c' (Gamma_cl F_l))'), and for the
+    // F_l' (Gamma_cl' F_c) or, when pair_left(), (F_c' (Gamma_cl F_l))'), and for the
     // gradient the product of Q's block, T[c][l] = Gamma_cl F_l when
-    // contract_left(), else T[l][c] = Gamma_cl' F_c
+    // pair_left(), else T[l][c] = Gamma_cl' F_c (pair_product())
     std::vector<std::vector<MatrixXd>> T(C, std::vector<MatrixXd>(C));
     for (std::size_t c = 0; c < C; ++c) {
       const Index o = q_->offset_of(c), M = q_->comps[c].size();
@@ -727,11 +784,11 @@ class DataPass {
     for (std::size_t q = 0; q < pp.size(); ++q) {
       const std::size_t c = pc[q].first, l = pc[q].second;
       auto block = acc.Q.block(q_->offset_of(l), q_->offset_of(c), q_->comps[l].size(), q_->comps[c].size());
-      if (contract_left(c, l, k)) {
-        T[c][l] = DiscretePair::sparse_times_t(pp[q]->with_values(Gp[q]), k.f[l].FT, pfor);
+      if (pair_left(c, l, k)) {
+        T[c][l] = pair_product(c, l, k, Gp[q], pfor);
         block = weighted_crossprod(k.f[c].F, VectorXd(), T[c][l], pfor).transpose();
       } else {
-        T[l][c] = DiscretePair::sparse_times_t(pp[q]->trans_with_values(Gp[q]), k.f[c].FT, pfor);
+        T[l][c] = pair_product(c, l, k, Gp[q], pfor);
         block = weighted_crossprod(k.f[l].F, VectorXd(), T[l][c], pfor);
       }
     }
@@ -743,9 +800,9 @@ class DataPass {
       const std::size_t c = pc[q].first, l = pc[q].second;
       if (!cross_of(cross, c) && !cross_of(cross, l)) continue;
       const ValuedPairs w{*pp[q], raw ? Gp_raw[q] : Gp[q]};
-      const bool left = contract_left(c, l, k);
+      const bool left = pair_left(c, l, k);
       MatrixXd& Pq = left ? T[c][l] : T[l][c];
-      if (raw) Pq = left ? w.times(k.f[l].F, k.f[l].FT, pfor) : w.trans_times(k.f[c].F, k.f[c].FT, pfor);
+      if (raw) Pq = pair_product(c, l, k, Gp_raw[q], pfor);
       pair_cross(w, Pq, left, k.f[c], k.f[l], q_->S.block(q_->offset_of(c), q_->offset_of(l), q_->comps[c].size(), q_->comps[l].size()),
                  cross_of(cross, c), cross_of(cross, l), pfor);
     }

@@ -15,7 +15,9 @@
 // the observed value pairs of every pair of components (`row_level`): an
 // evaluation then costs O(components^2) lookups and one scatter-add of
 // weights per row, plus products over distinct values
-// (data_pass.hpp, DataPass::evaluate_discrete_rows()).
+// (data_pass.hpp, DataPass::evaluate_discrete_rows(); a Hilbert term of
+// several inputs enters them through the product form of its sines, so a
+// product through observed pairs reads M1 numbers per pair, not M).
 //
 // Rounding: a gp() input is rounded to the nearest of `bins` equally spaced
 // values over its range (for a term over d >= 2 inputs, max(100,

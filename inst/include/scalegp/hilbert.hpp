@@ -287,4 +287,116 @@ bool hilbert_quadratic_diag(const HilbertBasis& b, const MatrixXd& Xc, const Vec
   return true;
 }
 
+// A Hilbert term of d >= 2 inputs at given rows (its distinct values in a
+// discretised fit) in the product form of its features:
+//   F(i, j1 + M1 k) = sd(j1 + M1 k) P(i, j1) Sv(v_i, k),
+// P the sines of the other inputs at row i times the row's scale (a by
+// value), Sv the last input's sines at its V distinct values, v_i the index
+// of row i's value.  Only sd depends on the hyperparameters.  The products
+// of the pairs of components through their observed value pairs
+// (data_pass.hpp) then touch P's rows (M1 numbers) per observed pair
+// instead of F's (M = M1 md).
+struct HilbertTensor {
+  Index M1 = 0, md = 0;
+  std::vector<int> v;
+  MatrixXd P, Sv;
+  VectorXd sd;
+  bool empty() const { return M1 == 0; }
+  Index values() const { return Sv.rows(); }
+};
+
+// The product form of the features of rows Xc (scale: empty, or one factor
+// per row); false (t untouched) for a term of one input.
+inline bool hilbert_tensor(const HilbertBasis& b, const MatrixXd& Xc, const VectorXd& scale, const VectorXd& sd,
+                           HilbertTensor& t) {
+  const Index d = b.dim(), n = Xc.rows(), M = b.size();
+  if (d < 2 || Xc.cols() != d || sd.size() != M || (scale.size() != 0 && scale.size() != n)) return false;
+  const Index md = b.m[static_cast<std::size_t>(d - 1)], M1 = M / md;
+  HilbertBasis b1, bd;
+  b1.centre = b.centre.head(d - 1);
+  b1.L = b.L.head(d - 1);
+  b1.m.assign(b.m.begin(), b.m.end() - 1);
+  bd.centre = b.centre.tail(1);
+  bd.L = b.L.tail(1);
+  bd.m = {md};
+  std::vector<double> u;
+  for (Index i = 0; i < n; ++i)
+    if (!std::isnan(Xc(i, d - 1))) u.push_back(Xc(i, d - 1));  // (NaN rows: no features, value 0 below)
+  std::sort(u.begin(), u.end());
+  u.erase(std::unique(u.begin(), u.end()), u.end());
+  t.M1 = M1;
+  t.md = md;
+  t.sd = sd;
+  t.Sv.resize(static_cast<Index>(u.size()), md);
+  hilbert_features(bd, Eigen::Map<const MatrixXd>(u.data(), static_cast<Index>(u.size()), 1), VectorXd::Ones(md), t.Sv);
+  t.v.resize(static_cast<std::size_t>(n));
+  t.P.resize(n, M1);
+  hilbert_features(b1, Xc.leftCols(d - 1), VectorXd::Ones(M1), t.P);
+  for (Index i = 0; i < n; ++i) {
+    const auto it = std::lower_bound(u.begin(), u.end(), Xc(i, d - 1));
+    const bool found = it != u.end() && *it == Xc(i, d - 1);
+    t.v[static_cast<std::size_t>(i)] = found ? static_cast<int>(it - u.begin()) : 0;
+    if (!found) t.P.row(i).setZero();
+    if (scale.size() != 0) t.P.row(i) *= scale(i);
+  }
+  return true;
+}
+
+// The work of W F (W sparse with nnz entries, its columns the tensor's rows,
+// `rows` rows) through the product form, hilbert_tensor_times(); and of the
+// same by F's rows (nnz M).
+inline double hilbert_tensor_work(const HilbertTensor& t, double nnz, double rows) {
+  return nnz * static_cast<double>(t.M1) + rows * static_cast<double>(t.M1 * t.md) * static_cast<double>(t.values());
+}
+
+// W F (rows(W) x M) for a row-major sparse W whose columns are the tensor's
+// rows: for each row a of W,
+//   Y_a(j1, v) = sum_{b: v_b = v} W(a, b) P(b, j1),   (W F)(a, j1 + M1 k) = sd(j1 + M1 k) (Y_a Sv)(j1, k),
+// the rows of W by blocks (`for_blocks(rows, body)`, body(a0, a1) the rows
+// a0..a1-1, each block computed alike whichever thread runs it).
+template <class Sparse, class ForBlocks>
+MatrixXd hilbert_tensor_times(const HilbertTensor& t, const Sparse& W, ForBlocks for_blocks) {
+  const Index R = W.rows(), M1 = t.M1, md = t.md, V = t.values();
+  MatrixXd out(R, M1 * md);
+  for_blocks(static_cast<std::size_t>(R), [&](std::size_t a0, std::size_t a1) {
+    const Index na = static_cast<Index>(a1 - a0);
+    MatrixXd Y = MatrixXd::Zero(na * M1, V);
+    for (Index a = 0; a < na; ++a)
+      for (typename Sparse::InnerIterator it(W, static_cast<Index>(a0) + a); it; ++it)
+        Y.col(t.v[static_cast<std::size_t>(it.col())]).segment(a * M1, M1) += it.value() * t.P.row(it.col()).transpose();
+    const MatrixXd Z = Y * t.Sv;  // (na M1) x md
+    for (Index a = 0; a < na; ++a)
+      for (Index k = 0; k < md; ++k)
+        out.row(static_cast<Index>(a0) + a).segment(k * M1, M1) =
+            Z.col(k).segment(a * M1, M1).transpose().cwiseProduct(t.sd.segment(k * M1, M1).transpose());
+  });
+  return out;
+}
+
+// out(pos[e]) (pos null: out(e)) = 2 H(a, :) . F(b, :) for each entry e =
+// (a, b) of the pattern W (row-major; rows: H's rows, columns: the tensor's
+// rows), through Z_a = reshape(H(a, :) .* sd', M1, md) Sv' (M1 x V):
+// 2 P(b, :) . Z_a(:, v_b).  Blocks of rows as hilbert_tensor_times().
+template <class Sparse, class ForBlocks>
+void hilbert_tensor_dots(const HilbertTensor& t, const MatrixXd& H, const Sparse& W, const int* pos, VectorXd& out,
+                         ForBlocks for_blocks) {
+  const Index R = W.rows(), M1 = t.M1, md = t.md;
+  const int* outer = W.outerIndexPtr();
+  const int* inner = W.innerIndexPtr();
+  for_blocks(static_cast<std::size_t>(R), [&](std::size_t a0, std::size_t a1) {
+    const Index na = static_cast<Index>(a1 - a0);
+    MatrixXd Hr(na * M1, md);
+    for (Index a = 0; a < na; ++a)
+      for (Index k = 0; k < md; ++k)
+        Hr.col(k).segment(a * M1, M1) =
+            H.row(static_cast<Index>(a0) + a).segment(k * M1, M1).transpose().cwiseProduct(t.sd.segment(k * M1, M1));
+    const MatrixXd Z = Hr * t.Sv.transpose();  // (na M1) x V
+    for (Index a = 0; a < na; ++a)
+      for (int e = outer[a0 + static_cast<std::size_t>(a)]; e < outer[a0 + static_cast<std::size_t>(a) + 1]; ++e) {
+        const int b = inner[e];
+        out(pos ? pos[e] : e) = 2.0 * Z.col(t.v[static_cast<std::size_t>(b)]).segment(a * M1, M1).dot(t.P.row(b).transpose());
+      }
+  });
+}
+
 }  // namespace scalegp

@@ -55,11 +55,31 @@ inline double logdet_chol(const MatrixXd& L) {
   return 2.0 * L.diagonal().array().log().sum();
 }
 
-// Inverse of L L^T from its lower Cholesky factor: L^{-T} L^{-1}, formed as
-// a symmetric rank-k product (half the flops of a general product).
+// T <- T^{-1} for a lower-triangular T (upper triangle zero), by halves:
+// inv([A 0; B C]) = [A^-1 0; -C^-1 B A^-1, C^-1], about n^3 / 3 flops where
+// a triangular solve against the identity takes n^3.
+inline void lower_inverse_in_place(Eigen::Ref<MatrixXd> T) {
+  const Index n = T.rows();
+  if (n <= 32) {
+    MatrixXd I = MatrixXd::Identity(n, n);
+    T.triangularView<Eigen::Lower>().solveInPlace(I);
+    T = I.triangularView<Eigen::Lower>();
+    return;
+  }
+  const Index h = n / 2;
+  lower_inverse_in_place(T.topLeftCorner(h, h));
+  lower_inverse_in_place(T.bottomRightCorner(n - h, n - h));
+  const MatrixXd BA = T.bottomLeftCorner(n - h, h) * T.topLeftCorner(h, h).triangularView<Eigen::Lower>();
+  T.bottomLeftCorner(n - h, h).noalias() = -(T.bottomRightCorner(n - h, n - h).triangularView<Eigen::Lower>() * BA);
+}
+
+// Inverse of L L^T from its lower Cholesky factor: L^{-T} L^{-1}, with
+// L^{-1} from lower_inverse_in_place() and the product formed as a
+// symmetric rank-k update (half the flops of a general product).
 inline MatrixXd chol_inverse(const MatrixXd& L) {
   const Index n = L.rows();
-  const MatrixXd Linv = L.triangularView<Eigen::Lower>().solve(MatrixXd::Identity(n, n));
+  MatrixXd Linv = L.triangularView<Eigen::Lower>();
+  lower_inverse_in_place(Linv);
   MatrixXd A = MatrixXd::Zero(n, n);
   A.selfadjointView<Eigen::Lower>().rankUpdate(Linv.transpose());
   return A.selfadjointView<Eigen::Lower>();

@@ -161,6 +161,14 @@ class AdditiveModel {
     if (k.by_col >= 0) v.array() *= X.col(k.by_col).array().square();
     return true;
   }
+  // The product form of component c's features at rows X (all columns of
+  // the data; a by column as the rows' scale) when it has one
+  // (component_tensor()).
+  bool component_tensor(std::size_t c, const MatrixXd& X, HilbertTensor& t) const {
+    const Component& k = comps[c];
+    return scalegp::component_tensor(k, prior_[c], component_columns(k, X),
+                                     k.by_col >= 0 ? VectorXd(X.col(k.by_col)) : VectorXd(), t);
+  }
   // Phic m_c at rows X (all columns of the data) without the features
   // (component_mean()).
   VectorXd component_block_mean(std::size_t c, const MatrixXd& X, const VectorXd& mc) const {

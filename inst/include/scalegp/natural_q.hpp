@@ -286,30 +286,51 @@ class NaturalQ : public WhitenedGaussianModel {
   // and lengthscales.  With old_W before the change: v_c -> W_c^-1 old_W_c v_c,
   // in natural parameters, with T = diag(old_W_c^-1 W_c): P -> T' P T,
   // h -> T' h.  Linear components, and a diagonal with a zero sd, keep theirs.
+  // (T is block-diagonal: each moved component's block is applied to its
+  // columns of P, then to its rows and h; a diagonal block as a scaling.)
   void keep_weights(const std::vector<MatrixXd>& old_W) {
     if (old_W.size() != comps.size()) return;
-    const Index Mt = total_size();
-    MatrixXd T = MatrixXd::Identity(Mt, Mt);
+    std::vector<MatrixXd> T(comps.size());  // per component: its block, a column (diagonal), or none
     bool moved = false;
     for (std::size_t c = 0; c < comps.size(); ++c) {
       const MatrixXd W = whitening(c);
-      const Index o = offsets_[c], M = comps[c].size();
+      const Index M = comps[c].size();
       if (W.size() == 0 || old_W[c].rows() != M || W.rows() != M || old_W[c] == W) continue;
       if (comps[c].has_inducing()) {
-        T.block(o, o, M, M) = old_W[c].triangularView<Eigen::Lower>().solve(W);
+        T[c] = old_W[c].triangularView<Eigen::Lower>().solve(W);
       } else {
         const VectorXd a = old_W[c].diagonal(), b = W.diagonal();
         if (!(a.minCoeff() > 0) || !(b.minCoeff() > 0)) continue;
-        T.block(o, o, M, M) = b.cwiseQuotient(a).asDiagonal();
+        T[c] = b.cwiseQuotient(a);
       }
       moved = true;
     }
     if (!moved) return;
     const MatrixXd P0 = P;
     const VectorXd h0 = h;
-    P = T.transpose() * P0 * T;
+    for (std::size_t c = 0; c < comps.size(); ++c) {
+      const Index o = offsets_[c], M = comps[c].size();
+      if (T[c].size() == 0) continue;
+      if (T[c].cols() == 1) {
+        P.middleCols(o, M) = P.middleCols(o, M) * T[c].col(0).asDiagonal();
+      } else {
+        const MatrixXd Pc = P.middleCols(o, M) * T[c];
+        P.middleCols(o, M) = Pc;
+      }
+    }
+    for (std::size_t c = 0; c < comps.size(); ++c) {
+      const Index o = offsets_[c], M = comps[c].size();
+      if (T[c].size() == 0) continue;
+      if (T[c].cols() == 1) {
+        P.middleRows(o, M) = T[c].col(0).asDiagonal() * P.middleRows(o, M);
+        h.segment(o, M) = T[c].col(0).cwiseProduct(h.segment(o, M));
+      } else {
+        const MatrixXd Pr = T[c].transpose() * P.middleRows(o, M);
+        P.middleRows(o, M) = Pr;
+        h.segment(o, M) = T[c].transpose() * h.segment(o, M);
+      }
+    }
     P = 0.5 * (P + P.transpose());
-    h = T.transpose() * h0;
     try {
       refresh_q();
     } catch (const numerical_error&) {
