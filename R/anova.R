@@ -21,7 +21,12 @@
 #' With several fits of the same data, their objectives ([logLik()]) side by
 #' side: ELBOs (`inference = "vi"`; each a lower bound on its log marginal
 #' likelihood) or EP log evidences (`inference = "ep"`); their differences
-#' approximate log Bayes factors.
+#' approximate log Bayes factors.  Parametric coefficients have a vague
+#' prior (sd 100 on the scale of standardised columns), and a Bayes factor
+#' charges each added coefficient for it (Lindley's paradox): when the fits
+#' differ in parametric terms the table says so, and the Wald test of the
+#' larger fit's `anova()` is the better guide (a factor entered as `gp(f)`
+#' has its prior scale estimated instead).
 #'
 #' @param object a `gpgam` fit.
 #' @param ... further fits to compare.
@@ -97,11 +102,20 @@ compare_fits <- function(fits, labels, cls) {
   lab <- if (length(objectives) == 1) objectives else "logLik"
   tab <- data.frame(elbo, df, c(NA, diff(elbo)), row.names = names)
   names(tab) <- c(lab, "df", paste("Delta", lab))
+  # fits with different parametric coefficients: their vague prior enters the difference
+  pnames <- lapply(fits, function(f) sort(names(coef(f))))
+  lindley <- length(unique(pnames)) > 1
   structure(tab, heading = c(paste0("Comparison of gpgam fits by ", lab,
                                     if (length(objectives) == 1) paste0(" (", object$engine$objective_note, ")")),
                              paste0("Differences of log marginal likelihoods are log Bayes factors; of ",
                                     "ELBOs, approximations to them (each is a lower bound). No test is made; ",
                                     "df counts the estimated hyperparameters and coefficients."),
+                             if (lindley)
+                               paste0("Note: the fits differ in parametric coefficients, whose prior is vague ",
+                                      "(N(0, 100^2) on the standardised scale). A Bayes factor charges each added ",
+                                      "coefficient for that prior, so a difference here understates a parametric ",
+                                      "term's evidence: test it by anova() of the larger fit (a Wald test), or enter ",
+                                      "a factor as gp(f), whose prior scale is estimated."),
                              paste0("Model ", seq_along(fits), ": ", vapply(fits, function(f) deparse1(f$formula), ""))),
             class = c("gpgam_anova", "data.frame"))
 }

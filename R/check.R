@@ -162,13 +162,12 @@ residuals_at <- function(object, type) {
   switch(type,
          response = y - mu,
          pearson = {
-           # the family's variance function over the weight, as glm(): no
-           # dispersion (Gaussian sigma^2, Gamma 1 / shape) divides it
-           v <- switch(object$likelihood, gaussian = , scat = 1 / pmax(w, 1e-300), poisson = mu / pmax(w, 1e-300),
-                       gamma = mu^2 / pmax(w, 1e-300),
-                       negbin = (mu + mu^2 / object$params$theta) / pmax(w, 1e-300),
-                       mu * (1 - mu) / pmax(w, 1e-300))
-           (y - mu) / sqrt(v)
+           # (y - mu) sqrt(w / V(mu)) with the family's variance function,
+           # as glm(): no dispersion (Gaussian sigma^2, Gamma 1 / shape)
+           # divides it; 0 at a row of weight 0
+           v <- switch(object$likelihood, gaussian = , scat = rep(1, length(mu)), poisson = mu, gamma = mu^2,
+                       negbin = mu + mu^2 / object$params$theta, mu * (1 - mu))
+           (y - mu) * sqrt(w / v)
          },
          deviance = {
            d <- family(object)$dev.resids(y, mu, w)
@@ -259,8 +258,26 @@ simulate.scalegp <- function(object, nsim = 1, seed = NULL, ...) {
       dimnames(out[[j]]) <- list(rownames(object$model), colnames(yr))
     }
   }
+  out <- pad_excluded_rows(out, object$na.action)
   attr(out, "seed") <- rng_state
   out
+}
+
+# A data frame of draws at the fitting rows, with the rows na.action =
+# na.exclude dropped put back as NA (as simulate.lm() and fitted() give
+# them); other na.actions: unchanged.
+pad_excluded_rows <- function(out, omit) {
+  if (!inherits(omit, "exclude") || !length(omit)) return(out)
+  full <- nrow(out) + length(omit)
+  idx <- rep(NA_integer_, full)
+  idx[-omit] <- seq_len(nrow(out))
+  rn <- character(full)
+  rn[-omit] <- rownames(out)
+  rn[omit] <- names(omit) %||% as.character(omit)
+  res <- out[idx, , drop = FALSE]
+  for (j in seq_along(res)) if (is.matrix(res[[j]])) rownames(res[[j]]) <- rn
+  rownames(res) <- rn
+  res
 }
 
 # After a fit with a canonical link (binomial logit, Poisson log) and an

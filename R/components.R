@@ -14,7 +14,9 @@ gp_component <- function(spec, mf, others, n_terms, ysc, control, col) {
     if (identical(spec$basis, "hilbert"))
       stop_arg("basis", "= \"hilbert\" needs numeric inputs; gp(", spec$vars, ") of a factor is a random effect ",
                "(leave basis unset)")
-    if (!is.null(spec$by)) stop_arg("by", "is not supported for a random effect gp(", spec$vars, ")")
+    if (!is.null(spec$by))
+      stop_arg("by", "is not supported for a random effect gp(", spec$vars, ") (random slopes are not available; ",
+               "a curve of '", spec$by, "' per level is gp(", spec$by, ", by = ", spec$vars, "))")
     return(list(factor_component(spec, x, ysc, control, col)))
   }
   if (isTRUE(spec$mgcv_re))

@@ -161,6 +161,12 @@ gp_control <- function(inducing = NULL, batch_size = NULL, iterations = 2000, ep
             class = "gp_control")
 }
 
+# The settings of mgcv's gam.control() (mgcv 1.8-41) other than trace, which
+# gp_control() takes: named in an error when a control list has them.
+mgcv_control_names <- c("nthreads", "ncv.threads", "irls.reg", "epsilon", "maxit", "mgcv.tol", "mgcv.half",
+                        "rank.tol", "nlm", "optim", "newton", "outerPIsteps", "idLinksBases", "scalePenalty",
+                        "efs.lspmax", "efs.tol", "keepData", "scale.est", "edge.correct")
+
 # Engine options given to gp_control(), kept as given after validation: a
 # name must be an option of some registered engine or of dgp()
 # (option_constructors()), and its value must be valid for at least one
@@ -178,6 +184,12 @@ given_engine_options <- function(opts) {
              paste0("?", sub("()", "", names(option_constructors()), fixed = TRUE), "_options", collapse = ", "), ")")
   ctors <- option_constructors()
   bad <- setdiff(nm, engine_option_names())
+  mg <- intersect(bad, mgcv_control_names)
+  if (length(mg))
+    stop_arg("control", "has mgcv's gam.control() setting(s) ", paste0("'", utils::head(mg, 3), "'", collapse = ", "),
+             if (length(mg) > 3) paste0(" and ", length(mg) - 3, " more"),
+             ": gpgam() takes gp_control(), whose nearest counterparts are iterations (maxit), threads ",
+             "(nthreads), tol (epsilon) and verbose (trace); see ?gp_control")
   if (length(bad))
     stop_arg(bad[1], "is not an argument of gp_control() nor an option of an inference engine or of dgp(); options: ",
              paste(vapply(names(ctors), function(e) paste0(paste(names(formals(ctors[[e]])), collapse = ", "),
@@ -206,6 +218,15 @@ print.gp_control <- function(x, ...) {
   cat("<gp_control>\n")
   str(unclass(x), give.head = FALSE, no.list = TRUE)
   invisible(x)
+}
+
+# An error naming the arguments in `dots` (list(...) of a method that takes
+# none), with `hint` after them.
+no_dots <- function(fun, dots, hint) {
+  if (!length(dots)) return(invisible())
+  nm <- names(dots) %||% rep("", length(dots))
+  nm[!nzchar(nm)] <- "(unnamed)"
+  stop(sprintf("%s(): unused argument(s) %s (%s)", fun, paste0("'", nm, "'", collapse = ", "), hint), call. = FALSE)
 }
 
 stop_arg <- function(arg, ...) {

@@ -276,7 +276,10 @@ gp_inputs <- function(mf, spec, what = "data") {
     if (is.null(x)) stop(what, " lacks the variable '", v, "' used in ", spec$label, call. = FALSE)
     if (is.factor(x) || is.character(x) || is.logical(x))
       stop_arg(v, "in ", spec$label, " must be numeric, not ", class(x)[1],
-               " (use it as a parametric term instead)")
+               if (length(spec$vars) > 1)
+                 paste0(" (a curve per level, as mgcv's bs = \"fs\": gp(", paste(setdiff(spec$vars, v), collapse = ", "),
+                        ", by = ", v, ") + gp(", v, "); random slopes are not available)")
+               else " (use it as a parametric term instead)")
     if (!is.numeric(x))
       stop_arg(v, "in ", spec$label, " must be numeric, not ", class(x)[1],
                if (inherits(x, c("Date", "POSIXt", "difftime"))) paste0(" (write gp(as.numeric(", v, ")), in ",

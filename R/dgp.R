@@ -593,7 +593,10 @@ dgp_chunked <- function(cl, formula, source, hidden, inducing, fam, control, opt
 #'
 #' The forward moment propagation of the fit with the posterior in place of
 #' the cavity: the mean and variance of the output (and, with `layer`, of a
-#' hidden layer's Gaussian).
+#' hidden layer's Gaussian).  `coef()`, `vcov()`, `anova()` and `simulate()`
+#' are errors that say why: a deep GP has no linear coefficients or additive
+#' terms, and its posterior gives each row's predictive moments, not joint
+#' draws.
 #'
 #' @param object a fit made by [dgp()].
 #' @param newdata a data frame with the inputs (default: the data of the fit;
@@ -610,7 +613,8 @@ dgp_chunked <- function(cl, formula, source, hidden, inducing, fam, control, opt
 #' @param layer `NULL` (the output) or the number of a hidden layer: then a
 #'   list of the `mean` and `var` matrices (rows x width) of that layer's
 #'   Gaussian, on the internal (standardised) scale of the network.
-#' @param ... unused.
+#' @param ... nothing else is taken (an error names any argument given:
+#'   there are no `interval` bands; `se.fit` gives each row's sd).
 #' @return A vector of predictions, or with `se.fit` a list of `fit` and
 #'   `se.fit`; with `layer`, a list of `mean` and `var`.
 #'   `sigma()`: the output noise sd on the data scale (1 with probit).
@@ -625,6 +629,7 @@ dgp_chunked <- function(cl, formula, source, hidden, inducing, fam, control, opt
 #' predict(fit, data.frame(x = c(-1, 0, 1)), layer = 1)
 #' @export
 predict.dgp <- function(object, newdata, type = c("link", "response"), se.fit = FALSE, layer = NULL, ...) {
+  no_dots("predict.dgp", list(...), "a deep GP's predictive is not Gaussian, so there are no 'interval' bands; se.fit = TRUE gives each row's mean and sd")
   type <- match.arg(type)
   L <- length(object$net$layers)
   if (!is.null(layer) && (!is.numeric(layer) || length(layer) != 1 || !(layer %in% seq_len(L - 1))))
@@ -665,6 +670,39 @@ sigma.dgp <- function(object, ...) if (is.na(object$params$sigma)) 1 else object
 logLik.dgp <- function(object, ...) {
   structure(object$objective, df = object$df, nobs = object$n, approximate = TRUE,
             label = "approximate log marginal likelihood (EP energy; Bui et al. 2016)", class = "logLik")
+}
+
+# What a deep GP fit does not have: mgcv's coefficient-level methods and
+# simulate() (the approximate EP posterior gives each row's predictive mean
+# and variance, not joint draws), each a clear error instead of an internal
+# one from the methods of class "scalegp".
+dgp_not_available <- function(what, instead) {
+  stop(sprintf("%s is not available for a dgp() fit: %s", what, instead), call. = FALSE)
+}
+
+#' @rdname predict.dgp
+#' @export
+coef.dgp <- function(object, ...) {
+  dgp_not_available("coef()", "its parameters are per layer (summary(fit) lists them)")
+}
+
+#' @rdname predict.dgp
+#' @export
+vcov.dgp <- function(object, ...) {
+  dgp_not_available("vcov()", "it has no linear coefficients; predict(fit, se.fit = TRUE) gives the predictive sd")
+}
+
+#' @rdname predict.dgp
+#' @export
+anova.dgp <- function(object, ...) {
+  dgp_not_available("anova()", "it has no additive terms; compare fits by logLik() (the approximate log marginal likelihood)")
+}
+
+#' @rdname predict.dgp
+#' @param nsim,seed as [stats::simulate()] (not available: an error).
+#' @export
+simulate.dgp <- function(object, nsim = 1, seed = NULL, ...) {
+  dgp_not_available("simulate()", "the approximate EP posterior gives each row's predictive mean and variance (predict(fit, se.fit = TRUE)), not joint draws")
 }
 
 # Per layer: inputs, outputs, kernel variance, lengthscales, noise sd, inducing points.

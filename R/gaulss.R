@@ -620,7 +620,7 @@ simulate.gpgam_ls <- function(object, nsim = 1, seed = NULL, ...) {
   y <- f + exp(eta / 2) * matrix(stats::rnorm(n * nsim), n, nsim)
   out <- as.data.frame(y)
   names(out) <- paste0("sim_", seq_len(nsim))
-  out
+  pad_excluded_rows(out, object$na.action)
 }
 
 #' @rdname gaulss

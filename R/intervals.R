@@ -41,7 +41,8 @@ interval_refusal <- function(object, type, interval) {
   if (interval != "prediction") return(NULL)
   lik <- object$likelihood
   if (lik %in% c("probit", "logit"))
-    return(paste0("= \"prediction\" is not given for ", object$family$family, " (a new response is 0 or 1); ",
+    return(paste0("= \"prediction\" is not given for ", object$family$family,
+                  " (a new response is a proportion of whole trials, a discrete value); ",
                   "use interval = \"confidence\" for the probability, or simulate()"))
   if (type == "link" && link_name(object) != "identity")
     return("= \"prediction\" is on the scale of the response: use type = \"response\"")

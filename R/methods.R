@@ -158,6 +158,18 @@ terms.gpgam <- function(x, ...) {
 model.matrix.gpgam <- function(object, ...) predict(object, type = "lpmatrix", ...)
 
 #' @rdname gpgam-methods
+#' @param formula for `model.frame()`: a fit made by [gpgam()]. Its model frame
+#'   (every variable of the formula, the `gp()` inputs included); after
+#'   `model = FALSE`, rebuilt from the call's data, subset, weights and
+#'   offset, evaluated in the formula's environment.
+#' @export
+model.frame.gpgam <- function(formula, ...) {
+  no_dots("model.frame.gpgam", list(...), "the fit's own frame is returned; for other data use stats::model.frame(terms(fit), data)")
+  if (!is.null(formula$model)) return(formula$model)
+  gp_model_frame(formula$call, environment(formula$formula), terms(formula))
+}
+
+#' @rdname gpgam-methods
 #' @export
 nobs.scalegp <- function(object, ...) {
   # rows with a non-zero prior weight, as nobs.glm()

@@ -19,7 +19,9 @@
 #'   added to the standard errors of the `gp()` terms, as mgcv's `"iterms"`
 #'   and `plot(seWithMean = TRUE)`) or
 #'   `"lpmatrix"` (as mgcv's: the matrix `Xp` that maps the weights of the
-#'   model to the linear predictor at `newdata`; see Details).
+#'   model to the linear predictor at `newdata`; see Details.  Unlike mgcv's
+#'   `coef()`, `coef(fit)` gives the parametric coefficients only: the
+#'   linear predictor is `Xp %*% coef(fit, full = TRUE)`).
 #' @param se.fit also return standard errors: the posterior sd of the latent
 #'   predictor (`"link"`, `"terms"`) or of the mean response (`"response"`).
 #'   Observation noise is excluded; [sigma()] gives its sd for Gaussian models

@@ -35,17 +35,34 @@ gp_model_frame <- function(call, envir, formula, evaluated = NULL) {
   # still copy the frame (seconds at 1e7 rows): build it with na.pass first.
   pass <- mf
   pass$na.action <- quote(stats::na.pass)
-  frame <- tryCatch(eval(pass, envir), error = function(e) {
-    if (!grepl("not found", conditionMessage(e))) stop(e)
-    stop_arg(if (is.null(call$data)) "formula" else "data",
-             if (is.null(call$data)) "names a variable that is not in the formula's environment (and no 'data' was given): "
-             else "lacks a variable of the formula (nor is it in the formula's environment): ", conditionMessage(e))
-  })
+  frame <- tryCatch(eval(pass, envir), error = function(e) model_frame_error(e, call, formula))
   mf <- if (any(vapply(frame, anyNA, TRUE)))
     tryCatch(eval(mf, envir), error = function(e) stop_arg("na.action", "failed: ", conditionMessage(e))) else frame
   rm(frame)
   if (nrow(mf) < 2) stop_arg("data", "has ", nrow(mf), " usable row(s); at least 2 are needed")
   mf
+}
+
+# The error of a model frame that could not be built, naming the argument
+# at fault (without the call, which would print the data): a variable not
+# found names the formula or 'data', or the argument (subset, weights,
+# offset) whose expression alone uses it; a weights or offset vector of the
+# wrong length names that argument.
+model_frame_error <- function(e, call, formula) {
+  msg <- conditionMessage(e)
+  if (grepl("not found", msg)) {
+    var <- sub("^object '(.*)' not found$", "\\1", msg)
+    extra <- c("subset", "weights", "offset")
+    uses <- vapply(extra, function(a) !is.null(call[[a]]) && var %in% all.vars(call[[a]]), TRUE)
+    if (!(var %in% all.vars(formula)) && any(uses))
+      stop_arg(extra[uses][1], "names a variable that is neither in 'data' nor in the formula's environment: ", msg)
+    stop_arg(if (is.null(call$data)) "formula" else "data",
+             if (is.null(call$data)) "names a variable that is not in the formula's environment (and no 'data' was given): "
+             else "lacks a variable of the formula (nor is it in the formula's environment): ", msg)
+  }
+  for (a in c("weights", "offset")) if (grepl(sprintf("(%s)", a), msg, fixed = TRUE))
+    stop_arg(a, "does not match the rows of the data: ", msg)
+  stop("the model frame could not be built: ", msg, call. = FALSE)
 }
 
 # Everything an engine needs, from the parsed formula, the model frame, the

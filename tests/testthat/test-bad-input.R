@@ -67,6 +67,13 @@ test_that("too few rows are refused", {
   yy <- d$y
   expect_error(gpgam(yy ~ gp(x_nowhere), control = bad_ctl()), "'formula'.*not in the formula's environment.*x_nowhere")
   expect_error(gpgam(y ~ gp(x_nowhere), data = d, control = bad_ctl()), "'data' lacks a variable.*x_nowhere")
+  # a variable only subset= (weights=) uses names that argument; a weights vector
+  # of the wrong length names 'weights', and the error's call does not print the data
+  expect_error(gpgam(y ~ gp(x), data = d, subset = not_there > 1, control = bad_ctl()), "'subset' names a variable.*not_there")
+  expect_error(gpgam(y ~ gp(x), data = d, weights = w_nowhere, control = bad_ctl()), "'weights' names a variable.*w_nowhere")
+  e <- tryCatch(gpgam(y ~ gp(x), data = d, weights = rep(1, 3), control = bad_ctl()), error = identity)
+  expect_match(conditionMessage(e), "'weights' does not match the rows")
+  expect_null(conditionCall(e))
   expect_error(gpgam(y ~ gp(x), data = list(x = d$x, y = d$y[-1]), control = bad_ctl()), "'data'.*differ in length")
 })
 

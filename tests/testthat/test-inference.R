@@ -83,6 +83,11 @@ test_that("AIC() and BIC() refuse with a message; anova() of fits says what its 
   out <- capture.output(print(a))
   expect_true(any(grepl("log Bayes factors", out)))
   expect_true(any(grepl("No test is made", out)))
+  expect_false(any(grepl("parametric coefficients", out)))
+  # fits that differ in a parametric term: the note on its vague prior (Lindley's paradox)
+  fz <- gpgam(y ~ gp(x0) + x1, data = d, control = inf_ctl())
+  outz <- capture.output(print(anova(f0, fz)))
+  expect_true(any(grepl("differ in parametric coefficients", outz)))
 })
 
 test_that("residual types and simulate()", {
@@ -118,6 +123,25 @@ test_that("residual types and simulate()", {
   sg <- simulate(fg, nsim = 500, seed = 2)
   pl <- predict(fg, se.fit = TRUE)
   expect_equal(mean(apply(sg, 1, sd)), mean(sqrt(sigma(fg)^2 + pl$se.fit^2)), tolerance = 0.05)
+  # na.exclude: the dropped rows come back as NA, as fitted() and simulate.lm() give them;
+  # the other rows are the draws of the fit without them (same seed, same draws)
+  de <- d
+  de$y[c(2, 5)] <- NA
+  fe <- gpgam(y ~ gp(x0), data = de, na.action = na.exclude, control = inf_ctl())
+  fo <- gpgam(y ~ gp(x0), data = de, control = inf_ctl())
+  se <- simulate(fe, nsim = 3, seed = 4)
+  so <- simulate(fo, nsim = 3, seed = 4)
+  expect_identical(dim(se), c(nrow(d), 3L))
+  expect_identical(rownames(se), rownames(d))
+  expect_identical(which(is.na(se$sim_1)), c(2L, 5L))
+  expect_equal(as.matrix(se[-c(2, 5), ]), as.matrix(so), tolerance = 1e-12)
+  expect_equal(nrow(simulate(lm(y ~ x0, data = de, na.action = na.exclude), 2)), nrow(se))
+  be <- d
+  be$s[3] <- NA
+  sbe <- simulate(gpgam(cbind(s, m - s) ~ gp(x0), data = be, family = binomial(), na.action = na.exclude,
+                        control = inf_ctl()), nsim = 2, seed = 3)
+  expect_identical(dim(sbe$sim_2), c(nrow(d), 2L))
+  expect_identical(unname(which(is.na(sbe$sim_2[, 1]))), 3L)
 })
 
 test_that("gp_check() reports convergence and flags a term short of inducing points", {

@@ -96,6 +96,10 @@ test_that("nobs, sigma, coef, vcov, family and formula", {
   expect_equal(attr(terms(fit), "response"), 1L)
   fnm <- gpgam(y ~ gp(x1) + z + x2, data = d, control = meth_ctl(), model = FALSE)
   expect_identical(terms(fnm), terms(fit))
+  # model.frame(): the stored frame; after model = FALSE the same frame rebuilt from the call
+  expect_identical(model.frame(fit), fit$model)
+  expect_equal(model.frame(fnm), fit$model)
+  expect_error(model.frame(fit, data = d), "'data'.*terms\\(fit\\)")
   expect_equal(model.matrix(fit), predict(fit, type = "lpmatrix"))
   expect_equal(dim(model.matrix(fit)), c(150L, length(coef(fit, full = TRUE))))
   # nobs() counts rows with a non-zero weight, as nobs.glm(); logLik()'s nobs too
@@ -103,6 +107,9 @@ test_that("nobs, sigma, coef, vcov, family and formula", {
   w[1:10] <- 0
   fw <- gpgam(y ~ gp(x1) + z + x2, data = d, weights = w, control = meth_ctl())
   expect_equal(nobs(fw), 140L)
+  # Pearson residuals of rows of weight 0 are 0, as glm's and mgcv's
+  expect_identical(unname(residuals(fw, "pearson")[1:10]), rep(0, 10))
+  expect_equal(unname(residuals(fw, "pearson")[11:150]), unname(residuals(fw, "response")[11:150]), tolerance = 1e-14)
   expect_equal(attr(logLik(fw), "nobs"), 140L)
   d$yb <- as.numeric(d$y > 0.5)
   fb <- gpgam(yb ~ gp(x1), data = d, family = binomial(), control = meth_ctl())

@@ -187,6 +187,16 @@ test_that("mgcv's arguments without meaning for a GP are ignored with a warning 
   expect_equal(fre$params$gp[[2]]$type, "factor")
   expect_warning(gpgam(y ~ s(x1) + s(x2, bs = "re"), data = d, control = syn_ctl()),
                  "s\\(x2\\): mgcv's bs = \"re\" of a numeric input is a random slope")
+  # mgcv's random slope and factor smooth, and gp(f, by = x): errors that give the nearest gp() spelling
+  expect_error(suppressWarnings(gpgam(y ~ s(x1, g, bs = "re"), data = d, control = syn_ctl())),
+               "'g' in gp\\(x1, g\\) must be numeric.*gp\\(x1, by = g\\) \\+ gp\\(g\\); random slopes are not available")
+  expect_error(suppressWarnings(gpgam(y ~ s(x1, g, bs = "fs"), data = d, control = syn_ctl())), "gp\\(x1, by = g\\)")
+  expect_error(gpgam(y ~ gp(g, by = x1), data = d, control = syn_ctl()),
+               "'by' is not supported for a random effect gp\\(g\\).*gp\\(x1, by = g\\)")
+  # mgcv's gam.control() as the control: an error that gives gp_control()'s counterparts
+  expect_error(gpgam(y ~ s(x1), data = d, control = mgcv::gam.control(maxit = 50)),
+               "'control' has mgcv's gam.control\\(\\) setting\\(s\\) 'nthreads', 'ncv.threads', 'irls.reg' and 16 more.*iterations \\(maxit\\)")
+  expect_error(gpgam(y ~ s(x1), data = d, control = list(maxit = 50)), "'control' has mgcv's.*'maxit'")
   # gp() itself refuses mgcv's arguments, saying what it has instead
   expect_error(gp(x1, bs = "cr"), "'bs' is an argument of mgcv's smooths, not of gp\\(\\): .*kernel =")
   expect_error(gp(g, bs = "re"), "'bs' is an argument of mgcv's smooths.*random effect")
