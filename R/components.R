@@ -84,7 +84,7 @@ gp_one <- function(spec, mf, others, n_terms, ysc, control, col, by) {
     warning(warningCondition(sprintf("%s has only %d distinct input %s; its curve cannot be estimated well",
                                      spec$label, nu, if (d == 1) "values" else "rows"),
                              values = nu, class = "scalegp_few_values"))
-  if (identical(spec$basis, "hilbert")) return(hilbert_one(spec, Xg, Xs, st, sc, ysc, control, col, by, n_terms))
+  if (identical(spec$basis, "hilbert")) return(hilbert_one(spec, Xg, Xs, st, sc, ysc, control, col, by, n_terms, others))
   Z <- inducing_init(Xg, Xs, spec, sc, control)
   ls0 <- if (!is.null(spec$lengthscale)) log(spec$lengthscale / sc$scale[seq_along(spec$lengthscale)])
          else log(if (centre) 1 else sqrt(d))
@@ -231,7 +231,7 @@ inverse_gamma_from_tails <- function(lo, hi, p = 0.01) {
 # Per input k of the term (standardised scale): the box is centred at the
 # midpoint of the input's range, with half-width L_k = c S_k (S_k the
 # half-range); the basis has m_k sines per input (k of gp(), else
-# hilbert_default_m() for a term of 1 / 2 / 3 inputs), the full grid of their
+# hilbert_default_m() for a term of 1 / 2 / 3 inputs in its model), the full grid of their
 # products.  The rule of the notes on the basis (after Riutort-Mayol et al.
 # 2023, section 4.3, which protects only the middle of the data range): with
 # eps = 0.01,
@@ -267,13 +267,28 @@ hilbert_c_rule <- function(kernel, l, S = 1) {
 # The box factor c of a term of d inputs (long lengthscales up to l_hi / S).
 hilbert_c <- function(kernel, d, l_hi = if (d <= 2) 1 else 0.5) hilbert_c_rule(kernel, l_hi)
 
-# The default number of sines per input of a term of d inputs: 64 for one
-# input; for two or three, enough for the lengthscales down to 0.5 / 0.4
-# of the half-range on the default box (SE: 11 / 8; Matern 5/2: 22 / 12;
-# Matern 3/2: 24 / 12), at most 24 / 12 (576 / 1728 functions).
-# hilbert_adapt() adds sines where a fitted lengthscale needs them.
-hilbert_default_m <- function(kernel, d) {
-  if (d == 1) return(64L)
+# The default number of sines per input of a term of d inputs.  One input:
+# 64 (the notes' rule for lengthscales down to 0.16 of the half-range for
+# Matern 5/2, 0.08 for SE, 0.26 for Matern 3/2, on the default box), or 32
+# (0.33, 0.16, 0.52) when no other gp(basis = "hilbert") term of the model
+# (`others`, their specs) has several inputs.  Every inner pass of a
+# non-Gaussian fit costs the square of the basis size, and a lengthscale too
+# short for the sines costs a refit (hilbert_adapt()): a whole fit, which a
+# term of several inputs dominates when there is one.  Measured (bench/
+# README.md, 2026-12-03): with 32 the binary gamSim(1) fit of bench/
+# hilbert.R (four one-input terms) took 2.2 s against 4.2 s, with the same
+# test NLPD; the binomial gam design (two one-input terms and one of two
+# inputs, 22 x 22 sines) took 55.6 s against 31.2 s at 1e5 rows and 81.4 s
+# against 51.1 s at 1e6 (one refit more each; bench/results/hilbert_large_sines32.md).  Two or three inputs: enough
+# for the lengthscales down to 0.5 / 0.4 of the half-range on the default
+# box (SE: 11 / 8; Matern 5/2: 22 / 12; Matern 3/2: 24 / 12), at most 24 /
+# 12 (576 / 1728 functions).  hilbert_adapt() adds sines where a fitted
+# lengthscale needs them.
+hilbert_default_m <- function(kernel, d, others = list()) {
+  if (d == 1) {
+    multi <- vapply(others, function(o) identical(o$basis, "hilbert") && length(o$vars) > 1, TRUE)
+    return(if (any(multi)) 64L else 32L)
+  }
   l_lo <- c(0.5, 0.4)[d - 1]
   m <- ceiling(hilbert_sines_for(kernel, hilbert_c(kernel, d), l_lo))
   as.integer(min(m, c(24L, 12L)[d - 1]))
@@ -287,7 +302,7 @@ hilbert_l_min <- function(kernel, L, m) 2 * L * hilbert_constants(kernel)$q / (p
 # lengthscales down to l.
 hilbert_sines_for <- function(kernel, L, l) 2 * L * hilbert_constants(kernel)$q / (pi * l)
 
-hilbert_one <- function(spec, Xg, Xs, st, sc, ysc, control, col, by, n_terms) {
+hilbert_one <- function(spec, Xg, Xs, st, sc, ysc, control, col, by, n_terms, others = list()) {
   d <- ncol(Xs)
   lo <- apply(Xs, 2, min)
   hi <- apply(Xs, 2, max)
@@ -295,7 +310,7 @@ hilbert_one <- function(spec, Xg, Xs, st, sc, ysc, control, col, by, n_terms) {
   S[!(S > 0)] <- 1  # (a constant input: any box holds it)
   cc <- hilbert_c(spec$kernel, d)
   L <- cc * S
-  m <- rep(as.integer(spec$k %||% hilbert_default_m(spec$kernel, d)), length.out = d)
+  m <- rep(as.integer(spec$k %||% hilbert_default_m(spec$kernel, d, others)), length.out = d)
   l_min <- hilbert_l_min(spec$kernel, L, m)
   log_min <- log(l_min / 2)
   if (!spec$ard) log_min <- max(log_min)

@@ -133,17 +133,22 @@ vi_pilot_fit <- function(sub, control) {
   engine_fit(vi_engine(), sub, vc)
 }
 
+# The most refits engine_fit_adapted() makes: from the default 32 sines of
+# one input, four halvings of the shortest lengthscale reach 1/16 of it
+# (Matern 5/2: about 0.02 of the half-range with the narrowed boxes).
+hilbert_max_refits <- 4L
+
 # engine_fit() with the adaptation of gp(basis = "hilbert") terms (?gp,
 # hilbert_adapt() in R/components.R): after a fit whose lengthscales the
-# basis cannot represent, the enlarged setup is refitted, at most three
-# times.  Returns the last raw result, its setup and the number of refits;
+# basis cannot represent, the enlarged setup is refitted, at most
+# hilbert_max_refits times.  Returns the last raw result, its setup and the number of refits;
 # the result's counts and times cover every fit (its trace and how it
 # stopped are the last fit's).  Used by gpgam() and by each conditional fit
 # of the location-scale model (R/gaulss.R).
 engine_fit_adapted <- function(engine, setup, control) {
   res <- engine_fit(engine, setup, control)
   refits <- 0L
-  while (refits < 3L && !is.null(adapted <- hilbert_adapt(setup, res))) {
+  while (refits < hilbert_max_refits && !is.null(adapted <- hilbert_adapt(setup, res))) {
     setup <- adapted
     last <- res
     res <- engine_fit(engine, setup, control)

@@ -60,7 +60,9 @@
 #' falls to 0.01, so that the approximation holds up to the edges of the data
 #' and not only in their middle: \eqn{c} = 3.2 / 1.76 (SE), 4.5 / 2.25
 #' (Matern 3/2), 4.1 / 2.05 (Matern 5/2) for one or two / three inputs.  `k` sets the
-#' number of sines per input (default 64 for one input; for two or three,
+#' number of sines per input (default for one input 32, or 64 when another
+#' `gp(basis = "hilbert")` term of the model has several inputs, since a refit
+#' costs a whole fit, which that term dominates; for two or three,
 #' enough for lengthscales down to 0.5 or 0.4 of the half-range, at most 24
 #' or 12: 11 or 8 for SE, 22 or 12 for Matern 5/2, 24 or 12 for Matern 3/2;
 #' the refits below add sines where a fitted lengthscale needs them); the
@@ -77,7 +79,7 @@
 #' box (\eqn{c} below the rule's value at that lengthscale) widens the box to
 #' the rule's value at 1.25 times the lengthscale (at most 8 half-ranges),
 #' with more sines only where half the fitted lengthscale needs them, and the model is refitted
-#' from the fitted hyperparameters (at most 3 times, up to 2000 basis
+#' from the fitted hyperparameters (at most 4 times, up to 2000 basis
 #' functions per term; `fit$hilbert_refits` counts them, and the iterations,
 #' evaluations and times a fit reports cover all of them); a warning names the
 #' term and input when that does not suffice (except for a lengthscale too
@@ -109,7 +111,7 @@
 #'   still.
 #' @param k number of inducing points (default `gp_control()$inducing`); with
 #'   `basis = "hilbert"`, the number of basis functions per input (default
-#'   64 for one input, see Details for more), or one number per input.
+#'   32 or 64 for one input, see Details), or one number per input.
 #' @param ard one lengthscale per input (`TRUE`) or one shared lengthscale.
 #' @param inducing optional matrix (or vector, for one input) of inducing
 #'   locations on the scale of the data; overrides `k`.

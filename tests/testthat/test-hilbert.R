@@ -127,7 +127,7 @@ test_that("at the sizes the default picks, the Hilbert covariance is within 0.02
     fit <- gpgam(f, data = dat, control = qctl(fixed = c("kernel", "sigma"), sigma = 1, iterations = 1))
     sp <- fit$state$specs[[1]]
     h <- fit$terms$gp[[1]]$hilbert
-    expect_equal(sp$hs_m, rep(c(64L, c(se = 11L, matern52 = 22L, matern32 = 24L)[[kern]])[d], d))
+    expect_equal(sp$hs_m, rep(c(32L, c(se = 11L, matern52 = 22L, matern32 = 24L)[[kern]])[d], d))
     expect_equal(h$c, rep(scalegp:::hilbert_c(kern, d), d))
     # the data's box on the internal scale (centred at the midpoints)
     X <- as.matrix(expand.grid(lapply(seq_len(d), function(k)
@@ -141,6 +141,23 @@ test_that("at the sizes the default picks, the Hilbert covariance is within 0.02
       expect_lt(err, 0.02)
     }
   }
+})
+
+test_that("a one-input term starts with 32 sines, 64 beside a Hilbert term of several inputs", {
+  set.seed(3)
+  n <- 300
+  dat <- data.frame(x1 = runif(n), x2 = runif(n), x3 = runif(n))
+  dat$y <- sin(2 * dat$x1) + rnorm(n)
+  ctl <- qctl(fixed = c("kernel", "sigma"), sigma = 1, iterations = 1)
+  m_of <- function(f) {
+    hs <- Filter(function(s) identical(s$kind, "hilbert"), gpgam(f, data = dat, control = ctl)$state$specs)
+    vapply(hs, function(s) as.integer(prod(s$hs_m)), 1L)
+  }
+  expect_identical(m_of(y ~ gp(x1, basis = "hilbert") + gp(x2, basis = "hilbert")), c(32L, 32L))
+  expect_identical(m_of(y ~ gp(x1, basis = "hilbert") + gp(x2, x3, basis = "hilbert")), c(64L, 484L))
+  # an inducing-point term of two inputs does not change it, nor does a given k
+  expect_identical(m_of(y ~ gp(x1, basis = "hilbert") + gp(x2, x3)), 32L)
+  expect_identical(m_of(y ~ gp(x1, basis = "hilbert", k = 40) + gp(x2, x3, basis = "hilbert"))[1], 40L)
 })
 
 test_that("a Gaussian fit at fixed hyperparameters is the Bayesian linear model on the Hilbert basis", {
@@ -208,7 +225,7 @@ test_that("Hilbert terms are centred over the data and the predictor is unchange
   expect_lt(max(abs(colMeans(tp))), 1e-10)
   expect_close(rowSums(tp) + attr(tp, "constant"), predict(fit, d), 1e-10)
   expect_lt(sqrt(mean((fitted(fit) - (3 + sin(5 * d$x1) + d$x2^2))^2)), 0.1)
-  expect_output(print(fit), "gp(x1): matern52 kernel (Hilbert basis), 64 basis functions", fixed = TRUE)
+  expect_output(print(fit), "gp(x1): matern52 kernel (Hilbert basis), 32 basis functions", fixed = TRUE)
   # predictions far beyond the data's range are flagged (the basis holds a box only)
   expect_silent(predict(fit, data.frame(x1 = c(0.5, 1.1), x2 = 0.5)))
   expect_warning(predict(fit, data.frame(x1 = c(0.5, 4), x2 = 0.5)), "gp\\(x1\\): 1 row.*beyond the range of 'x1'")
