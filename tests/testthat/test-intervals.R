@@ -63,7 +63,7 @@ test_that("intervals that do not exist are refused naming the argument", {
   d$c <- rpois(100, exp(sin(4 * d$x)))
   fb <- gpgam(y ~ gp(x), data = d, family = binomial(), control = qctl(inducing = 10))
   expect_error(predict(fb, d[1:2, ], type = "response", interval = "prediction"),
-               "'interval' = \"prediction\" is not given for binomial")
+               "'interval' = \"prediction\" is not given for binomial \\(a new response is a proportion of whole trials")
   ci <- predict(fb, d[1:2, ], type = "response", interval = "confidence")
   expect_true(all(ci[, "lwr"] > 0 & ci[, "upr"] < 1 & ci[, "lwr"] < ci[, "upr"]))
   fp <- gpgam(c ~ gp(x), data = d, family = poisson(), control = qctl(inducing = 10))
