@@ -78,9 +78,13 @@ anova_labels <- function(call) {
 # by side, labelled by `labels` (the arguments as typed).
 compare_fits <- function(fits, labels, cls) {
   object <- fits[[1]]
-  if (!all(vapply(fits, inherits, TRUE, cls)))
+  if (!all(vapply(fits, inherits, TRUE, cls))) {
+    if (any(vapply(fits, inherits, TRUE, "gpgam_ls")) && any(vapply(fits, inherits, TRUE, "gpgam")))
+      stop_arg("...", "mixes fits of one predictor with location-scale (gaulss) fits; anova() compares fits of ",
+               "one kind (compare the two kinds by held-out predictions)")
     stop_arg("...", "must all be ", if (cls == "gpgam") "gpgam fits" else "location-scale (gaulss) fits",
              " to compare with the first")
+  }
   n <- vapply(fits, nobs, 1)
   if (length(unique(n)) > 1) stop_arg("...", "fits use different numbers of observations (", paste(n, collapse = ", "), ")")
   if (!all(vapply(fits[-1], function(f) identical(f$y, object$y), TRUE)))
@@ -132,6 +136,9 @@ print.gpgam_anova <- function(x, digits = max(3L, getOption("digits") - 3L), ...
                       ifelse(is.na(x[[3]]), "", formatC(x[[3]], format = "f", digits = 2)),
                       row.names = row.names(x), check.names = FALSE, stringsAsFactors = FALSE)
     names(out) <- names(x)
+  } else if (!nrow(x)) {  # one fit without terms
+    cat("No terms besides the intercept.\n")
+    return(invisible(x))
   } else {  # one fit: each column formatted on its own, p-values as format.pval() writes them
     out <- data.frame(term = x$term, variance = formatC(x$variance, format = "g", digits = digits),
                       share = formatC(x$share, format = "f", digits = 4), edf = formatC(x$edf, format = "f", digits = 3),
@@ -152,12 +159,13 @@ variance_table <- function(object) {
   mf <- object$model
   if (nrow(mf) > 1e5) mf <- mf[unique(round(seq(1, nrow(mf), length.out = 1e5))), , drop = FALSE]
   tt <- terms_at_frame(object, mf)
-  v <- apply(tt, 2, stats::var, na.rm = TRUE)
+  v <- if (ncol(tt)) apply(tt, 2, stats::var, na.rm = TRUE) else numeric(0)  # (no term but the intercept)
   edf_gp <- vapply(object$params$gp, `[[`, 1, "edf")
   asg <- object$terms$param_assign
   kept <- asg[param_kept(object$terms)]
   edf <- c(edf_gp, as.numeric(table(factor(kept[kept > 0], levels = seq_len(ncol(tt) - length(edf_gp))))))
-  tab <- data.frame(term = colnames(tt), variance = unname(v), share = unname(v / sum(v)), edf = unname(edf),
+  tab <- data.frame(term = as.character(colnames(tt)), variance = as.numeric(v), share = as.numeric(v / sum(v)),
+                    edf = as.numeric(edf),
                     stringsAsFactors = FALSE)
   cbind(tab, term_test_columns(object, colnames(tt)))
 }
@@ -168,7 +176,8 @@ variance_table <- function(object) {
 # of a parametric term's coefficients on as many df as it has columns (as
 # mgcv's anova.gam() tests them).
 term_test_columns <- function(object, labels) {
-  out <- data.frame(ref.df = rep(NA_real_, length(labels)), chi.sq = NA_real_, p.value = NA_real_)
+  na <- rep(NA_real_, length(labels))  # (no term but the intercept: zero rows)
+  out <- data.frame(ref.df = na, chi.sq = na, p.value = na)
   gp <- term_tests(object)
   if (!is.null(gp)) {
     i <- match(rownames(gp), labels)

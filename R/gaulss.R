@@ -353,6 +353,9 @@ gaulss_scale_labels <- function(object, labels) {
 predict.gpgam_ls <- function(object, newdata, type = c("link", "response", "terms"), se.fit = FALSE,
                              na.action = stats::na.pass, terms = NULL,
                              interval = c("none", "confidence", "prediction"), level = 0.95, ...) {
+  if (is.character(type) && length(type) == 1 && type %in% c("lpmatrix", "iterms"))
+    stop_arg("type", "= \"", type, "\" is not available for location-scale (gaulss) fits; predict() of ",
+             "fit$mean or fit$scale, each a gpgam fit of one predictor, gives it")
   type <- match.arg(type)
   if (!is.null(list(...)$exclude))
     stop_arg("exclude", "is not supported for location-scale (gaulss) fits; take the terms from type = \"terms\"")
@@ -620,6 +623,7 @@ simulate.gpgam_ls <- function(object, nsim = 1, seed = NULL, ...) {
   y <- f + exp(eta / 2) * matrix(stats::rnorm(n * nsim), n, nsim)
   out <- as.data.frame(y)
   names(out) <- paste0("sim_", seq_len(nsim))
+  rownames(out) <- rownames(object$mean$model)
   pad_excluded_rows(out, object$na.action)
 }
 

@@ -265,8 +265,11 @@ new_design <- function(object, newdata, na.action, mf = NULL, exclude = NULL) {
   }
   mf <- mf %||% new_model_frame(object, newdata, na.action, exclude)
   check_finite_columns(mf, names(mf), "newdata")
-  for (g in object$terms$gp) for (v in g$spec$vars)
+  for (g in object$terms$gp) for (v in g$spec$vars) {
+    # (a column of NA only, as data.frame(x = NA) makes it, is logical: missing numeric values)
+    if (g$type != "factor" && is.logical(mf[[v]]) && all(is.na(mf[[v]]))) mf[[v]] <- as.numeric(mf[[v]])
     if (g$type != "factor" && !is.numeric(mf[[v]])) stop_arg("newdata", "variable '", v, "' must be numeric")
+  }
   X <- internal_design_na(mf, object$terms)
   off <- stats::model.offset(mf) %||% rep(0, nrow(mf))
   if (!is.null(object$offset_expr) && is.null(mf[["(offset)"]])) {  # gpgam(offset = ) on newdata

@@ -68,6 +68,10 @@ test_that("with an intercept-only log sd the fit is the homoscedastic one", {
   # the optimal intercept, log mean((y - f)^2 + v_f) + v / 2
   v_eta <- 4 * predict(fit, type = "link", se.fit = TRUE)$se.fit[1, "log_sd"]^2
   expect_close(logLik(h) - logLik(fit), fit$scale$kl + 500 * v_eta / 4, 0.05)
+  # summary() and anova() of the intercept-only log sd (they stopped on its empty term table)
+  out <- capture.output(print(summary(fit)))
+  expect_true(any(grepl("== Log sd ==", out)))
+  expect_equal(nrow(anova(fit$scale)), 0L)
 })
 
 test_that("predict() of a gaulss fit: columns, terms that add up, response moments, intervals", {
@@ -199,11 +203,24 @@ test_that("predict() of a gaulss fit keeps the rows of both predictors paired un
   expect_equal(which(is.na(pe$se.fit[, 2])), c(5L, 9L), ignore_attr = TRUE)
   expect_equal(nrow(predict(fe, type = "terms")), 300L)
   expect_close(predict(fe, d[-c(5, 9), ])[, "mean"], na.omit(predict(fe)[, "mean"]), 1e-10)
+  # simulate() pads them too, with the data's row names (it stopped on duplicated row names)
+  se <- simulate(fe, nsim = 2, seed = 1)
+  expect_identical(dim(se), c(300L, 2L))
+  expect_identical(which(is.na(se$sim_1)), c(5L, 9L))
+  expect_identical(rownames(se), rownames(d))
+  # a newdata column of NA only (logical, as data.frame(x = NA) makes it) predicts NA
+  expect_true(all(is.na(predict(fit, data.frame(x = NA, z = 0.5)))))
 })
 
 test_that("gaulss refusals name the argument", {
   d <- gaulss_data(100, 1)
   ctl <- gp_control(verbose = FALSE, inducing = 8)
+  # anova() of a one-predictor fit with a gaulss fit; types a gaulss fit has not
+  fl <- gpgam(list(y ~ gp(x), ~ gp(x)), data = d, family = mgcv::gaulss(), control = ctl)
+  fv <- gpgam(y ~ gp(x), data = d, control = ctl)
+  expect_error(anova(fv, fl), "mixes fits of one predictor with location-scale")
+  expect_error(anova(fl, fv), "mixes fits of one predictor with location-scale")
+  expect_error(predict(fl, d[1:2, ], type = "lpmatrix"), "'type' = \"lpmatrix\" is not available for location-scale")
   expect_error(gpgam(list(y ~ gp(x), ~ gp(x)), data = d, control = ctl), "needs family = mgcv::gaulss")
   expect_error(gpgam(y ~ gp(x), data = d, family = mgcv::gaulss(), control = ctl), "list of two formulas")
   expect_error(gpgam(list(y ~ gp(x), y ~ gp(x)), data = d, family = mgcv::gaulss(), control = ctl), "one-sided")
