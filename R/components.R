@@ -231,8 +231,8 @@ inverse_gamma_from_tails <- function(lo, hi, p = 0.01) {
 # Per input k of the term (standardised scale): the box is centred at the
 # midpoint of the input's range, with half-width L_k = c S_k (S_k the
 # half-range); the basis has m_k sines per input (k of gp(), else
-# hilbert_default_m() for a term of 1 / 2 / 3 inputs in its model), the full grid of their
-# products.  The rule of the notes on the basis (after Riutort-Mayol et al.
+# hilbert_default_m() for a term of 1 / 2 / 3 inputs in its model), the full
+# grid of their products.  The rule of the notes on the basis (after Riutort-Mayol et al.
 # 2023, section 4.3, which protects only the middle of the data range): with
 # eps = 0.01,
 #   c = max(1.2, a1 l_hi / S, 1 + r_eps l_hi / (2 S)),  l_hi = S (1 or 2 inputs) or S / 2 (3),
@@ -279,10 +279,11 @@ hilbert_c <- function(kernel, d, l_hi = if (d <= 2) 1 else 0.5) hilbert_c_rule(k
 # hilbert.R (four one-input terms) took 2.2 s against 4.2 s, with the same
 # test NLPD; the binomial gam design (two one-input terms and one of two
 # inputs, 22 x 22 sines) took 55.6 s against 31.2 s at 1e5 rows and 81.4 s
-# against 51.1 s at 1e6 (one refit more each; bench/results/hilbert_large_sines32.md).  Two or three inputs: enough
-# for the lengthscales down to 0.5 / 0.4 of the half-range on the default
-# box (SE: 11 / 8; Matern 5/2: 22 / 12; Matern 3/2: 24 / 12), at most 24 /
-# 12 (576 / 1728 functions).  hilbert_adapt() adds sines where a fitted
+# against 51.1 s at 1e6 (one refit more each;
+# bench/results/hilbert_large_sines32.md).  Two or three inputs: enough for
+# the lengthscales down to 0.5 / 0.4 of the half-range on the default box
+# (SE: 11 / 8; Matern 5/2: 22 / 12; Matern 3/2: 24 / 12), at most 24 / 12
+# (576 / 1728 functions).  hilbert_adapt() adds sines where a fitted
 # lengthscale needs them.
 hilbert_default_m <- function(kernel, d, others = list()) {
   if (d == 1) {

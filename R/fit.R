@@ -141,9 +141,9 @@ hilbert_max_refits <- 4L
 # engine_fit() with the adaptation of gp(basis = "hilbert") terms (?gp,
 # hilbert_adapt() in R/components.R): after a fit whose lengthscales the
 # basis cannot represent, the enlarged setup is refitted, at most
-# hilbert_max_refits times.  Returns the last raw result, its setup and the number of refits;
-# the result's counts and times cover every fit (its trace and how it
-# stopped are the last fit's).  Used by gpgam() and by each conditional fit
+# hilbert_max_refits times.  Returns the last raw result, its setup and the
+# number of refits; the result's counts and times cover every fit (its trace
+# and how it stopped are the last fit's).  Used by gpgam() and by each conditional fit
 # of the location-scale model (R/gaulss.R).
 engine_fit_adapted <- function(engine, setup, control) {
   res <- engine_fit(engine, setup, control)
