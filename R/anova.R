@@ -26,7 +26,9 @@
 #' charges each added coefficient for it (Lindley's paradox): when the fits
 #' differ in parametric terms the table says so, and the Wald test of the
 #' larger fit's `anova()` is the better guide (a factor entered as `gp(f)`
-#' has its prior scale estimated instead).
+#' has its prior scale estimated instead).  The ELBOs of `inference =
+#' "qsgp"` fits are biased by amounts that differ between models
+#' ([qsgp_options()]), so comparing them warns.
 #'
 #' @param object a `gpgam` fit.
 #' @param ... further fits to compare.
@@ -98,6 +100,7 @@ compare_fits <- function(fits, labels, cls) {
     warning("the fits maximise different objectives (", paste(unique(obj), collapse = ", "), "): their ",
             "difference is not a log Bayes factor; compare fits of one inference engine, or by held-out ",
             "predictions", call. = FALSE)
+  for (w in unique(unlist(lapply(fits, function(f) f$engine$compare_warning)))) warning(w, call. = FALSE)
   ll <- lapply(fits, logLik)
   elbo <- vapply(ll, as.numeric, 1)
   df <- vapply(ll, attr, 1, "df")

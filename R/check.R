@@ -207,12 +207,16 @@ residuals.scalegp <- function(object, type = c("deviance", "pearson", "working",
 #'
 #' @param object a fit made by [gpgam()] (with its model frame).
 #' @param nsim number of draws.
-#' @param seed an optional seed for [set.seed()], as in [simulate()].
+#' @param seed an optional seed for [set.seed()], as in [simulate()]: R's
+#'   random number stream is put back as it was afterwards.
 #' @param ... unused.
 #' @return A data frame with `nsim` columns `sim_1`, ... and one row per
 #'   row used for fitting (binomial: proportions of the trials; for a
 #'   `cbind(successes, failures)` response each column is that two-column
-#'   matrix of counts, as [glm()]'s), with attribute `"seed"`.
+#'   matrix of counts, and for a factor response a factor of its levels, as
+#'   [glm()]'s), with attribute `"seed"` (as [stats::simulate()]: `seed`
+#'   with the [RNGkind()], or `.Random.seed` as it was when `seed` is
+#'   `NULL`).
 #' @examples
 #' set.seed(1)
 #' d <- data.frame(x = runif(200)); d$y <- rpois(200, exp(1 + sin(4 * d$x)))
@@ -223,14 +227,15 @@ residuals.scalegp <- function(object, type = c("deviance", "pearson", "working",
 simulate.scalegp <- function(object, nsim = 1, seed = NULL, ...) {
   check_count(nsim, "nsim")
   if (is.null(object$model)) stop_arg("object", "was fitted with model = FALSE; simulate() needs the model frame")
-  if (!is.null(seed)) set.seed(seed)
-  rng_state <- get(".Random.seed", envir = .GlobalEnv)
+  rng <- simulate_rng(seed)
+  on.exit(rng$restore())
   nd <- new_design(object, NULL, stats::na.pass, mf = object$model)
   ysc <- object$scaling$y
   eta <- latent_draws(object, nd$X, nsim)
   n <- nrow(nd$X)
   eta <- unscale_mean(ysc, eta + nd$offset / ysc$scale)
   w <- object$prior.weights
+  yr <- stats::model.response(object$model)
   sims <- switch(object$likelihood,
     gaussian = eta + sigma(object) / sqrt(pmax(w, 1e-300)) * matrix(stats::rnorm(n * nsim), n),
     poisson = matrix(stats::rpois(n * nsim, exp(pmin(eta, 700))), n),
@@ -242,13 +247,14 @@ simulate.scalegp <- function(object, nsim = 1, seed = NULL, ...) {
     scat = eta + sigma(object) / sqrt(pmax(w, 1e-300)) * matrix(stats::rt(n * nsim, object$params$df), n),
     {
       p <- family(object)$linkinv(eta)
-      size <- if (all(abs(w - round(w)) < 1e-8) && all(w >= 1)) round(w) else rep(1, n)
+      # (trials from whole weights; one trial for a factor response; as glm's)
+      size <- if (!is.factor(yr) && all(abs(w - round(w)) < 1e-8) && all(w >= 1)) round(w)
+              else rep(1, n)
       matrix(stats::rbinom(n * nsim, size, p), n) / size
     })
   out <- as.data.frame(sims)
   names(out) <- paste0("sim_", seq_len(nsim))
   rownames(out) <- rownames(object$model)
-  yr <- stats::model.response(object$model)
   if (object$likelihood %in% c("logit", "probit") && is.matrix(yr) && ncol(yr) == 2) {
     # (a cbind(successes, failures) response: each draw as that matrix, as glm's simulate())
     size <- rowSums(yr)
@@ -257,10 +263,27 @@ simulate.scalegp <- function(object, nsim = 1, seed = NULL, ...) {
       out[[j]] <- cbind(k, size - k, deparse.level = 0)
       dimnames(out[[j]]) <- list(rownames(object$model), colnames(yr))
     }
+  } else if (object$likelihood %in% c("logit", "probit") && is.factor(yr)) {
+    # (a factor response: each draw a factor of its levels, as glm's simulate())
+    for (j in seq_len(nsim)) out[[j]] <- factor(out[[j]], levels = 0:1, labels = levels(yr))
   }
   out <- pad_excluded_rows(out, object$na.action)
-  attr(out, "seed") <- rng_state
+  attr(out, "seed") <- rng$seed
   out
+}
+
+# R's generator for simulate(), as stats' simulate.lm() sets it: with `seed`,
+# seeded by set.seed(seed), the "seed" attribute that seed with RNGkind(), and
+# restore() puts back the stream as it was (call it on exit); without, the
+# attribute is .Random.seed as it is now (drawn first in a new session) and
+# restore() does nothing.
+simulate_rng <- function(seed) {
+  if (!exists(".Random.seed", envir = globalenv(), inherits = FALSE)) stats::runif(1)
+  old <- get(".Random.seed", envir = globalenv(), inherits = FALSE)
+  if (is.null(seed)) return(list(seed = old, restore = function() invisible()))
+  set.seed(seed)
+  list(seed = structure(seed, kind = as.list(RNGkind())),
+       restore = function() assign(".Random.seed", old, envir = globalenv()))
 }
 
 # A data frame of draws at the fitting rows, with the rows na.action =
@@ -278,6 +301,39 @@ pad_excluded_rows <- function(out, omit) {
   for (j in seq_along(res)) if (is.matrix(res[[j]])) rownames(res[[j]]) <- rn
   rownames(res) <- rn
   res
+}
+
+# After a binomial fit, the sign of classes separated by a parametric column:
+# fitted probabilities numerically 0 or 1 at the posterior mean of the linear
+# predictor (glm()'s test and warning), and a column whose coefficient moves
+# the predictor by more than `limit` logits (limit / 1.7 probits) per unit of
+# the column's spread (its sd, or without an intercept its root mean square)
+# yet lies within 10 posterior sds of 0.  Along such a column the likelihood
+# keeps rising, and the coefficient's vague N(0, 100^2) prior sets its value:
+# large and poorly determined (165 with sd 40 on a separated iris column),
+# where a large effect that the data do determine lies many sds from 0.  A
+# warning names the columns.  Called by gpgam().
+separation_check <- function(fit, limit = 10) {
+  if (!fit$likelihood %in% c("logit", "probit") || is.null(fit$terms$param)) return(invisible())
+  eps <- 10 * .Machine$double.eps
+  mu <- family(fit)$linkinv(fit$linear.predictors)
+  if (!any(mu < eps | mu > 1 - eps, na.rm = TRUE)) return(invisible())
+  pp <- param_posterior(fit)
+  b <- pp$coef
+  se <- sqrt(pmax(diag(pp$vcov), 0))
+  names(se) <- names(b)
+  sc <- fit$terms$param_scaling$scale
+  names(sc) <- rownames(fit$terms$param_scaling$A)
+  cols <- setdiff(intersect(names(b), names(sc)), "(Intercept)")
+  lim <- if (fit$likelihood == "probit") limit / 1.7 else limit
+  big <- cols[is.finite(b[cols]) & abs(b[cols] * sc[cols]) > lim & abs(b[cols]) < 10 * se[cols]]
+  if (length(big))
+    warning("fitted probabilities numerically 0 or 1 occurred (as glm() warns), and the classes look separated by ",
+            paste0("'", big, "'", collapse = ", "), ": ",
+            if (length(big) > 1) "their coefficients are" else "its coefficient is",
+            " large and poorly determined, set by the coefficients' vague prior rather than by the data",
+            call. = FALSE)
+  invisible(big)
 }
 
 # After a fit with a canonical link (binomial logit, Poisson log) and an

@@ -42,7 +42,8 @@
 #' @param iterations maximum number of iterations (L-BFGS steps, or Adam steps
 #'   with minibatches).
 #' @param epochs alternative to `iterations`: the maximum number of passes
-#'   through the data (`iterations` is then `ceiling(epochs * n / batch_size)`).
+#'   through the data (`iterations` is then `ceiling(epochs * n / batch_size)`;
+#'   giving both is a warning).
 #' @param learning_rate Adam step size (minibatch fits) for hyperparameters and inducing inputs
 #'   (on the internal, standardised, log scale), for every engine.
 #' @param tol a fit has converged when no entry of the gradient of its
@@ -123,7 +124,12 @@ gp_control <- function(inducing = NULL, batch_size = NULL, iterations = 2000, ep
   }
   if (!is.null(batch_size)) check_count(batch_size, "batch_size")
   check_count(iterations, "iterations")
-  if (!is.null(epochs)) check_positive(epochs, "epochs")
+  if (!is.null(epochs)) {
+    check_positive(epochs, "epochs")
+    if (!missing(iterations))
+      warning("'epochs' and 'iterations' both given: 'epochs' sets the number of iterations ",
+              "(ceiling(epochs * n / batch_size)) and 'iterations' is not used", call. = FALSE)
+  }
   check_positive(learning_rate, "learning_rate")
   if (learning_rate > 10) stop_arg("learning_rate", "is absurdly large (", learning_rate, "); try 0.01")
   check_positive(tol, "tol")

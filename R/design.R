@@ -197,6 +197,9 @@ prepare_response <- function(y, lik) {
     if (!is.numeric(y)) stop_arg("y", "must be numeric for ", if (lik == "scat") "scat()" else "gaussian()")
   }
   if (any(!is.finite(y))) stop_arg("y", "has non-finite values (Inf)")
+  if (lik %in% c("gaussian", "scat", "gamma") && length(y) > 1 && all(y == y[1]))
+    warning("'y' is constant (every value is ", format(y[1]), "): there is no variation for the model to explain",
+            call. = FALSE)
   structure(as.numeric(y), levels = lev)
 }
 

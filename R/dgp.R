@@ -75,9 +75,10 @@ NULL
 #'   width 1 is a bottleneck (all inputs pass through one number): in Bui et
 #'   al. (2016) it predicted worse than the GP on most data sets, which is
 #'   why the default is 2.
-#' @param inducing number of inducing points of every GP (at most the number
-#'   of rows), or one number per layer (hidden layers first, then the
-#'   output layer).
+#' @param inducing number of inducing points of every GP (at least 2; in the
+#'   first layer more than the number of rows is reduced to it with a
+#'   warning), or one number per layer (hidden layers first, then the output
+#'   layer).
 #' @param family `gaussian()`, or `binomial(link = "probit")` for a 0/1,
 #'   logical or two-level factor response (the last layer then has no noise).
 #' @param control a [gp_control()] object; `dgp()` reads `batch_size`
@@ -139,6 +140,7 @@ dgp <- function(formula, data, hidden = 2, inducing = 50, family = gaussian(), c
   if (!is.numeric(inducing) || !(length(inducing) %in% c(1L, n_layers)))
     stop_arg("inducing", "must be one count, or one per layer (", n_layers, " here)")
   for (i in seq_along(inducing)) check_count(inducing[i], "inducing")
+  if (any(inducing < 2)) stop_arg("inducing", "must be at least 2 per layer (one inducing point cannot represent a curve)")
   inducing <- rep_len(as.integer(inducing), n_layers)
   fam <- likelihood_name(family)
   if (!fam$lik %in% c("gaussian", "probit"))
@@ -179,7 +181,7 @@ dgp <- function(formula, data, hidden = 2, inducing = 50, family = gaussian(), c
   contrasts <- attr(X, "contrasts")
   xsd <- apply(X, 2, stats::sd)
   ysd <- stats::sd(y)
-  dgp_check_scales(xsd, n, inducing, ysd)
+  inducing <- dgp_check_scales(xsd, n, inducing, ysd)
   if (probit) ysd <- 1
   scaling <- dgp_scaling(colMeans(X), xsd, mean(y), ysd, probit, opts)
   Xs <- dgp_standardise(X, scaling)
@@ -285,15 +287,21 @@ dgp_standardise <- function(X, scaling) sweep(sweep(X, 2, scaling$x$center), 2, 
 dgp_target <- function(y, scaling, probit) if (probit) 2 * y - 1 else (y - scaling$y$center) / scaling$y$scale
 
 # Checks on the whole data's summaries (in memory or over all chunks): the
-# sds `xsd` of the inputs (named), the row count, the first layer's
-# inducing count and the response sd.
+# sds `xsd` of the inputs (named), the row count, the inducing counts per
+# layer and the response sd.  Returns the inducing counts, the first layer's
+# reduced to the number of rows with a warning (as gpgam() reduces a term's).
 dgp_check_scales <- function(xsd, n, inducing, ysd) {
   if (length(xsd) == 0) stop_arg("formula", "has no inputs on its right-hand side")
   if (any(!(xsd > 0)))
     stop_arg("data", "input column(s) ", paste0("'", names(xsd)[!(xsd > 0)], "'", collapse = ", "),
              " are constant: they cannot inform a kernel; drop them from the formula")
-  if (inducing[1] > n) stop_arg("inducing", "(", inducing[1], " in the first layer) exceeds the number of rows (", n, ")")
   if (!(ysd > 0)) stop_arg("formula", "has a constant response")
+  if (inducing[1] > n) {
+    warning("'inducing' = ", inducing[1], " in the first layer exceeds the ", n, " rows; using ", n,
+            " inducing points there", call. = FALSE)
+    inducing[1] <- as.integer(n)
+  }
+  inducing
 }
 
 # The settings list the C++ fit reads (glue settings_from() and
@@ -337,15 +345,19 @@ dgp_n_params <- function(net) {
                sum(lengths(ly$tau)), 1))
 }
 
-# The standardised inputs of `newdata` for a dgp fit.
+# The standardised inputs of the rows of `newdata` without a missing input
+# (attribute "ok": which rows those are; predict.dgp() gives the others NA,
+# as predict.gpgam() does).
 dgp_inputs <- function(object, newdata) {
   if (!is.data.frame(newdata)) stop_arg("newdata", "must be a data frame")
-  mf <- stats::model.frame(object$terms, newdata, xlev = object$xlevels, na.action = stats::na.pass)
-  miss <- names(mf)[vapply(mf, anyNA, TRUE)]
-  if (length(miss)) stop_arg("newdata", "has missing values in ", paste0("'", miss, "'", collapse = ", "))
-  X <- dgp_design(object$terms, mf, object$contrasts)[, object$inputs, drop = FALSE]
+  tt <- stats::delete.response(object$terms)
+  miss <- setdiff(all.vars(tt), names(newdata))
+  if (length(miss)) stop_arg("newdata", "lacks the variable(s) ", paste0("'", miss, "'", collapse = ", "))
+  mf <- stats::model.frame(tt, newdata, xlev = object$xlevels, na.action = stats::na.pass)
+  ok <- stats::complete.cases(mf)
+  X <- dgp_design(tt, mf[ok, , drop = FALSE], object$contrasts)[, object$inputs, drop = FALSE]
   if (any(!is.finite(X))) stop_arg("newdata", "has non-finite values")
-  dgp_standardise(X, object$scaling)
+  structure(dgp_standardise(X, object$scaling), ok = ok)
 }
 
 # ---- data read in chunks
@@ -529,7 +541,7 @@ dgp_chunked <- function(cl, formula, source, hidden, inducing, fam, control, opt
     stop_arg("y", "has a single class over all chunks; binomial needs both")
   xsd <- sqrt(mom$ss / (n - 1))
   ysd <- sqrt(ymom$ss[[1]] / (n - 1))
-  dgp_check_scales(xsd, n, inducing, ysd)
+  inducing <- dgp_check_scales(xsd, n, inducing, ysd)
   if (probit) ysd <- 1
   scaling <- dgp_scaling(mom$mean, xsd, ymom$mean[[1]], ysd, probit, opts)
   b <- as.integer(control$batch_size %||% 50L)
@@ -600,7 +612,8 @@ dgp_chunked <- function(cl, formula, source, hidden, inducing, fam, control, opt
 #'
 #' @param object a fit made by [dgp()].
 #' @param newdata a data frame with the inputs (default: the data of the fit;
-#'   then, after `na.action = na.exclude`, the rows it dropped are `NA`).
+#'   then, after `na.action = na.exclude`, the rows it dropped are `NA`); a
+#'   row with a missing input predicts `NA`, as in [predict.gpgam()].
 #' @param type `"link"` (the latent function) or `"response"`. For a
 #'   Gaussian model the two are the same, as in [gpgam()] and mgcv's
 #'   `predict.gam()`: the mean and sd of the latent output, without the
@@ -617,7 +630,9 @@ dgp_chunked <- function(cl, formula, source, hidden, inducing, fam, control, opt
 #'   there are no `interval` bands; `se.fit` gives each row's sd).
 #' @return A vector of predictions, or with `se.fit` a list of `fit` and
 #'   `se.fit`; with `layer`, a list of `mean` and `var`.
-#'   `sigma()`: the output noise sd on the data scale (1 with probit).
+#'   `sigma()`: the output layer's noise sd on the data scale (1 with
+#'   probit).  A deep GP can carry noise in its hidden layers as well, which
+#'   `se.fit` includes, so `sigma()` can be well below the residual sd.
 #'   `logLik()`: the approximate log marginal likelihood of the fit (attribute
 #'   `approximate = TRUE`), with `df` the number of fitted parameters.
 #' @examples
@@ -643,8 +658,18 @@ predict.dgp <- function(object, newdata, type = c("link", "response"), se.fit = 
     newdata <- object$model
     pad <- function(x) stats::napredict(object$na.action, x)
   }
-  p <- .dgp_predict(object$net, dgp_inputs(object, newdata), object$n,
-                    as.integer(object$control$threads %||% 1L))
+  X <- dgp_inputs(object, newdata)
+  ok <- attr(X, "ok")
+  p <- .dgp_predict(object$net, X, object$n, as.integer(object$control$threads %||% 1L))
+  if (!all(ok)) {  # rows with a missing input: NA
+    fill <- function(x) {
+      out <- matrix(NA_real_, length(ok), ncol(x))
+      out[ok, ] <- x
+      out
+    }
+    p$mean <- lapply(p$mean, fill)
+    p$var <- lapply(p$var, fill)
+  }
   if (!is.null(layer)) return(list(mean = pad(p$mean[[layer]]), var = pad(p$var[[layer]])))
   ys <- object$scaling$y
   fit <- p$mean[[L]][, 1] * ys$scale + ys$center
@@ -781,7 +806,8 @@ print.summary.dgp <- function(x, digits = max(3L, getOption("digits") - 3L), ...
 #' likelihood per iteration.  `which = "fit"`: the predictive mean with
 #' pointwise 95% bands (latent function, and a new observation) against one
 #' input, the other inputs at their medians (factors at their first level),
-#' with the data.  `which = "warping"`: the first hidden layer's Gaussian
+#' with the data; for the probit family the predictive probability with the
+#' latent output's 95% band mapped through the link.  `which = "warping"`: the first hidden layer's Gaussian
 #' (mean and pointwise 95% band of each of its units, on the network's
 #' standardised scale) against one input, the other inputs as for `"fit"`:
 #' the learned warping of the inputs.
@@ -837,15 +863,21 @@ plot.dgp <- function(x, which = c("trace", "fit", "warping"), input = NULL, n_gr
     return(invisible(x))
   }
   pl <- stats::predict(x, nd, type = "link", se.fit = TRUE)
-  if (isTRUE(x$net$probit)) {  # the probability, with its delta-method band
-    pr <- stats::predict(x, nd, type = "response", se.fit = TRUE)
-    new_lo <- pr$fit - 1.96 * pr$se.fit
-    new_hi <- pr$fit + 1.96 * pr$se.fit
-  } else {  # a new observation: N(fit, se.fit^2 + sigma^2)
-    sd_new <- sqrt(pl$se.fit^2 + stats::sigma(x)^2)
-    new_lo <- pl$fit - 1.96 * sd_new
-    new_hi <- pl$fit + 1.96 * sd_new
+  if (isTRUE(x$net$probit)) {
+    # the predictive probability, and the latent output's 95% band through
+    # the link (within [0, 1])
+    pr <- stats::predict(x, nd, type = "response")
+    graphics::plot(mf[[input]], x$y, xlab = input, ylab = deparse1(x$formula[[2]]), ylim = c(0, 1),
+                   col = "grey50", pch = 16, cex = 0.5, ...)
+    graphics::lines(nd[[input]], stats::pnorm(pl$fit + 1.96 * pl$se.fit), lty = 2)
+    graphics::lines(nd[[input]], stats::pnorm(pl$fit - 1.96 * pl$se.fit), lty = 2)
+    graphics::lines(nd[[input]], pr, lwd = 2)
+    return(invisible(x))
   }
+  # a new observation: N(fit, se.fit^2 + sigma^2)
+  sd_new <- sqrt(pl$se.fit^2 + stats::sigma(x)^2)
+  new_lo <- pl$fit - 1.96 * sd_new
+  new_hi <- pl$fit + 1.96 * sd_new
   yr <- range(x$y, new_lo, new_hi)
   graphics::plot(mf[[input]], x$y, xlab = input, ylab = deparse1(x$formula[[2]]), ylim = yr,
                  col = "grey50", pch = 16, cex = 0.5, ...)

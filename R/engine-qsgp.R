@@ -321,7 +321,12 @@ qsgp_options <- function(features = 2048, feature_batch = NULL, variational_rate
 qsgp_engine <- function() {
   new_engine("qsgp", label = "quadruply stochastic GP (random Fourier features)", objective = "ELBO",
              objective_note = "a lower bound on the log marginal likelihood of the random-feature model",
-             options = qsgp_options, basis = "random features", basis_column = "features")
+             options = qsgp_options, basis = "random features", basis_column = "features", stationary_test = FALSE,
+             compare_warning = paste0(
+               "inference = \"qsgp\": the ELBO of its posterior over random features, which is not coupled over all ",
+               "their weights, is biased by an amount that differs between models (a Gaussian fit's sigma comes out ",
+               "too large; ?qsgp_options), so its differences do not compare models; compare fits of inference = ",
+               "\"vi\", or by held-out predictions"))
 }
 
 register_engine("qsgp", qsgp_engine)
@@ -443,10 +448,11 @@ qsgp_term_edf <- function(setup, res) {
 }
 
 # The progress monitor of a qsgp fit: no priors here, so the bar shows the
-# objective (`label`) alone.
-qsgp_monitor <- function(control, label, setup) {
+# objective (`label`) alone; its final line is drawn when the caller's frame
+# (`envir`) returns.
+qsgp_monitor <- function(control, label, setup, envir = parent.frame()) {
   control$priors <- FALSE
-  progress_monitor(control, label, objective_shift(setup))
+  progress_monitor(control, label, objective_shift(setup), envir = envir)
 }
 
 # basis = "fourier": the fit on random Fourier features (Qsgp).
@@ -482,8 +488,10 @@ qsgp_gram_fit <- function(setup, control, comps) {
     inform("QSGP: inducing points at all ", setup$n, " rows, ", min(o$feature_batch, setup$n), " sampled twice and ",
            control$batch_size, " rows per iteration; ", control$iterations,
            " iterations; hyperparameters fixed at their starting values.")
-  res <- .qsgp_gram_fit(setup$X, setup$y, setup$w, setup$offset, comps, setup$log_noise, common_settings(control),
-                        unclass(o), control$threads, control$seed, qsgp_monitor(control, "ELBO without log|K| / 2", setup))
+  # (in a frame of its own, whose result the progress bar's final line reports)
+  res <- (function() .qsgp_gram_fit(setup$X, setup$y, setup$w, setup$offset, comps, setup$log_noise,
+                                    common_settings(control), unclass(o), control$threads, control$seed,
+                                    qsgp_monitor(control, "ELBO without log|K| / 2", setup)))()
   res$elbo_without_logdet <- res$objective - objective_shift(setup)  # (on the data scale, as the objective of any fit)
   res$objective <- NA_real_
   res$gradient <- numeric()

@@ -95,11 +95,16 @@ get_engine <- function(inference) {
 # objective_note: the name and meaning of the objective it maximises (what
 # logLik() returns); options: the constructor of its control options, whose
 # arguments are the names gp_control() accepts for it; basis, basis_column:
-# what print() and summary() call the basis of a gp() term.
+# what print() and summary() call the basis of a gp() term; stationary_test:
+# whether its fits end with the stationary-point test (FALSE: a stochastic
+# fit that runs its iterations out, whose converged is always FALSE; neither
+# gpgam() nor summary() then warns that it did not converge); compare_warning: NULL, or why
+# its objectives do not compare models (anova() of its fits warns with it).
 new_engine <- function(name, label, objective, objective_note, options, basis = "inducing points",
-                       basis_column = "inducing") {
+                       basis_column = "inducing", stationary_test = TRUE, compare_warning = NULL) {
   structure(list(name = name, label = label, objective = objective, objective_note = objective_note,
-                 options = options, basis = basis, basis_column = basis_column),
+                 options = options, basis = basis, basis_column = basis_column, stationary_test = stationary_test,
+                 compare_warning = compare_warning),
             class = c(paste0("engine_", name), "scalegp_engine"))
 }
 

@@ -318,6 +318,27 @@ response_moments <- function(fit, eta, se, y = NULL) {
   list(mean = r[, 2], sd = r[, 3], logpred = r[, 1])
 }
 
+# The warning of summary() that a fit did not converge: NULL when it did, or
+# when its engine has no stationary-point test (qsgp: its notes say so).
+not_converged <- function(fit) {
+  if (isTRUE(fit$converged) || isFALSE(fit$engine$stationary_test)) return(NULL)
+  paste0("the fit did not converge (", fit$stop %||% "stopping rule not met",
+         "); see gp_check(fit) and plot(fit, which = \"trace\")")
+}
+
+# gpgam()'s warning, as glm()'s "algorithm did not converge", when a fit over
+# all rows per iteration did not reach a stationary point (the iteration
+# limit, a stall).  A fit on minibatches ends by its stopping rule on noisy
+# estimates, often short of the full-data test: print() and summary() say
+# whether it passed.  A condition of class "scalegp_convergence_warning";
+# options(scalegp.warn_convergence = FALSE) turns it off.
+warning_not_converged <- function(fit) {
+  msg <- not_converged(fit)
+  if (is.null(msg) || isTRUE(fit$control$batch_size < fit$n) || isFALSE(getOption("scalegp.warn_convergence")))
+    return(invisible())
+  warning(warningCondition(msg, class = "scalegp_convergence_warning"))
+}
+
 # One line on how the fit ended: converged at a stationary point, or why not;
 # the largest gradient entry and the parameter it belongs to.
 convergence_line <- function(fit) {

@@ -239,12 +239,13 @@ gaulss_gpgam <- function(cl, envir, formulas, family, inference, control, model)
   hilbert_check(fm)
   hilbert_check(fs)
   class(fit) <- c("gpgam_ls", "scalegp")
-  if (!sub_ok)
-    warning("the location-scale fit did not converge: ", stop_msg, call. = FALSE)
-  else if (!converged)
-    warning(sprintf("the location-scale fit did not converge in %d cycle%s%s; ", cycles, if (cycles > 1) "s" else "",
-                    if (is.finite(change)) sprintf(" (the last raised the joint ELBO by %.3g)", change) else ""),
-            "increase gp_control(cycles = )", call. = FALSE)
+  if (!converged && !isFALSE(getOption("scalegp.warn_convergence")))  # (as gpgam()'s warning_not_converged())
+    warning(warningCondition(
+      if (!sub_ok) paste0("the location-scale fit did not converge: ", stop_msg)
+      else paste0(sprintf("the location-scale fit did not converge in %d cycle%s%s; ", cycles, if (cycles > 1) "s" else "",
+                          if (is.finite(change)) sprintf(" (the last raised the joint ELBO by %.3g)", change) else ""),
+                  "increase gp_control(cycles = )"),
+      class = "scalegp_convergence_warning"))
   fit
 }
 
@@ -612,8 +613,9 @@ ls_edf <- function(f) sum(vapply(f$params$gp, `[[`, 1, "edf")) + length(param_ke
 #'   then the noise).
 #' @export
 simulate.gpgam_ls <- function(object, nsim = 1, seed = NULL, ...) {
-  if (!is.null(seed)) set.seed(seed)
   if (is.null(object$mean$model)) stop_arg("object", "was fitted with model = FALSE; simulate() needs the model frame")
+  rng <- simulate_rng(seed)
+  on.exit(rng$restore())
   Xf <- new_design(object$mean, NULL, stats::na.pass)
   Xs <- new_design(object$scale, NULL, stats::na.pass)
   f <- latent_draws(object$mean, Xf$X, nsim)
@@ -624,7 +626,9 @@ simulate.gpgam_ls <- function(object, nsim = 1, seed = NULL, ...) {
   out <- as.data.frame(y)
   names(out) <- paste0("sim_", seq_len(nsim))
   rownames(out) <- rownames(object$mean$model)
-  pad_excluded_rows(out, object$na.action)
+  out <- pad_excluded_rows(out, object$na.action)
+  attr(out, "seed") <- rng$seed
+  out
 }
 
 #' @rdname gaulss

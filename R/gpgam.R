@@ -131,7 +131,16 @@
 #'   instead; any other is an error.
 #' @return An object of class `c("gpgam_<inference>", "gpgam", "scalegp")`
 #'   (`"gpgam_vi"`, `"gpgam_ep"`, `"gpgam_decoupled"` or `"gpgam_qsgp"` first); see
-#'   [summary.gpgam()], [predict.gpgam()] and [plot.gpgam()].
+#'   [summary.gpgam()], [predict.gpgam()] and [plot.gpgam()].  Its
+#'   `converged` is `TRUE` when the fit ended at a stationary point
+#'   ([gp_control()]'s `tol`); otherwise `stop` says why it ended, and for a
+#'   fit over all rows per iteration `gpgam()` warns, as [glm()] does (a
+#'   condition of class `"scalegp_convergence_warning"`;
+#'   `options(scalegp.warn_convergence = FALSE)` turns it off, for
+#'   iterations capped on purpose).  A fit on minibatches ends by its
+#'   stopping rule on noisy estimates: [print()] and [summary()] say whether
+#'   it is at a stationary point.  `inference = "qsgp"` runs its iterations
+#'   out, with no stationary-point test ([qsgp_options()]).
 #' @references Hensman, Fusi and Lawrence (2013) Gaussian processes for big
 #'   data. UAI.  Hensman, Matthews and Ghahramani (2015) Scalable variational
 #'   Gaussian process classification. AISTATS.  Hernandez-Lobato and
@@ -225,6 +234,8 @@ gpgam <- function(formula, data, family = gaussian(), inference = "vi", control 
   if (refits) fit$hilbert_refits <- refits
   hilbert_check(fit)
   calibration_check(fit)
+  separation_check(fit)
+  warning_not_converged(fit)
   fit
 }
 

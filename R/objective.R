@@ -50,7 +50,8 @@ gp_objective <- function(fit) {
   control$verbose <- FALSE
   control$fixed <- union(control$fixed, "inducing")
   parsed <- parse_gpgam_formula(fit$formula, fit$model)
-  setup <- gp_setup(parsed, fit$model, likelihood_name(fit$family), control)
+  # (the setup's warnings were given when the fit was made)
+  setup <- suppressWarnings(gp_setup(parsed, fit$model, likelihood_name(fit$family), control))
   # the fitted kernels and inducing inputs; the noise
   setup$comps <- fit$state$specs
   setup$log_noise <- fit$state$log_noise

@@ -12,7 +12,9 @@
 #' effects with error bars; a term with a numeric `by` as its coefficient
 #' function.  With `all.terms = TRUE` the parametric terms follow (a numeric
 #' variable as a line with its band, centred at the variable's mean as
-#' [termplot()] draws it, a factor as its level effects).
+#' [termplot()] draws it, a factor as its level effects); terms of several
+#' columns, such as `poly(z, 2)`, and interactions are not drawn (a message
+#' names them).
 #' `which = "trace"` plots the objective the fit maximised per iteration.
 #'
 #' @param x a `gpgam` fit.
@@ -215,11 +217,15 @@ parametric_panels <- function(fit, n) {
   labs <- attr(fit$terms$param, "term.labels")
   asg <- fit$terms$param_assign
   out <- list()
+  skipped <- character()
   for (j in seq_along(labs)) {
     cols <- which(asg == j)
     v <- fit$model[[labs[j]]]
-    if (is.null(v)) next  # an expression or an interaction: not drawn
-    if (is.numeric(v) && length(cols) == 1) {
+    if (is.null(v) || (is.numeric(v) && length(cols) != 1) || !(is.numeric(v) || is.factor(v))) {
+      skipped <- c(skipped, labs[j])  # an interaction, or a term of several columns such as poly()
+      next
+    }
+    if (is.numeric(v)) {
       grid <- seq(min(v), max(v), length.out = n)
       b <- pp$coef[cols]
       xc <- grid - mean(v)  # (centred at the variable's mean, as termplot())
@@ -238,6 +244,9 @@ parametric_panels <- function(fit, n) {
                                      se = unname(ses), param = labs[j])
     }
   }
+  if (length(skipped))
+    message("all.terms: parametric terms are drawn when they are one numeric column or a factor; not drawn: ",
+            paste0("'", skipped, "'", collapse = ", "), " (see predict(fit, type = \"terms\"))")
   out
 }
 

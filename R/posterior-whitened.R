@@ -149,8 +149,10 @@ weight_posterior.gpgam <- function(fit, X = NULL, shift = 0, by_term = FALSE, ..
     out$resid <- s^2 * f$resid
     if (by_term) {
       out$basis_term <- rep(seq_along(blocks), lengths(blocks))
-      out$resid_terms <- s^2 * vapply(seq_along(blocks), function(i)
-        .gp_features(st$specs[i], X, fit$control$jitter, st$center[blocks[[i]]])$resid, numeric(nrow(X)))
+      # (a matrix of one row per row of X even for one row, where vapply() drops)
+      out$resid_terms <- s^2 * matrix(vapply(seq_along(blocks), function(i)
+        .gp_features(st$specs[i], X, fit$control$jitter, st$center[blocks[[i]]])$resid, numeric(nrow(X))),
+        nrow(X), length(blocks))
     }
   }
   out

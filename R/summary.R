@@ -59,9 +59,7 @@ summary.gpgam <- function(object, ...) {
   }))
   hs <- vapply(object$params$gp, function(g) identical(g$type, "hilbert"), TRUE)
   if (!is.null(terms)) names(terms)[3] <- if (all(hs)) "basis" else if (any(hs)) "basis size" else object$engine$basis_column
-  warn <- c(if (!object$converged)
-              paste0("the fit did not converge (", object$stop %||% "stopping rule not met",
-                     "); see gp_check(fit) and plot(fit, which = \"trace\")"),
+  warn <- c(not_converged(object),
             if (length(aliased))
               paste0("the parametric design is rank deficient: ", paste0("'", names(pp$coef)[aliased], "'", collapse = ", "),
                      " (aliased with earlier columns) set to 0"),

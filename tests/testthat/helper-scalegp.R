@@ -13,6 +13,11 @@ expect_close <- function(object, expected, tol, label = NULL) {
 
 `%||%` <- function(a, b) if (is.null(a)) b else a
 
+# Many tests cap the iterations to stay fast: gpgam()'s warning that such a
+# fit did not converge is off here (test-inference.R checks it with the
+# option at its default).
+options(scalegp.warn_convergence = FALSE)
+
 # Scaled squared distances between the rows of A and B (lengthscale per column).
 sqdist_scaled <- function(A, B, ls) {
   A <- sweep(as.matrix(A), 2, ls, "/")

@@ -97,6 +97,9 @@ test_that("the response must suit the family", {
   expect_error(gpgam(y ~ gp(x), data = d, family = mgcv::nb(), control = bad_ctl()), "'y'.*0 in every row")
   d$y <- rep(c("a", "b"), length.out = nrow(d))
   expect_error(gpgam(y ~ gp(x), data = d, control = bad_ctl()), "'y'.*numeric")
+  # a constant response fits, with a warning (glm() fits it too)
+  d$y <- 2
+  expect_warning(gpgam(y ~ gp(x), data = d, control = bad_ctl()), "'y' is constant \\(every value is 2\\)")
   # valid codings of a binary response agree: factor (first level = failure), logical, 0/1
   d <- bad_data()
   yb <- d$y > 0
@@ -429,4 +432,32 @@ test_that("aliased parametric columns warn, naming the columns lm() would give N
   expect_equal(predict(fa, nd), predict(fr, nd), tolerance = 1e-6)
   X <- predict(fa, nd, type = "lpmatrix")
   expect_equal(unname(drop(X %*% coef(fa, full = TRUE))), unname(predict(fa, nd)), tolerance = 1e-10)
+})
+
+test_that("separated classes warn, naming the column, as glm() warns", {
+  set.seed(3)
+  d <- data.frame(x = runif(200), u = runif(200))
+  d$y <- as.numeric(d$x > 0.5)  # x separates the classes
+  expect_warning(f <- gpgam(y ~ x + gp(u), data = d, family = binomial(), control = qctl(seed = 1)),
+                 "fitted probabilities numerically 0 or 1.*separated by 'x'")
+  # (the coefficient is where the vague prior puts it: far beyond what data could estimate)
+  expect_gt(abs(coef(f)[["x"]]) * sd(d$x), 10)
+  # overlapping classes: no warning
+  d$y <- rbinom(200, 1, plogis(4 * (d$x - 0.5)))
+  expect_no_warning(gpgam(y ~ x + gp(u), data = d, family = binomial(), control = qctl(seed = 1)))
+  # a large effect the data determine (12 logits per sd; fitted probabilities of 0 or 1 occur): no warning
+  d3 <- data.frame(x = rnorm(3000), u = runif(3000))
+  d3$y <- rbinom(3000, 1, plogis(12 * d3$x))
+  expect_no_warning(f3 <- gpgam(y ~ x + gp(u), data = d3, family = binomial(), control = qctl(seed = 1)))
+  expect_gt(coef(f3)[["x"]], 8)
+})
+
+test_that("gp_control() with both epochs and iterations says which one counts", {
+  expect_warning(ctl <- gp_control(iterations = 10, epochs = 2, batch_size = 50),
+                 "'epochs' and 'iterations' both given")
+  expect_no_warning(gp_control(epochs = 2, batch_size = 50))
+  d <- bad_data(200)
+  f <- gpgam(y ~ gp(x), data = d, control = suppressWarnings(qctl(iterations = 10, epochs = 2, batch_size = 50,
+                                                                    inducing = 10, seed = 1)))
+  expect_equal(f$iterations, 8L)  # ceiling(2 * 200 / 50)
 })

@@ -247,14 +247,24 @@ test_that("dgp() refuses bad input with errors naming the argument", {
   expect_error(dgp(y ~ x1, data = d, hidden = 2, inducing = c(5, 5, 5), control = quiet()), "'inducing'")
   expect_error(dgp(y ~ x1, data = d, hidden = 2, inducing = c(5, 0), control = quiet()), "'inducing'")
   expect_error(dgp(y ~ x1, data = d, hidden = c(2, -1), control = quiet()), "'hidden'")
-  expect_error(dgp(y ~ x1, data = d, inducing = 61, control = quiet()), "'inducing'")
+  expect_error(dgp(y ~ x1, data = d, inducing = 1, control = quiet()), "'inducing' must be at least 2")
+  # more inducing points than rows: reduced to the rows with a warning, as gpgam() does
+  expect_warning(f61 <- dgp(y ~ x1, data = d, inducing = 61, control = quiet(iterations = 2)),
+                 "'inducing' = 61 in the first layer exceeds the 60 rows; using 60")
+  expect_equal(f61$inducing[1], 60L)
   d$k <- 1
   expect_error(dgp(y ~ x1 + k, data = d, inducing = 5, control = quiet()), "'data'.*'k'")
   d$x1[3] <- NA
   expect_error(dgp(y ~ x1, data = d, inducing = 5, na.action = na.fail, control = quiet()), "missing")
   fit <- dgp(y ~ x1, data = d, inducing = 5, control = quiet(iterations = 5))
   expect_equal(fit$n, 59)
-  expect_error(predict(fit, data.frame(x1 = c(1, NA))), "'newdata'")
+  # a missing input predicts NA, as predict.gpgam(); a missing variable is named
+  pn <- predict(fit, data.frame(x1 = c(1, NA, 0.5)), se.fit = TRUE)
+  expect_identical(which(is.na(pn$fit)), 2L)
+  expect_identical(which(is.na(pn$se.fit)), 2L)
+  expect_equal(pn$fit[c(1, 3)], predict(fit, data.frame(x1 = c(1, 0.5))), tolerance = 1e-14)
+  expect_true(all(is.na(predict(fit, data.frame(x1 = NA_real_)))))
+  expect_error(predict(fit, data.frame(z = 1)), "'newdata' lacks the variable\\(s\\) 'x1'")
   # na.exclude: predictions at the fitting rows are padded with NA at the dropped row, as predict.lm() pads
   fe <- dgp(y ~ x1, data = d, inducing = 5, na.action = na.exclude, control = quiet(iterations = 5))
   pe <- predict(fe, se.fit = TRUE)

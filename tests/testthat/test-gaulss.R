@@ -238,6 +238,8 @@ test_that("gaulss refusals name the argument", {
   expect_error(gp_control(cycles = 1), "'cycles' must be at least 2")
   if (requireNamespace("MASS", quietly = TRUE)) {  # (mcycle needs about 9 cycles)
     mc <- MASS::mcycle
+    op <- options(scalegp.warn_convergence = NULL)  # (off for the other tests: helper-scalegp.R)
+    on.exit(options(op), add = TRUE)
     expect_warning(nc <- gpgam(list(accel ~ gp(times), ~ gp(times)), data = mc, family = mgcv::gaulss(),
                                control = gp_control(verbose = FALSE, seed = 1, cycles = 2)),
                    "did not converge in 2 cycles \\(the last raised")

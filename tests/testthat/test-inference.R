@@ -113,6 +113,23 @@ test_that("residual types and simulate()", {
   expect_lt(max(abs(rowMeans(s) - mu) / sqrt(mu / 400)), 5)
   expect_gt(mean(apply(s, 1, var) / mu), 0.9)
   expect_identical(simulate(fp, nsim = 3, seed = 7), simulate(fp, nsim = 3, seed = 7))
+  # as simulate.lm(): the "seed" attribute is the seed with its RNGkind, and
+  # R's stream is left where it was
+  set.seed(11)
+  before <- .Random.seed
+  s7 <- simulate(fp, nsim = 1, seed = 7)
+  expect_identical(.Random.seed, before)
+  expect_identical(attr(s7, "seed"), attr(simulate(lm(count ~ x0, d), seed = 7), "seed"))
+  # a factor response: each draw a factor of its levels, as glm's
+  d$yf <- factor(ifelse(d$count > 1, "many", "few"))
+  ff <- gpgam(yf ~ gp(x0), data = d, family = binomial(), control = inf_ctl())
+  # (one trial per row whatever the weights, as glm's for a factor response)
+  fw <- gpgam(yf ~ gp(x0), data = d, family = binomial(), weights = rep(2, nrow(d)), control = inf_ctl())
+  sw <- simulate(fw, nsim = 3, seed = 5)
+  expect_false(anyNA(unlist(lapply(sw, as.character))))
+  sf <- simulate(ff, nsim = 300, seed = 5)
+  expect_true(all(vapply(sf, function(v) identical(levels(v), c("few", "many")), TRUE)))
+  expect_lt(max(abs(rowMeans(sapply(sf, `==`, "many")) - fitted(ff)) / sqrt(fitted(ff) * (1 - fitted(ff)) / 300 + 1e-3)), 5)
   # a cbind(successes, failures) response: each draw is that matrix, as
   # glm's, with the row's trials and mean m * fitted
   d$m <- rep(1:5, length.out = nrow(d))
@@ -171,6 +188,33 @@ test_that("gp_check() reports convergence and flags a term short of inducing poi
   expect_error(gp_check(gpgam(y ~ gp(x), data = d, control = inf_ctl(), model = FALSE)), "model = FALSE")
 })
 
+test_that("gpgam() warns when a fit ends before a stationary point, as glm() does", {
+  old <- options(scalegp.warn_convergence = NULL)
+  on.exit(options(old))
+  d <- inf_data()
+  d$count <- rpois(nrow(d), exp(0.5 + sin(2 * pi * d$x0)))
+  expect_warning(f2 <- gpgam(count ~ gp(x0), data = d, family = poisson(), control = inf_ctl(iterations = 2)),
+                 "the fit did not converge \\(iteration limit\\)", class = "scalegp_convergence_warning")
+  expect_false(f2$converged)
+  expect_no_warning(f <- gpgam(count ~ gp(x0), data = d, family = poisson(), control = inf_ctl()))
+  expect_true(f$converged)
+  # a stochastic fit (qsgp) runs its iterations out by design: no warning
+  expect_no_warning(fq <- gpgam(count ~ gp(x0), data = d, family = poisson(), inference = "qsgp",
+                                control = qctl(iterations = 20, seed = 1)))
+  expect_false(fq$converged)
+  expect_false(any(grepl("did not converge", summary(fq)$warnings)))
+  # a fit on minibatches ends by its stopping rule: print() and summary() say where, gpgam() does not warn
+  expect_no_warning(fm <- gpgam(count ~ gp(x0), data = d, family = poisson(),
+                                control = inf_ctl(batch_size = 50, iterations = 20)))
+  expect_false(fm$converged)
+  expect_true(any(grepl("did not converge", summary(fm)$warnings)))
+  # the location-scale model's warning is of the same class
+  expect_warning(gpgam(list(y ~ gp(x0), ~ 1), data = d, family = mgcv::gaulss(), control = inf_ctl(iterations = 2)),
+                 "location-scale fit did not converge", class = "scalegp_convergence_warning")
+  options(scalegp.warn_convergence = FALSE)
+  expect_no_warning(gpgam(count ~ gp(x0), data = d, family = poisson(), control = inf_ctl(iterations = 2)))
+})
+
 test_that("plot() returns what it draws: bands, partial residuals, parametric terms, 2-D maps", {
   d <- inf_data()
   d$z <- rnorm(nrow(d))
@@ -179,6 +223,10 @@ test_that("plot() returns what it draws: bands, partial residuals, parametric te
   on.exit(dev.off(), add = TRUE)
   p <- plot(fit, residuals = TRUE, all.terms = TRUE, n = 25)
   expect_equal(vapply(p, `[[`, "", "label"), c("gp(x0)", "gp(x1, x2)", "z", "g"))
+  # terms of several columns and interactions are named, not dropped silently
+  fq <- gpgam(y ~ gp(x0) + poly(z, 2) + x1:g, data = d, control = inf_ctl())
+  expect_message(pq <- plot(fq, all.terms = TRUE, n = 25), "not drawn: 'poly\\(z, 2\\)', 'x1:g'")
+  expect_equal(vapply(pq, `[[`, "", "label"), "gp(x0)")
   # the 1-D curve is the term prediction at the grid, with its se
   tt <- predict(fit, data.frame(x0 = p[[1]]$x, x1 = 0.5, x2 = 0.5, z = 0, g = "a"), type = "terms", se.fit = TRUE)
   expect_close(p[[1]]$fit, tt$fit[, "gp(x0)"], 1e-10)

@@ -169,6 +169,12 @@ test_that("predict(exclude = ) leaves terms out of the mean and, jointly, out of
   V <- vcov(fit, full = TRUE)
   expect_rel(p1$se.fit, sqrt(rowSums((X %*% V) * X) + attr(X, "nonbasis.var")), 1e-10, "se from the lpmatrix")
   expect_true(all(p1$se.fit < predict(fit, nd, se.fit = TRUE)$se.fit))
+  # one row of newdata: the same numbers as that row among many
+  p2 <- predict(fit, nd[2, ], exclude = c("gp(f)", "z"), se.fit = TRUE)
+  expect_close(p2$fit, p1$fit[2], 1e-12)
+  expect_rel(p2$se.fit, p1$se.fit[2], 1e-10, "se of one row")
+  X2 <- predict(fit, nd[2, ], type = "lpmatrix", exclude = c("gp(f)", "z"))
+  expect_close(X2[1, ], X[2, ], 1e-12)
   expect_identical(colnames(predict(fit, nd, type = "terms", exclude = "gp(f)")), c("gp(x)", "z"))
   r <- predict(fit, nd, type = "response", exclude = "gp(f)")
   expect_close(r, predict(fit, nd, exclude = "gp(f)"), 1e-12)

@@ -45,3 +45,13 @@ test_that("the progress bar writes no terminal escape codes and is erased after 
   expect_match(out, "Done: 10 iterations, [0-9.]+s \\| ELBO -5 *$")
   expect_false(grepl("log prior", out))
 })
+
+test_that("a qsgp fit's progress bar ends on a final line, as the other engines' do", {
+  set.seed(2)
+  d <- data.frame(x = runif(300))
+  d$y <- sin(6 * d$x) + rnorm(300, sd = 0.3)
+  out <- capture.output(fit <- suppressMessages(gpgam(y ~ gp(x), data = d, inference = "qsgp",
+                                     control = gp_control(verbose = TRUE, seed = 1, iterations = 30))))
+  last <- sub(".*\r", "", out[length(out)])
+  expect_match(last, paste0("^Done: 30 iterations, .*\\| ELBO ", format(fit$objective, digits = 7), " *$"))
+})

@@ -212,6 +212,8 @@ test_that("summary, predict, plot, logLik, simulate, anova and gp_check run on a
   a <- anova(fit)
   expect_equal(a$Chi.sq[a$term == "z"], unname(coef(fit)[["z"]]^2 / vcov(fit)["z", "z"]), tolerance = 1e-10)
   expect_true(all(is.finite(a$Chi.sq)) && all(a[["p-value"]] >= 0 & a[["p-value"]] <= 1))
+  # comparing qsgp fits by their ELBOs: a warning says why the differences mislead
+  expect_warning(anova(fit, fit), "inference = \"qsgp\": the ELBO .* do not compare models")
   expect_output(chk <- gp_check(fit, plot = FALSE), "Random features of the gp\\(\\) terms.*k-index")
   expect_equal(chk$terms$M, c(256L, 256L))
 })
