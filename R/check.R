@@ -93,7 +93,9 @@ gp_check <- function(fit, rep = 200, plot = TRUE, ...) {
     cat("\n", what[1], " of the gp() terms (k-index well below 1 with a small p-value, or edf/M near 1,\n",
         "suggest ", what[2], "):\n", sep = "")
     print(format(tab, digits = 3))
-    advice <- rownames(tab)[(tab$`edf/M` > 0.8) | (tab$`k-index` < 0.9 & tab$`p-value` < 0.05)]
+    # (a factor's random effect has one effect per level, exact: no advice)
+    exact <- vapply(fit$terms$gp, function(g) identical(g$type, "factor"), TRUE)
+    advice <- rownames(tab)[!exact & ((tab$`edf/M` > 0.8) | (tab$`k-index` < 0.9 & tab$`p-value` < 0.05))]
     for (a in advice)
       cat(if (hs[[a]]) sprintf("Advice: %s may need a larger Hilbert basis (%d functions): try k = %d per input.\n", a,
                                tab[a, "M"], 2L * fit$terms$gp[[which(rownames(tab) == a)[1]]]$hilbert$m[1])

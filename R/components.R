@@ -121,6 +121,9 @@ by_column <- function(mf, by) {
 factor_component <- function(spec, x, ysc, control, col) {
   f <- as.factor(x)
   if (nlevels(f) < 2) stop_arg(spec$label, "is a factor with a single level")
+  if (!is.null(spec$k))
+    warning(spec$label, ": 'k' has no effect on a factor's random effect, whose effects are one per level ",
+            "(exact, with no inducing points to add)", call. = FALSE)
   # one row per level: the effects and the noise (or each row's own deviation) are one and the same
   counts <- tabulate(f, nlevels(f))
   if (length(f) > 0 && max(counts) <= 1L)

@@ -231,7 +231,7 @@ gpgam <- function(formula, data, family = gaussian(), inference = "vi", control 
   fit$offset_expr <- cl$offset  # evaluated in newdata by predict()
   fit$frame_terms <- attr(mf, "terms")  # (terms(fit), with or without the model frame)
   if (model) fit$model <- mf
-  if (refits) fit$hilbert_refits <- refits
+  if (any(vapply(fit$terms$gp, function(g) identical(g$type, "hilbert"), TRUE))) fit$hilbert_refits <- refits
   hilbert_check(fit)
   calibration_check(fit)
   separation_check(fit)

@@ -412,7 +412,7 @@ predict_lpmatrix <- function(object, nd, exclude = NULL) {
 
 # A Hilbert term (gp(basis = "hilbert")) represents its function on a box
 # around the data only: its prior variance falls to zero at the box's walls
-# and its basis is zero beyond them.  Warns, naming the term and input, when
+# and its basis is zero beyond them (the centred term is then its level).  Warns, naming the term and input, when
 # rows of the internal design X lie beyond the data's range by more than half
 # the margin to the wall, |x - centre| > S + (L - S) / 2 (notes 8.1).
 hilbert_range_warning <- function(object, X, ok) {
@@ -426,8 +426,9 @@ hilbert_range_warning <- function(object, X, ok) {
       far <- t > S[k] + (s$hs_L[k] - S[k]) / 2
       if (any(far))
         warning(sprintf(paste0("%s: %d row(s) of newdata lie far beyond the range of '%s' in the data; a Hilbert ",
-                               "basis holds only %s, its prior variance falls to zero towards there and the term is ",
-                               "zero beyond"), g$spec$label, sum(far), g$spec$vars[k],
+                               "basis holds only %s: towards its walls the prior variance of the term falls to zero, ",
+                               "and beyond them the term is its level alone (minus its mean over the data, as ",
+                               "centred)"), g$spec$label, sum(far), g$spec$vars[k],
                         paste(format(g$scaling$center[k] + c(-1, 1) * s$hs_L[k] * g$scaling$scale[k], digits = 4),
                               collapse = " to ")), call. = FALSE)
     }

@@ -84,8 +84,10 @@
 #' evaluations and times a fit reports cover all of them); a warning names the
 #' term and input when that does not suffice (except for a lengthscale too
 #' long for the widest box, on which a flat or linear direction is still
-#' represented over the data; [gp_check()] lists every input).  The basis vanishes outside the box, so predictions far beyond
-#' the data's range revert to the mean.  Not supported yet: other engines,
+#' represented over the data; [gp_check()] lists every input).  The basis vanishes outside the box, so far beyond the
+#' data's range the term is its level alone: minus its mean over the data, as
+#' centred, with that level's uncertainty (an inducing-point term reverts to
+#' zero with its prior variance).  Not supported yet: other engines,
 #' `ti()` and terms that share inputs with another `gp()` term; the term's
 #' prior is not centred (its reported curve is, as for `centre = NULL`).
 #'

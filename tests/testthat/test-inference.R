@@ -186,6 +186,17 @@ test_that("gp_check() reports convergence and flags a term short of inducing poi
   expect_gt(cm$terms["gp(x)", "k-index"], 0.85)
   expect_false(any(grepl("Advice", out_many)))
   expect_error(gp_check(gpgam(y ~ gp(x), data = d, control = inf_ctl(), model = FALSE)), "model = FALSE")
+  # a factor's random effect is exact (one effect per level): no advice, even at edf/M near 1, and k is named as unused
+  set.seed(5)
+  dr <- data.frame(x = runif(400), subj = factor(sample(1:20, 400, TRUE)))
+  dr$y <- sin(6 * dr$x) + rnorm(20)[dr$subj] + rnorm(400, sd = 0.3)
+  fr <- gpgam(y ~ gp(x) + gp(subj), data = dr, control = inf_ctl())
+  out_re <- capture.output(cr <- gp_check(fr, rep = 50))
+  expect_gt(cr$terms["gp(subj)", "edf/M"], 0.8)
+  expect_false(any(grepl("Advice: gp\\(subj\\)", out_re)))
+  expect_warning(fk <- gpgam(y ~ gp(x) + gp(subj, k = 60), data = dr, control = inf_ctl()),
+                 "gp\\(subj\\): 'k' has no effect on a factor's random effect")
+  expect_equal(fk$objective, fr$objective, tolerance = 1e-12)
 })
 
 test_that("gpgam() warns when a fit ends before a stationary point, as glm() does", {
