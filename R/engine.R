@@ -98,8 +98,9 @@ get_engine <- function(inference) {
 # what print() and summary() call the basis of a gp() term; stationary_test:
 # whether its fits end with the stationary-point test (FALSE: a stochastic
 # fit that runs its iterations out, whose converged is always FALSE; neither
-# gpgam() nor summary() then warns that it did not converge); compare_warning: NULL, or why
-# its objectives do not compare models (anova() of its fits warns with it).
+# gpgam() nor summary() then warns that it did not converge); compare_warning:
+# NULL, or why its objectives do not compare models (anova() of its fits
+# warns with it).
 new_engine <- function(name, label, objective, objective_note, options, basis = "inducing points",
                        basis_column = "inducing", stationary_test = TRUE, compare_warning = NULL) {
   structure(list(name = name, label = label, objective = objective, objective_note = objective_note,

@@ -242,7 +242,8 @@ gaulss_gpgam <- function(cl, envir, formulas, family, inference, control, model)
   if (!converged && !isFALSE(getOption("scalegp.warn_convergence")))  # (as gpgam()'s warning_not_converged())
     warning(warningCondition(
       if (!sub_ok) paste0("the location-scale fit did not converge: ", stop_msg)
-      else paste0(sprintf("the location-scale fit did not converge in %d cycle%s%s; ", cycles, if (cycles > 1) "s" else "",
+      else paste0(sprintf("the location-scale fit did not converge in %d cycle%s%s; ", cycles,
+                          if (cycles > 1) "s" else "",
                           if (is.finite(change)) sprintf(" (the last raised the joint ELBO by %.3g)", change) else ""),
                   "increase gp_control(cycles = )"),
       class = "scalegp_convergence_warning"))

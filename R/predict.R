@@ -412,9 +412,10 @@ predict_lpmatrix <- function(object, nd, exclude = NULL) {
 
 # A Hilbert term (gp(basis = "hilbert")) represents its function on a box
 # around the data only: its prior variance falls to zero at the box's walls
-# and its basis is zero beyond them (the centred term is then its level).  Warns, naming the term and input, when
-# rows of the internal design X lie beyond the data's range by more than half
-# the margin to the wall, |x - centre| > S + (L - S) / 2 (notes 8.1).
+# and its basis is zero beyond them (the centred term is then its level).
+# Warns, naming the term and input, when rows of the internal design X lie
+# beyond the data's range by more than half the margin to the wall,
+# |x - centre| > S + (L - S) / 2 (notes 8.1).
 hilbert_range_warning <- function(object, X, ok) {
   for (i in seq_along(object$terms$gp)) {
     g <- object$terms$gp[[i]]

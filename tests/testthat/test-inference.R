@@ -129,7 +129,8 @@ test_that("residual types and simulate()", {
   expect_false(anyNA(unlist(lapply(sw, as.character))))
   sf <- simulate(ff, nsim = 300, seed = 5)
   expect_true(all(vapply(sf, function(v) identical(levels(v), c("few", "many")), TRUE)))
-  expect_lt(max(abs(rowMeans(sapply(sf, `==`, "many")) - fitted(ff)) / sqrt(fitted(ff) * (1 - fitted(ff)) / 300 + 1e-3)), 5)
+  pm <- fitted(ff)
+  expect_lt(max(abs(rowMeans(sapply(sf, `==`, "many")) - pm) / sqrt(pm * (1 - pm) / 300 + 1e-3)), 5)
   # a cbind(successes, failures) response: each draw is that matrix, as
   # glm's, with the row's trials and mean m * fitted
   d$m <- rep(1:5, length.out = nrow(d))
