@@ -312,7 +312,7 @@ pad_excluded_rows <- function(out, omit) {
 # the column's spread (its sd, or without an intercept its root mean square)
 # yet lies within 10 posterior sds of 0.  Along such a column the likelihood
 # keeps rising, and the coefficient's vague N(0, 100^2) prior sets its value:
-# large and poorly determined (165 with sd 40 on a separated iris column),
+# large and poorly determined (-64 with sd 16 for setosa against iris's Petal.Length),
 # where a large effect that the data do determine lies many sds from 0.  A
 # warning names the columns.  Called by gpgam().
 separation_check <- function(fit, limit = 10) {
