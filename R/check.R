@@ -85,8 +85,8 @@ gp_check <- function(fit, rep = 200, plot = TRUE, ...) {
   cat(sprintf("%d iterations; last change of the posterior mean of the weights %s; %d failed step(s)\n",
               fit$iterations, format(fit$q_change %||% NA, digits = 2), fit$failures %||% 0L))
   if (nrow(tab)) {
-    hs <- vapply(fit$terms$gp, function(g) identical(g$type, "hilbert"), TRUE)
-    names(hs) <- rownames(tab)
+    type <- vapply(fit$terms$gp, function(g) g$type %||% "", "")
+    hs <- stats::setNames(type == "hilbert", rownames(tab))
     basis <- fit$engine$basis %||% "inducing points"  # (the engine's: "random features" for qsgp)
     what <- if (all(hs)) c("Basis functions", "a larger basis") else if (any(hs)) c("Bases (inducing points or Hilbert sines)", "a larger basis")
             else c(paste0(toupper(substr(basis, 1, 1)), substring(basis, 2)), paste("more", basis))
@@ -94,8 +94,7 @@ gp_check <- function(fit, rep = 200, plot = TRUE, ...) {
         "suggest ", what[2], "):\n", sep = "")
     print(format(tab, digits = 3))
     # (a factor's random effect has one effect per level, exact: no advice)
-    exact <- vapply(fit$terms$gp, function(g) identical(g$type, "factor"), TRUE)
-    advice <- rownames(tab)[!exact & ((tab$`edf/M` > 0.8) | (tab$`k-index` < 0.9 & tab$`p-value` < 0.05))]
+    advice <- rownames(tab)[type != "factor" & ((tab$`edf/M` > 0.8) | (tab$`k-index` < 0.9 & tab$`p-value` < 0.05))]
     for (a in advice)
       cat(if (hs[[a]]) sprintf("Advice: %s may need a larger Hilbert basis (%d functions): try k = %d per input.\n", a,
                                tab[a, "M"], 2L * fit$terms$gp[[which(rownames(tab) == a)[1]]]$hilbert$m[1])

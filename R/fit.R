@@ -330,12 +330,17 @@ not_converged <- function(fit) {
 # all rows per iteration did not reach a stationary point (the iteration
 # limit, a stall).  A fit on minibatches ends by its stopping rule on noisy
 # estimates, often short of the full-data test: print() and summary() say
-# whether it passed.  A condition of class "scalegp_convergence_warning";
-# options(scalegp.warn_convergence = FALSE) turns it off.
+# whether it passed.
 warning_not_converged <- function(fit) {
   msg <- not_converged(fit)
-  if (is.null(msg) || isTRUE(fit$control$batch_size < fit$n) || isFALSE(getOption("scalegp.warn_convergence")))
-    return(invisible())
+  if (!is.null(msg) && !isTRUE(fit$control$batch_size < fit$n)) warn_convergence(msg)
+}
+
+# The warning that a fit did not converge (gpgam()'s, the location-scale
+# model's): a condition of class "scalegp_convergence_warning", unless
+# options(scalegp.warn_convergence = FALSE) turns it off.
+warn_convergence <- function(msg) {
+  if (isFALSE(getOption("scalegp.warn_convergence"))) return(invisible())
   warning(warningCondition(msg, class = "scalegp_convergence_warning"))
 }
 

@@ -239,14 +239,13 @@ gaulss_gpgam <- function(cl, envir, formulas, family, inference, control, model)
   hilbert_check(fm)
   hilbert_check(fs)
   class(fit) <- c("gpgam_ls", "scalegp")
-  if (!converged && !isFALSE(getOption("scalegp.warn_convergence")))  # (as gpgam()'s warning_not_converged())
-    warning(warningCondition(
+  if (!converged)
+    warn_convergence(
       if (!sub_ok) paste0("the location-scale fit did not converge: ", stop_msg)
       else paste0(sprintf("the location-scale fit did not converge in %d cycle%s%s; ", cycles,
                           if (cycles > 1) "s" else "",
                           if (is.finite(change)) sprintf(" (the last raised the joint ELBO by %.3g)", change) else ""),
-                  "increase gp_control(cycles = )"),
-      class = "scalegp_convergence_warning"))
+                  "increase gp_control(cycles = )"))
   fit
 }
 
