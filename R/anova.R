@@ -15,8 +15,10 @@
 #' (`Ref.df`, `Chi.sq`, `p-value`); for a parametric term the Wald statistic
 #' \eqn{b^\top V^{-1} b}{b' V^-1 b} of its coefficients' posterior mean and
 #' covariance on as many degrees of freedom as it has coefficients (for one
-#' coefficient, the square of its z value), as mgcv's `anova.gam()` tests
-#' parametric terms.
+#' coefficient, the square of its z or t value), as mgcv's `anova.gam()` tests
+#' parametric terms: referred to \eqn{\chi^2}{chi-squared}, or, when the
+#' fit estimates a dispersion (Gaussian, Gamma), the statistic over its df
+#' to an F distribution on the residual df of [summary.gpgam()].
 #'
 #' With several fits of the same data, their objectives ([logLik()]) side by
 #' side: ELBOs (`inference = "vi"`; each a lower bound on its log marginal
@@ -177,7 +179,8 @@ variance_table <- function(object) {
 # (gp() terms, then parametric terms): those of summary() for gp() terms
 # (term_tests()), Wald tests b' V^-1 b of the posterior mean and covariance
 # of a parametric term's coefficients on as many df as it has columns (as
-# mgcv's anova.gam() tests them).
+# mgcv's anova.gam() tests them: chi-squared, or with an estimated dispersion
+# (scale_estimated()) F of b' V^-1 b / df on residual_df()).
 term_test_columns <- function(object, labels) {
   na <- rep(NA_real_, length(labels))  # (no term but the intercept: zero rows)
   out <- data.frame(ref.df = na, chi.sq = na, p.value = na)
@@ -187,6 +190,8 @@ term_test_columns <- function(object, labels) {
     out[i[!is.na(i)], ] <- gp[!is.na(i), c("Ref.df", "Chi.sq", "p-value")]
   }
   pp <- param_posterior(object)
+  est <- scale_estimated(object)
+  rdf <- residual_df(object)
   asg <- object$terms$param_assign
   lab <- if (!is.null(object$terms$param)) attr(object$terms$param, "term.labels")
   for (j in setdiff(unique(asg), 0)) {
@@ -197,7 +202,9 @@ term_test_columns <- function(object, labels) {
     b <- pp$coef[idx]
     V <- pp$vcov[idx, idx, drop = FALSE]
     stat <- tryCatch(sum(b * solve(V, b)), error = function(e) NA_real_)
-    out[k, ] <- c(length(idx), stat, stats::pchisq(stat, length(idx), lower.tail = FALSE))
+    p <- if (est) stats::pf(stat / length(idx), length(idx), rdf, lower.tail = FALSE)
+         else stats::pchisq(stat, length(idx), lower.tail = FALSE)
+    out[k, ] <- c(length(idx), stat, p)
   }
   names(out) <- c("Ref.df", "Chi.sq", "p-value")
   out

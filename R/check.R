@@ -174,7 +174,13 @@ residuals_at <- function(object, type) {
            d <- family(object)$dev.resids(y, mu, w)
            sign(y - mu) * sqrt(pmax(d, 0))
          },
-         working = (y - mu) / family(object)$mu.eta(object$linear.predictors))
+         working = {
+           # glm's IRLS working residual z - eta at the predictor eta (the
+           # posterior mean), with its own mean g^{-1}(eta): (y - g^{-1}(eta)) / mu'(eta)
+           fam <- family(object)
+           eta <- object$linear.predictors
+           (y - fam$linkinv(eta)) / fam$mu.eta(eta)
+         })
 }
 
 #' @rdname gpgam-methods
@@ -184,9 +190,13 @@ residuals_at <- function(object, type) {
 #'   `"pearson"` (\eqn{(y - \mu) \sqrt{w / V(\mu)}}{(y - mu) sqrt(w / V(mu))} with the
 #'   family's variance function \eqn{V}{V}, not divided by a dispersion such
 #'   as the Gaussian \eqn{\sigma^2}{sigma^2}, as for glm() and mgcv),
-#'   `"working"` (\eqn{(y - \mu) / \mu'(\eta)}{(y - mu) / mu'(eta)}) and
-#'   `"response"` (\eqn{y - \mu}{y - mu}), with \eqn{\mu}{mu} the posterior mean
-#'   response.
+#'   `"working"` (\eqn{(y - g^{-1}(\eta)) / \mu'(\eta)}{(y - g^-1(eta)) / mu'(eta)}
+#'   at the posterior mean \eqn{\eta}{eta} of the linear predictor, with
+#'   \eqn{g}{g} the link: glm's working residual at \eqn{\eta}{eta}, which
+#'   `plot(residuals = TRUE)` adds to a term for its partial residuals) and
+#'   `"response"` (\eqn{y - \mu}{y - mu}), with \eqn{\mu}{mu} (in the other
+#'   types too) the posterior mean response, which for a nonlinear link
+#'   differs from \eqn{g^{-1}(\eta)}{g^-1(eta)}.
 #' @export
 residuals.scalegp <- function(object, type = c("deviance", "pearson", "working", "response"), ...) {
   type <- match.arg(type)

@@ -281,7 +281,7 @@ gp_inputs <- function(mf, spec, what = "data") {
       stop_arg(v, "in ", spec$label, " must be numeric, not ", class(x)[1],
                if (length(spec$vars) > 1)
                  paste0(" (a curve per level, as mgcv's bs = \"fs\": gp(", paste(setdiff(spec$vars, v), collapse = ", "),
-                        ", by = ", v, ") + gp(", v, "); random slopes are not available)")
+                        ", by = ", v, ", centre = TRUE) + gp(", v, "); random slopes are not available)")
                else " (use it as a parametric term instead)")
     if (!is.numeric(x))
       stop_arg(v, "in ", spec$label, " must be numeric, not ", class(x)[1],

@@ -371,12 +371,14 @@ latent_predict.gpgam_decoupled <- function(fit, X, offset, terms = FALSE, se = T
 }
 
 # The term tests see the mean bases' part of the gp() term at rows X
-# (internal scale of y), centred.
+# (internal scale of y), centred.  No null_cov: the mean does not come from
+# q alone, so q's curvature does not give its covariance over repeated data
+# (the tests refer to chi-squared(r), see term_tests()).
 term_projection.gpgam_decoupled <- function(fit, X, ...) {
   b <- fit$state$basis
   extra <- vector("list", length(fit$terms$gp))
   extra[[b$index]] <- .decoupled_mean(fit$state$specs[[b$index]], b$A, b$a, X, fit$control$threads) - b$center
-  term_projection.gpgam(fit, X, extra = extra)
+  lapply(term_projection.gpgam(fit, X, extra = extra), function(p) p[c("mean", "cov")])
 }
 
 # A centred term hands the data average of the mean bases' part to the intercept.

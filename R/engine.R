@@ -29,7 +29,9 @@
 #   latent_predict(fit, X, offset, terms, se)  link-scale mean and se at internal design rows X (per term)
 #   fitted_latent(fit, setup, res)  link-scale mean and se at the data rows (from the result when it has them)
 #   term_projection(fit, X)         per gp() term, its centred posterior mean and covariance at rows X
-#                                   projected on an orthonormal basis of their span (term tests)
+#                                   projected on an orthonormal basis of their span (term tests), and
+#                                   optionally null_cov, that mean's covariance over repeated data when
+#                                   the term is zero (term_tests())
 #   latent_draws(fit, X, nsim)      posterior draws of the latent predictor at rows X (internal scale, no offset)
 #   weight_posterior(fit, X = NULL, by_term = FALSE) mean and covariance of all weights (parametric, then gp() terms'; data scale); at rows X the gp() lpmatrix columns and the variance they leave out (by_term: per term too, basis_term and resid_terms)
 #   parameter_names(fit, n)         names of the n entries of the fit's gradient

@@ -274,7 +274,7 @@ centre_mask <- function(fit) {
   vapply(seq_along(fit$terms$gp), function(i) {
     g <- fit$terms$gp[[i]]
     !identical(g$spec$centre, FALSE) &&
-      (is.null(g$by) || (g$by$type == "level" && !is.na(carriers$row[i])))
+      (is.null(g$by) || (g$by$type == "level" && !is.null(carriers[[i]])))
   }, TRUE)
 }
 
@@ -288,27 +288,50 @@ kernel_parameter_names <- function(fit, i) {
       paste0(lab, ": log lengthscale", if (length(s$log_ls) > 1) paste0(" ", fit$terms$gp[[i]]$spec$vars) else ""))
 }
 
-# For each gp() term with a factor `by` (one curve per level): the row of the
-# parametric coefficients that carries its level when it is centred: the
-# intercept (row 1) for the factor's reference level, the factor's
-# treatment-contrast coefficient for the others; NA when the formula lacks
-# the factor as a parametric term (the curves are then not centred).
+# For each gp() term with a factor `by` (one curve per level): how the
+# parametric coefficients carry its level's constant when the curve is
+# centred, for any contrasts of the factor.  With C the factor's contrast
+# matrix (levels x columns), a constant c_l added to the predictor of each
+# level l is the change G c of the intercept and the factor's coefficients,
+# G = [1, C]^{-1}; so level l's constant moves those coefficients by G's
+# column l (treatment contrasts: the intercept and the others' coefficients
+# by -1 for the reference level, the level's own coefficient by 1 for the
+# others).  Per term NULL (the curves are then not centred) when the formula
+# lacks the factor as a parametric main effect or an intercept, else
+# list(rows, weights): the coefficients' rows (the intercept first) and G's
+# column l.
 level_carriers <- function(fit) {
   gps <- fit$terms$gp
-  row <- rep(NA_integer_, length(gps))
-  ref <- rep(NA_integer_, length(gps))
+  out <- vector("list", length(gps))
   cols <- rownames(fit$terms$param_scaling$A) %||% character()
   for (i in seq_along(gps)) {
     by <- gps[[i]]$by
     if (is.null(by) || by$type != "level" || !fit$intercept) next
     lev <- fit$terms$xlevels[[by$var]]
-    ctr <- fit$terms$contrasts[[by$var]]
-    if (is.null(lev) || !identical(ctr, "contr.treatment")) next
-    same <- which(vapply(gps, function(g) identical(g$by$var, by$var) && identical(g$spec$vars, gps[[i]]$spec$vars), TRUE))
-    ref[i] <- same[vapply(gps[same], function(g) identical(g$by$level, lev[1]), TRUE)][1]
-    row[i] <- if (by$level == lev[1]) 1L else match(paste0(by$var, by$level), cols)
+    C <- contrast_matrix(fit$terms$contrasts[[by$var]], lev)
+    if (is.null(C)) next
+    cn <- colnames(C) %||% as.character(seq_len(ncol(C)))
+    rows <- c(1L, match(paste0(by$var, cn), cols))
+    B <- cbind(1, C)
+    if (anyNA(rows) || nrow(B) != ncol(B)) next
+    G <- tryCatch(solve(B), error = function(e) NULL)
+    if (is.null(G)) next
+    out[[i]] <- list(rows = rows, weights = G[, match(by$level, lev)])
   }
-  list(row = row, ref = ref)
+  out
+}
+
+# The contrast matrix (levels x columns) of a factor with levels `lev`, from
+# what model.matrix() records of it (the name of a contrast function, or the
+# matrix itself); NULL when it is neither.
+contrast_matrix <- function(ctr, lev) {
+  if (is.null(lev) || length(lev) < 2) return(NULL)
+  if (is.matrix(ctr)) return(if (nrow(ctr) == length(lev)) ctr)
+  if (!is.character(ctr) || length(ctr) != 1) return(NULL)
+  fun <- tryCatch(match.fun(ctr), error = function(e) NULL)
+  if (is.null(fun)) return(NULL)
+  C <- tryCatch(fun(lev), error = function(e) NULL)
+  if (is.matrix(C) && nrow(C) == length(lev)) C
 }
 
 # Posterior mean and sd of the mean response for latent N(eta, se^2).

@@ -95,17 +95,15 @@ param_map <- function(fit, shift = 0) {
   if (fit$intercept && !is.null(ctr) && any(ctr != 0)) {
     blocks <- component_blocks(fit)
     carriers <- level_carriers(fit)
-    levels_c <- which(!is.na(carriers$row))
+    levels_c <- which(!vapply(carriers, is.null, TRUE))
     plain <- ctr
     for (i in levels_c) plain[blocks[[i]]] <- 0
     L[1, ] <- L[1, ] + ysc$scale * plain
-    # a level's constant goes to the rows of that level: the intercept for the
-    # reference level, the level's coefficient (minus the reference) for the others
+    # a level's constant goes to the intercept and the factor's coefficients
+    # as its column of [1, C]^{-1} says (level_carriers())
     for (i in levels_c) {
-      r <- carriers$row[i]
-      L[r, blocks[[i]]] <- L[r, blocks[[i]]] + ysc$scale * ctr[blocks[[i]]]
-      j <- carriers$ref[i]
-      if (r != 1L && !is.na(j)) L[r, blocks[[j]]] <- L[r, blocks[[j]]] - ysc$scale * ctr[blocks[[j]]]
+      cr <- carriers[[i]]
+      L[cr$rows, blocks[[i]]] <- L[cr$rows, blocks[[i]]] + ysc$scale * outer(cr$weights, ctr[blocks[[i]]])
     }
   }
   const <- numeric(nrow(L))
@@ -207,17 +205,26 @@ fitted_latent.gpgam <- function(fit, setup, res) {
 # Per gp() term at internal design rows X: its centred posterior mean f and
 # covariance V at the rows, projected on an orthonormal basis Q of the span of
 # its features Phi_c = Q R: Q'f = R m_c (+ Q' e, with `extra[[c]]` a part e
-# of the term's mean outside q), Q'VQ = R S_cc R'.
+# of the term's mean outside q), Q'VQ = R S_cc R'.  Also null_cov, the
+# covariance of Q'f over repeated data at the fitted hyperparameters when
+# the term is zero: with the prior N(0, I) of v and the likelihood's
+# curvature H = S^{-1} - I (q's precision less the prior's), m = S (score)
+# has covariance S H S = S - S S, so null_cov = R (S_cc - S_c. S_.c) R'
+# (exact for a Gaussian likelihood; at q's curvature otherwise).  None when a
+# part of the mean lies outside q (`extra`).
 term_projection.gpgam <- function(fit, X, extra = NULL) {
   feats <- .gp_features(fit$state$specs, X, fit$control$jitter, fit$state$center)
   blocks <- component_blocks(fit)
+  S <- fit$state$S
   lapply(seq_along(fit$terms$gp), function(i) {
     idx <- blocks[[i]]
     qx <- qr(feats$Phi[, idx, drop = FALSE], LAPACK = TRUE)
     R <- qr.R(qx)[, order(qx$pivot), drop = FALSE]
     b <- drop(R %*% fit$state$m[idx])
     if (!is.null(extra[[i]])) b <- b + drop(crossprod(qr.Q(qx), extra[[i]]))
-    list(mean = b, cov = R %*% fit$state$S[idx, idx, drop = FALSE] %*% t(R))
+    Scc <- S[idx, idx, drop = FALSE]
+    null_cov <- if (is.null(extra[[i]])) R %*% (Scc - tcrossprod(S[idx, , drop = FALSE])) %*% t(R)
+    list(mean = b, cov = R %*% Scc %*% t(R), null_cov = null_cov)
   })
 }
 

@@ -5,7 +5,9 @@
 #'
 #' In the manner of `mgcv::summary.gam()`:
 #' * the parametric coefficients: posterior mean, sd, z = mean / sd and its
-#'   normal p-value;
+#'   normal p-value, or, when the fit estimates a dispersion (Gaussian
+#'   noise, Gamma shape), t = mean / sd on the residual df (the rows less the
+#'   total edf), as mgcv's;
 #' * for every `gp()` term its effective degrees of freedom (edf,
 #'   \eqn{tr(I - S_{cc})}{tr(I - S_cc)} of its whitened posterior; for
 #'   `inference = "qsgp"` that of the exact GP, see [qsgp_options()]), a reference df, and an
@@ -13,8 +15,19 @@
 #'   statistic \eqn{\hat f' V_f^{r-} \hat f}{f' V^(r-) f}, with \eqn{\hat f}{f}
 #'   the term's posterior mean at the data (centred), \eqn{V_f}{V} its posterior
 #'   covariance there and \eqn{V_f^{r-}}{V^(r-)} the pseudo-inverse of rank
-#'   r = `Ref.df`, the edf rounded (at least 1), referred to a
-#'   \eqn{\chi^2_r}{chi-squared(r)} distribution (at most 5000 evenly spaced rows are used);
+#'   r = `Ref.df`, the edf rounded (at least 1) (at most 5000 evenly spaced
+#'   rows are used).  The p-value is that of the statistic's distribution over
+#'   repeated data when the term is zero, at the fitted hyperparameters: a sum
+#'   \eqn{\sum_i \lambda_i \chi^2_1}{sum lambda_i chi-squared(1)}, whose weights
+#'   \eqn{\lambda_i < 1} come from the covariance of \eqn{\hat f}{f}, \eqn{S H S}
+#'   with \eqn{S} the posterior covariance of the weights and \eqn{H} the
+#'   likelihood's curvature (exact for a Gaussian response), computed by
+#'   Imhof's (1961) integral or a saddlepoint approximation (Kuonen 1999).  A
+#'   posterior mean is shrunk, so referring the statistic to
+#'   \eqn{\chi^2_r}{chi-squared(r)} instead (as earlier versions did) is
+#'   conservative: a term that is zero gets too few small p-values.  For
+#'   `inference = "decoupled"` and `"qsgp"`, whose posterior means do not come
+#'   from such a Gaussian alone, the reference stays \eqn{\chi^2_r}{chi-squared(r)};
 #' * the hyperparameters of each term on the scale of the data and its share
 #'   of the variance of the posterior mean (see [anova.gpgam()]);
 #' * the noise sd (Gaussian), the shape (Gamma) or theta (negative binomial),
@@ -36,6 +49,12 @@
 #'   the adjusted \eqn{R^2}{R^2} and the deviance explained.
 #' @references Wood (2013) On p-values for smooth components of an extended
 #'   generalized additive model. Biometrika 100, 221-228.
+#'
+#'   Imhof (1961) Computing the distribution of quadratic forms in normal
+#'   variables. Biometrika 48, 419-426.
+#'
+#'   Kuonen (1999) Saddlepoint approximations for distributions of quadratic
+#'   forms in normal variables. Biometrika 86, 929-935.
 #' @examples
 #' set.seed(3)
 #' d <- data.frame(x = runif(200), w = runif(200), z = rnorm(200))
@@ -48,7 +67,9 @@ summary.gpgam <- function(object, ...) {
   z <- pp$coef / se
   aliased <- setdiff(seq_along(pp$coef), param_kept(object$terms))  # set to 0, variance 0: no test
   z[aliased] <- NA
-  coefs <- cbind(Estimate = pp$coef, `Std. Error` = se, `z value` = z, `Pr(>|z|)` = 2 * stats::pnorm(-abs(z)))
+  coefs <- if (scale_estimated(object))
+    cbind(Estimate = pp$coef, `Std. Error` = se, `t value` = z, `Pr(>|t|)` = 2 * stats::pt(-abs(z), residual_df(object)))
+  else cbind(Estimate = pp$coef, `Std. Error` = se, `z value` = z, `Pr(>|z|)` = 2 * stats::pnorm(-abs(z)))
   av <- if (!is.null(object$model)) variance_table(object) else NULL
   terms <- do.call(rbind, lapply(object$params$gp, function(g) {
     data.frame(term = g$label, kernel = g$kernel, basis = g$basis, variance = g$variance,
@@ -149,7 +170,15 @@ evaluation_rows <- function(object, max_rows = 5000) {
 # Approximate tests that each gp() term is zero (see ?summary.gpgam): with
 # f the term's posterior mean at the data (centred) and V its covariance
 # there, both projected on an orthonormal basis of their span by the engine
-# (term_projection()), f' V^{r-} f.
+# (term_projection()), the statistic f' V^{r-} f over V's r = round(edf)
+# leading eigenvectors.  When the engine gives null_cov, the covariance C of
+# f over repeated data when the term is zero, the statistic is distributed
+# as sum_i lambda_i chi^2_1 under that null, lambda the eigenvalues of
+# D^{-1/2} E' C E D^{-1/2} (E, D: V's leading r eigenvectors and values),
+# and the p-value is that sum's (pchisq_sum()); else (or when every lambda
+# is below 1e-6) chi-squared(r).  The
+# posterior shrinks f, so lambda < 1 and chi-squared(r) would be
+# conservative.
 term_tests <- function(object) {
   if (is.null(object$model) || length(object$terms$gp) == 0) return(NULL)
   rows <- evaluation_rows(object)
@@ -163,12 +192,67 @@ term_tests <- function(object) {
     edf <- object$params$gp[[i]]$edf
     r <- max(1L, min(as.integer(round(edf)), rank))
     if (rank == 0) return(c(edf, r, 0, 1))
-    stat <- sum(drop(crossprod(ev$vectors[, seq_len(r), drop = FALSE], b))^2 / ev$values[seq_len(r)])
-    c(edf, r, stat, stats::pchisq(stat, r, lower.tail = FALSE))
+    E <- ev$vectors[, seq_len(r), drop = FALSE] %*% diag(1 / sqrt(ev$values[seq_len(r)]), r)
+    stat <- sum(drop(crossprod(E, b))^2)
+    C <- proj[[i]]$null_cov
+    # (weights in [0, 1]; all below 1e-6: the data barely move the term, whose
+    # weights are then rounding noise, and chi-squared(r) is the safe reference)
+    lam <- if (!is.null(C)) pmin(eigen(crossprod(E, C %*% E), symmetric = TRUE, only.values = TRUE)$values, 1)
+    p <- if (is.null(C) || max(lam) < 1e-6) stats::pchisq(stat, r, lower.tail = FALSE) else pchisq_sum(stat, lam)
+    c(edf, r, stat, p)
   }, numeric(4)))
   dimnames(tab) <- list(gp_labels(object$terms),
                         c("edf", "Ref.df", "Chi.sq", "p-value"))
   tab
+}
+
+# P(sum_i lambda_i X_i > q), X_i independent chi-squared(1), lambda >= 0
+# (weights below 1e-10 of the largest dropped): one weight, or all equal,
+# pchisq(); else Imhof's (1961) integral by stats::integrate() (absolute
+# error about 1e-8), and where that fails (a dominant weight makes its tail
+# decay slowly) or is below 1e-5, the saddlepoint approximation of
+# Lugannani and Rice (Kuonen 1999, Biometrika 86, 929-935; within a few
+# percent of the probability, tails included).
+pchisq_sum <- function(q, lambda) {
+  lambda <- lambda[lambda > max(lambda, 0) * 1e-10]
+  if (!length(lambda)) return(as.numeric(q < 0))
+  if (q <= 0) return(1)
+  if (max(lambda) - min(lambda) <= 1e-12 * max(lambda))
+    return(stats::pchisq(q / max(lambda), length(lambda), lower.tail = FALSE))
+  integrand <- function(u) {
+    theta <- 0.5 * colSums(atan(outer(lambda, u))) - 0.5 * q * u
+    rho <- exp(0.25 * colSums(log1p(outer(lambda^2, u^2))))
+    sin(theta) / (u * rho)
+  }
+  v <- tryCatch(stats::integrate(integrand, 0, Inf, subdivisions = 10000L, rel.tol = 1e-6, abs.tol = 1e-8)$value,
+                error = function(e) NA_real_)
+  p <- 0.5 + v / pi
+  if (is.finite(p) && p >= 1e-5 && p <= 1) return(p)
+  # saddlepoint: the cumulant generating function K(s) = -1/2 sum log(1 - 2 s lambda),
+  # s < 1 / (2 max lambda), solved for K'(s) = q in t = 1 - 2 s max(lambda)
+  lmax <- max(lambda)
+  K1 <- function(s) sum(lambda / (1 - 2 * s * lambda))
+  t <- stats::uniroot(function(t) log(K1((1 - t) / (2 * lmax))) - log(q),
+                      c(1e-300, 1 + 2 * lmax * length(lambda) / q), tol = 1e-12)$root
+  s <- (1 - t) / (2 * lmax)
+  w2 <- 2 * (s * q + 0.5 * sum(log1p(-2 * s * lambda)))
+  if (abs(s) < 1e-6 || w2 <= 0)  # (at the mean: the formula's limit, 1/2 less the skewness over 6 sqrt(2 pi))
+    return(0.5 - 8 * sum(lambda^3) / (6 * sqrt(2 * pi) * (2 * sum(lambda^2))^1.5))
+  w <- sign(s) * sqrt(w2)
+  u <- s * sqrt(2 * sum(lambda^2 / (1 - 2 * s * lambda)^2))
+  min(1, max(0, stats::pnorm(w, lower.tail = FALSE) + stats::dnorm(w) * (1 / u - 1 / w)))
+}
+
+# Residual degrees of freedom of the tests and R^2: df.residual() (the rows
+# less the total edf, as mgcv's), at least 1.
+residual_df <- function(object) max(1, df.residual.scalegp(object))
+
+# Whether the fit estimated a dispersion (the Gaussian noise unless held by
+# gp_control(fixed = "sigma"), the Gamma shape unless the family gave it):
+# then, as mgcv's, the parametric coefficients' tests are t tests (F for a
+# term of several columns) on residual_df().
+scale_estimated <- function(object) {
+  switch(object$likelihood, gaussian = !"sigma" %in% object$control$fixed, gamma = !fixed_theta(object), FALSE)
 }
 
 # Deviance explained (against the intercept-only glm with the fit's weights
@@ -183,8 +267,7 @@ deviance_explained <- function(object) {
   dev <- sum(fam$dev.resids(y, mu, w))
   x0 <- matrix(1, length(y), as.integer(object$intercept))
   null <- suppressWarnings(stats::glm.fit(x0, y, weights = w, offset = object$offset, family = fam))$deviance
-  edf <- sum(vapply(object$params$gp, `[[`, 1, "edf")) + length(param_kept(object$terms))
-  df <- max(1, length(y) - edf)
+  df <- residual_df(object)
   r.sq <- 1 - sum(w * (y - mu)^2) / df / (sum(w * (y - stats::weighted.mean(y, w))^2) / (length(y) - 1))
   list(dev.expl = if (null > 0) (null - dev) / null else NA_real_, r.sq = r.sq, deviance = dev, null = null)
 }

@@ -123,7 +123,12 @@
 #'   term per level), as in mgcv; an ordered factor gives no term for its
 #'   first level (as in mgcv: with `gp(x) + gp(x, by = o)` the terms of the
 #'   other levels are their differences from the first; add `o` as a
-#'   parametric term for the levels' means).
+#'   parametric term for the levels' means).  The levels' means belong to
+#'   the factor as a parametric term (`g + gp(x, by = g)`, any contrasts), or
+#'   as a random effect with curves whose kernel is centred,
+#'   `gp(x, by = g, centre = TRUE) + gp(g)` (the analogue of mgcv's
+#'   `s(x, g, bs = "fs")`): without either, each level's curve carries its
+#'   level, and a `gp(g)` beside it is not identified.
 #' @param centre identifiability of the term.  `NULL` (default) or `TRUE`:
 #'   the term is reported centred over the data (its values at the rows used
 #'   for fitting sum to zero, as mgcv constrains every smooth), so its bands
@@ -250,7 +255,8 @@ mgcv_term <- function(e, env) {
     # warns if the input turns out to be numeric (mgcv's random slope)
     is_re <- is_bs_re(a, args[[a]])
     re <- re || is_re
-    if (!is_re) warning(sprintf("%s(): mgcv's '%s' is ignored: %s", fun, a, mgcv_reason(a, args[[a]])), call. = FALSE)
+    if (!is_re) warning(warningCondition(sprintf("%s(): mgcv's '%s' is ignored: %s", fun, a, mgcv_reason(a, args[[a]])),
+                                         class = "scalegp_mgcv_ignored"))
     args[[a]] <- NULL
     nm <- names(args) %||% rep("", length(args))
   }
@@ -335,8 +341,13 @@ parse_gpgam_formula <- function(formula, data = NULL) {
   bad <- !smooth & grepl("\\b(gp|s|te|ti)\\(", labels)
   if (any(bad)) stop_arg("formula", "term '", labels[bad][1], "' combines gp() with other terms; ",
                          "interactions of gp() terms are not supported")
-  specs <- lapply(exprs[smooth], function(e) {
+  # (mgcv's ignored arguments: each warning once, however many terms repeat it)
+  seen <- character()
+  specs <- withCallingHandlers(lapply(exprs[smooth], function(e) {
     if (as.character(e[[1]]) == "gp") eval(e, env) else mgcv_term(e, env)
+  }), scalegp_mgcv_ignored = function(w) {
+    if (conditionMessage(w) %in% seen) invokeRestart("muffleWarning")
+    seen <<- c(seen, conditionMessage(w))
   })
   n_calls <- count_gp_calls(formula[[3]])
   if (n_calls > length(specs)) stop_arg("formula", "has a gp() term twice (", n_calls, " gp() calls, ",

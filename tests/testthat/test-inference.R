@@ -46,6 +46,75 @@ test_that("summary() tests gp() terms: tiny p for a clear effect, roughly unifor
   expect_gt(stats::sd(p), 0.15)  # spread out, not stuck at 0 or 1
 })
 
+test_that("the term tests' null covariance is S H S, and their p-value that of the weighted chi-squares", {
+  set.seed(3)
+  n <- 300
+  d <- data.frame(x0 = runif(n), z = rnorm(n))
+  d$x1 <- 0.8 * d$x0 + 0.2 * runif(n)  # (correlated inputs: gp(x0) and gp(x1) coupled in the posterior)
+  d$y <- sin(2 * pi * d$x0) + 0.5 * d$z + 0.2 * sin(6 * d$x1) + rnorm(n, sd = 0.4)
+  fit <- gpgam(y ~ gp(x0) + gp(x1) + z, data = d, control = inf_ctl(tol = 1e-10))
+  X <- scalegp:::new_design(fit, NULL, na.pass)$X
+  # the likelihood's curvature from the (uncentred) whitened features: Phi' Phi / noise variance
+  Phi <- scalegp:::.gp_features(fit$state$specs, X, fit$control$jitter)$Phi
+  H <- crossprod(Phi) / exp(fit$state$log_noise)
+  S <- fit$state$S
+  bl <- scalegp:::component_blocks(fit)
+  proj <- eval(quote(term_projection(fit, X)), list(fit = fit, X = X), asNamespace("scalegp"))
+  Fc <- scalegp:::.gp_features(fit$state$specs, X, fit$control$jitter, fit$state$center)$Phi
+  for (i in 1:2) {
+    idx <- bl[[i]]
+    # q is the exact posterior on the basis: S^-1 - I = H on the term's rows
+    expect_lt(max(abs((solve(S) - diag(nrow(S)))[idx, ] - H[idx, ])), 1e-4 * max(abs(H[idx, ])))
+    # covariance of the projected posterior mean Q'Phi_c m_c over repeated y: R (S H S)_cc R'
+    qx <- qr(Fc[, idx], LAPACK = TRUE)
+    R <- qr.R(qx)[, order(qx$pivot)]
+    C <- R %*% (S %*% H %*% S)[idx, idx] %*% t(R)
+    expect_lt(max(abs(proj[[i]]$null_cov - C)), 1e-4 * max(abs(C)))
+    # the term's block alone (S_cc - S_cc^2) would miss its coupling with the other term
+    wrong <- R %*% (S[idx, idx] - S[idx, idx] %*% S[idx, idx]) %*% t(R)
+    expect_gt(max(abs(wrong - C)), 1e-2 * max(abs(C)))
+  }
+  # the p-value: that of sum lambda_i chi^2_1, lambda from V's leading Ref.df directions
+  st <- summary(fit)$s.table
+  V <- proj[[2]]$cov
+  ev <- eigen(V, symmetric = TRUE)
+  r <- st["gp(x1)", "Ref.df"]
+  E <- ev$vectors[, 1:r, drop = FALSE] %*% diag(1 / sqrt(ev$values[1:r]), r)
+  lam <- eigen(t(E) %*% proj[[2]]$null_cov %*% E, symmetric = TRUE)$values
+  expect_true(all(lam > 0 & lam < 1))  # shrunk: chi-squared(r) would be conservative
+  set.seed(9)
+  draws <- colSums(lam * matrix(rchisq(r * 2e5, 1), r))
+  p_mc <- mean(draws > st["gp(x1)", "Chi.sq"])
+  expect_equal(st["gp(x1)", "p-value"][[1]], p_mc, tolerance = 4 * sqrt(p_mc * (1 - p_mc) / 2e5) / p_mc)
+  expect_gt(st["gp(x1)", "p-value"][[1]], 0.05)  # (0.12; chi-squared(3) gives 0.31)
+  expect_lt(st["gp(x1)", "p-value"][[1]], pchisq(st["gp(x1)", "Chi.sq"], r, lower.tail = FALSE) - 0.1)
+})
+
+test_that("pchisq_sum(): closed forms, Monte Carlo and the saddlepoint tail", {
+  ps <- scalegp:::pchisq_sum
+  # equal weights: a scaled chi-squared
+  expect_equal(ps(3, rep(0.7, 4)), pchisq(3 / 0.7, 4, lower.tail = FALSE), tolerance = 1e-12)
+  # weights (a, a, b, b): a exponential mixture, P = (a e^{-q/2a} - b e^{-q/2b}) / (a - b)
+  a <- 2; b <- 0.5
+  exact <- function(q) (a * exp(-q / (2 * a)) - b * exp(-q / (2 * b))) / (a - b)
+  # (Imhof's integral: absolute error below 1e-6)
+  for (q in c(0.3, 3, 7, 20, 40)) expect_lt(abs(ps(q, c(a, a, b, b)) - exact(q)), 1e-6)
+  # beyond 1e-5 the saddlepoint: a few percent of the probability, far out in the tail
+  for (q in c(80, 300)) expect_equal(ps(q, c(a, a, b, b)), exact(q), tolerance = 0.06)
+  # a dominant weight (the integral fails; the saddlepoint), against Monte Carlo
+  set.seed(1)
+  lam <- c(1, 0.01)
+  x <- colSums(lam * matrix(rchisq(4e5, 1), 2))
+  for (q in quantile(x, c(0.5, 0.9, 0.99))) {
+    p <- mean(x > q)
+    expect_equal(ps(q, lam), p, tolerance = 0.03)
+  }
+  expect_equal(ps(sum(lam), lam), mean(x > sum(lam)), tolerance = 0.03)  # at the mean
+  expect_equal(ps(-1, lam), 1)
+  expect_equal(ps(1, numeric()), 0)
+  expect_equal(ps(1, c(0.4, 1e-14)), pchisq(1 / 0.4, 1, lower.tail = FALSE), tolerance = 1e-12)
+})
+
 test_that("deviance explained and R^2 are those of lm() when there is no GP", {
   d <- inf_data()
   fit <- gpgam(y ~ x0 + x1 + g, data = d, control = inf_ctl(tol = 1e-10))
@@ -104,7 +173,12 @@ test_that("residual types and simulate()", {
   mu <- fitted(fp)
   expect_close(residuals(fp, "response"), d$count - mu, 1e-12)
   expect_close(residuals(fp, "pearson"), (d$count - mu) / sqrt(mu), 1e-10)
-  expect_close(residuals(fp, "working"), (d$count - mu) / exp(fp$linear.predictors), 1e-10)
+  # glm's working residual at eta: (y - exp(eta)) / exp(eta), so -1 at a zero count
+  # (not (y - mu) / exp(eta) with mu = E[exp(eta)] > exp(eta))
+  eta <- fp$linear.predictors
+  expect_close(residuals(fp, "working"), (d$count - exp(eta)) / exp(eta), 1e-10)
+  expect_true(any(d$count == 0))
+  expect_true(all(residuals(fp, "working")[d$count == 0] == -1))
   expect_close(residuals(fp), sign(d$count - mu) * sqrt(poisson()$dev.resids(d$count, mu, 1)), 1e-10)
   s <- simulate(fp, nsim = 400, seed = 1)
   expect_equal(dim(s), c(nrow(d), 400L))

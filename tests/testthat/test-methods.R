@@ -29,12 +29,18 @@ test_that("print() and summary() show the hyperparameters and coefficients", {
   # the tests of anova() are summary()'s (gp() terms) and Wald tests b' V^-1 b (parametric terms)
   expect_equal(unname(a[1, c("Ref.df", "Chi.sq", "p-value")]), unname(as.data.frame(s$s.table)[1, c("Ref.df", "Chi.sq", "p-value")]),
                ignore_attr = TRUE)
-  expect_equal(a$Chi.sq[a$term == "z"], unname(s$coefficients["z", "z value"])^2, tolerance = 1e-12)
+  expect_equal(a$Chi.sq[a$term == "z"], unname(s$coefficients["z", "t value"])^2, tolerance = 1e-12)
   expect_equal(a$Ref.df[a$term == "z"], 1)
+  # Gaussian (dispersion estimated): t on the residual df, as mgcv's; anova's F(1, df) is t^2
+  rdf <- df.residual(fit)
+  expect_gt(rdf, 100)
+  expect_equal(unname(s$coefficients[, "Pr(>|t|)"]), unname(2 * pt(-abs(s$coefficients[, "t value"]), rdf)),
+               tolerance = 1e-12)
+  expect_equal(a[["p-value"]][a$term == "z"], unname(s$coefficients["z", "Pr(>|t|)"]), tolerance = 1e-10)
   expect_match(paste(capture.output(print(a)), collapse = "\n"), "with approximate tests")
   expect_equal(s$coefficients[, "Estimate"], coef(fit))
   expect_equal(s$coefficients[, "Std. Error"], sqrt(diag(vcov(fit))))
-  expect_equal(unname(s$coefficients[, "z value"]), unname(coef(fit) / sqrt(diag(vcov(fit)))))
+  expect_equal(unname(s$coefficients[, "t value"]), unname(coef(fit) / sqrt(diag(vcov(fit)))))
   expect_equal(s$objective, fit$elbo)
   expect_equal(s$sigma, sigma(fit))
   so <- paste(capture.output(print(s)), collapse = "\n")
@@ -50,6 +56,10 @@ test_that("print() and summary() show the hyperparameters and coefficients", {
   ob <- paste(capture.output(print(summary(fb))), collapse = "\n")
   expect_match(ob, "Link function: probit")
   expect_false(grepl("Residual sd", ob))
+  # no dispersion estimated: z and the normal p-value
+  cb <- summary(fb)$coefficients
+  expect_equal(colnames(cb), c("Estimate", "Std. Error", "z value", "Pr(>|z|)"))
+  expect_equal(unname(cb[, 4]), unname(2 * pnorm(-abs(cb[, 3]))), tolerance = 1e-12)
   # print methods of the helpers
   expect_output(print(gp(x1, x2, kernel = "matern32", k = 7)), "gp\\(x1, x2\\): matern32 kernel, ARD, k = 7")
   expect_output(print(gp_control(iterations = 3, verbose = FALSE)), "<gp_control>")
@@ -124,7 +134,8 @@ test_that("nobs, sigma, coef, vcov, family and formula", {
   expect_close(residuals(fb), sign(d$yb - mu) * sqrt(dev), 1e-10)
   expect_close(sum(residuals(fb)^2), sum(binomial()$dev.resids(d$yb, mu, rep(1, nrow(d)))), 1e-8)
   # working residuals: (y - mu) / (d mu / d eta)
-  expect_close(residuals(fb, "working"), (d$yb - mu) / binomial()$mu.eta(fb$linear.predictors), 1e-10)
+  expect_close(residuals(fb, "working"), (d$yb - plogis(fb$linear.predictors)) / binomial()$mu.eta(fb$linear.predictors),
+               1e-10)
   # Pearson residuals of a Gaussian model, as glm()'s: y - fitted times sqrt(weight), not over sigma
   expect_close(residuals(fit, "pearson"), residuals(fit), 1e-12)
   # a gp()-only model without intercept has no coefficients

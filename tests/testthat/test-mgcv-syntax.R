@@ -105,6 +105,43 @@ test_that("by = factor gives one centred curve per level; the factor's coefficie
   expect_error(predict(fit, data.frame(x1 = 0.5, g = "zz")), "'zz'")
 })
 
+test_that("by = factor curves are centred, and carried, whatever the factor's contrasts", {
+  d <- syn_data(900)
+  lev <- c(a = 0, b = 1, c = -1)
+  d$y <- lev[as.character(d$g)] + ifelse(d$g == "b", sin(4 * d$x1), cos(3 * d$x1)) + rnorm(nrow(d), sd = 0.15)
+  f0 <- gpgam(y ~ g + gp(x1, by = g), data = d, control = syn_ctl())
+  m <- tapply(d$y, d$g, mean)
+  d$s <- d$g
+  contrasts(d$s) <- contr.sum(3)
+  d$h <- d$g
+  contrasts(d$h) <- "contr.helmert"
+  for (v in c("s", "h")) {
+    fit <- gpgam(as.formula(sprintf("y ~ %s + gp(x1, by = %s)", v, v)), data = d, control = syn_ctl())
+    tt <- predict(fit, type = "terms")  # (with newdata = d, model.frame() warns as lm's predict() does)
+    for (l in c("a", "b", "c"))
+      expect_lt(abs(mean(tt[d$g == l, paste0("gp(x1):", v, l)])), 1e-10)
+    # the same model as with treatment contrasts
+    expect_lt(max(abs(predict(fit) - predict(f0))), 1e-4)
+    # the coefficients: the level means through the contrasts, [1, C]^{-1} m, with small sds
+    C <- contrasts(d[[v]])
+    expect_equal(unname(coef(fit)), unname(drop(solve(cbind(1, C), m))), tolerance = 0.02)
+    expect_lt(max(sqrt(diag(vcov(fit)))), 0.05)
+  }
+})
+
+test_that("mgcv's factor smooth (bs = \"fs\") as the error suggests: centred curves and a random effect that is identified", {
+  set.seed(5)
+  n <- 600
+  d <- data.frame(x = runif(n), g = factor(sample(letters[1:6], n, TRUE)))
+  b <- c(a = -1, b = -0.5, c = 0, d = 0.3, e = 0.6, f = 1)
+  d$y <- b[as.character(d$g)] + sin(2 * pi * d$x) * (1 + 0.3 * as.integer(d$g)) + rnorm(n, sd = 0.3)
+  fit <- gpgam(y ~ gp(x, by = g, centre = TRUE) + gp(g), data = d, control = syn_ctl())
+  re <- predict(fit, data.frame(x = 0.5, g = letters[1:6]), type = "terms")[, "gp(g)"]
+  expect_gt(cor(re, b), 0.99)
+  expect_lt(max(abs(re - (b - mean(b)))), 0.15)
+  expect_lt(summary(fit)$s.table["gp(g)", "p-value"], 1e-6)
+})
+
 test_that("by = an ordered factor gives no curve for its first level (difference curves, as mgcv)", {
   d <- syn_data(900)
   d$o <- factor(d$g, levels = c("a", "b", "c"), ordered = TRUE)
@@ -188,9 +225,17 @@ test_that("mgcv's arguments without meaning for a GP are ignored with a warning 
   expect_warning(gpgam(y ~ s(x1) + s(x2, bs = "re"), data = d, control = syn_ctl()),
                  "s\\(x2\\): mgcv's bs = \"re\" of a numeric input is a random slope")
   # mgcv's random slope and factor smooth, and gp(f, by = x): errors that give the nearest gp() spelling
-  expect_error(suppressWarnings(gpgam(y ~ s(x1, g, bs = "re"), data = d, control = syn_ctl())),
-               "'g' in gp\\(x1, g\\) must be numeric.*gp\\(x1, by = g\\) \\+ gp\\(g\\); random slopes are not available")
-  expect_error(suppressWarnings(gpgam(y ~ s(x1, g, bs = "fs"), data = d, control = syn_ctl())), "gp\\(x1, by = g\\)")
+  expect_error(gpgam(y ~ s(x1, g, bs = "re"), data = d, control = syn_ctl()),
+               paste0("s\\(x1, g\\): mgcv's bs = \"re\" with a factor and a numeric input is a random slope of x1 per ",
+                      "level of 'g'; random slopes are not available: gp\\(g\\) gives random intercepts, ",
+                      "gp\\(x1, by = g, centre = TRUE\\) \\+ gp\\(g\\) a curve per level"))
+  expect_error(suppressWarnings(gpgam(y ~ s(x1, g, bs = "fs"), data = d, control = syn_ctl())),
+               "'g' in gp\\(x1, g\\) must be numeric.*gp\\(x1, by = g, centre = TRUE\\) \\+ gp\\(g\\)")
+  # one warning for an ignored argument however many terms repeat it
+  w <- character()
+  withCallingHandlers(gpgam(y ~ s(x1, bs = "cr") + s(x2, bs = "cr") + s(g, bs = "re"), data = d, control = syn_ctl()),
+                      warning = function(e) { w <<- c(w, conditionMessage(e)); invokeRestart("muffleWarning") })
+  expect_identical(w, "s(): mgcv's 'bs' is ignored: a gp() term is a Gaussian process; choose its kernel with kernel = \"se\", \"matern32\" or \"matern52\"")
   expect_error(gpgam(y ~ gp(g, by = x1), data = d, control = syn_ctl()),
                "'by' is not supported for a random effect gp\\(g\\).*gp\\(x1, by = g\\)")
   # mgcv's gam.control() as the control: an error that gives gp_control()'s counterparts
