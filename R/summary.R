@@ -25,7 +25,10 @@
 #'   Imhof's (1961) integral or a saddlepoint approximation (Kuonen 1999).  A
 #'   posterior mean is shrunk, so referring the statistic to
 #'   \eqn{\chi^2_r}{chi-squared(r)} instead (as earlier versions did) is
-#'   conservative: a term that is zero gets too few small p-values.  For
+#'   conservative: a term that is zero gets too few small p-values.  The
+#'   hyperparameters are treated as known, so, as mgcv's p-values, these
+#'   are somewhat too small for a term that is zero (most visibly near
+#'   0.1).  For
 #'   `inference = "decoupled"` and `"qsgp"`, whose posterior means do not come
 #'   from such a Gaussian alone, the reference stays \eqn{\chi^2_r}{chi-squared(r)};
 #' * the hyperparameters of each term on the scale of the data and its share
