@@ -138,17 +138,36 @@ vi_pilot_fit <- function(sub, control) {
 # (Matern 5/2: about 0.02 of the half-range with the narrowed boxes).
 hilbert_max_refits <- 4L
 
+# The line a verbose fit prints before Hilbert refit k: the terms whose
+# sines or box changed from setup `old` to `new`.
+hilbert_refit_note <- function(old, new, k) {
+  ch <- character()
+  for (i in seq_along(new$terms$gp)) {
+    a <- old$terms$gp[[i]]$hilbert
+    b <- new$terms$gp[[i]]$hilbert
+    if (is.null(a) || is.null(b) || (identical(a$m, b$m) && isTRUE(all.equal(a$c, b$c)))) next
+    box <- function(x) paste(format(x, digits = 3), collapse = " x ")
+    what <- c(if (!identical(a$m, b$m)) sprintf("%s -> %s sines", paste(a$m, collapse = " x "), paste(b$m, collapse = " x ")),
+              if (!isTRUE(all.equal(a$c, b$c))) sprintf("box %s -> %s half-ranges", box(a$c), box(b$c)))
+    ch <- c(ch, paste0(new$terms$gp[[i]]$spec$label, ": ", paste(what, collapse = ", ")))
+  }
+  sprintf("Hilbert basis refit %d (of at most %d), as the fitted lengthscales ask (see ?gp): %s", k,
+          hilbert_max_refits, paste(ch, collapse = "; "))
+}
+
 # engine_fit() with the adaptation of gp(basis = "hilbert") terms (?gp,
 # hilbert_adapt() in R/components.R): after a fit whose lengthscales the
 # basis cannot represent, the enlarged setup is refitted, at most
 # hilbert_max_refits times.  Returns the last raw result, its setup and the
 # number of refits; the result's counts and times cover every fit (its trace
-# and how it stopped are the last fit's).  Used by gpgam() and by each conditional fit
+# and how it stopped are the last fit's).  A verbose fit says what each
+# refit changes (hilbert_refit_note()).  Used by gpgam() and by each conditional fit
 # of the location-scale model (R/gaulss.R).
 engine_fit_adapted <- function(engine, setup, control) {
   res <- engine_fit(engine, setup, control)
   refits <- 0L
   while (refits < hilbert_max_refits && !is.null(adapted <- hilbert_adapt(setup, res))) {
+    if (isTRUE(control$verbose)) inform(hilbert_refit_note(setup, adapted, refits + 1L))
     setup <- adapted
     last <- res
     res <- engine_fit(engine, setup, control)

@@ -80,7 +80,8 @@
 #' the rule's value at 1.25 times the lengthscale (at most 8 half-ranges),
 #' with more sines only where half the fitted lengthscale needs them, and the model is refitted
 #' from the fitted hyperparameters (at most 4 times, up to 2000 basis
-#' functions per term; `fit$hilbert_refits` counts them, and the iterations,
+#' functions per term; `fit$hilbert_refits` counts them, a verbose fit
+#' prints a line before each saying what changes, and the iterations,
 #' evaluations and times a fit reports cover all of them); a warning names the
 #' term and input when that does not suffice (except for a lengthscale too
 #' long for the widest box, on which a flat or linear direction is still

@@ -325,6 +325,14 @@ test_that("a lengthscale too short for the basis grows it, one too long widens t
   fit <- gpgam(y ~ gp(x, basis = "hilbert", k = 10, kernel = "se"), data = d, control = qctl())
   h <- fit$terms$gp[[1]]$hilbert
   expect_gte(fit$hilbert_refits, 1)
+  # a verbose fit says what each refit changes
+  msg <- character()
+  withCallingHandlers(capture.output(gpgam(y ~ gp(x, basis = "hilbert", k = 10, kernel = "se"), data = d,
+                                           control = gp_control(verbose = TRUE))),
+                      message = function(m) { msg <<- c(msg, conditionMessage(m)); invokeRestart("muffleMessage") })
+  notes <- grep("Hilbert basis refit", msg, value = TRUE)
+  expect_length(notes, fit$hilbert_refits)
+  expect_match(notes[1], "refit 1 \\(of at most 4\\).*gp\\(x\\): 10 -> [0-9]+ sines")
   expect_gt(h$m, 10)
   expect_equal(fit$state$specs[[1]]$hs_m, h$m)
   ls <- exp(fit$state$specs[[1]]$log_ls)
