@@ -159,7 +159,7 @@ print.gpgam_anova <- function(x, digits = max(3L, getOption("digits") - 3L), ...
 }
 
 # term, variance, share, edf for one fit.
-variance_table <- function(object) {
+variance_table <- function(object, gp_tests = term_tests(object)) {
   if (is.null(object$model)) stop_arg("object", "was fitted with model = FALSE; anova() needs the model frame")
   mf <- object$model
   if (nrow(mf) > 1e5) mf <- mf[unique(round(seq(1, nrow(mf), length.out = 1e5))), , drop = FALSE]
@@ -172,7 +172,7 @@ variance_table <- function(object) {
   tab <- data.frame(term = as.character(colnames(tt)), variance = as.numeric(v), share = as.numeric(v / sum(v)),
                     edf = as.numeric(edf),
                     stringsAsFactors = FALSE)
-  cbind(tab, term_test_columns(object, colnames(tt)))
+  cbind(tab, term_test_columns(object, colnames(tt), gp_tests))
 }
 
 # The approximate tests that each term is zero, in the order of `labels`
@@ -181,10 +181,9 @@ variance_table <- function(object) {
 # of a parametric term's coefficients on as many df as it has columns (as
 # mgcv's anova.gam() tests them: chi-squared, or with an estimated dispersion
 # (scale_estimated()) F of b' V^-1 b / df on residual_df()).
-term_test_columns <- function(object, labels) {
+term_test_columns <- function(object, labels, gp = term_tests(object)) {
   na <- rep(NA_real_, length(labels))  # (no term but the intercept: zero rows)
   out <- data.frame(ref.df = na, chi.sq = na, p.value = na)
-  gp <- term_tests(object)
   if (!is.null(gp)) {
     i <- match(rownames(gp), labels)
     out[i[!is.na(i)], ] <- gp[!is.na(i), c("Ref.df", "Chi.sq", "p-value")]

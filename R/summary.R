@@ -73,7 +73,8 @@ summary.gpgam <- function(object, ...) {
   coefs <- if (scale_estimated(object))
     cbind(Estimate = pp$coef, `Std. Error` = se, `t value` = z, `Pr(>|t|)` = 2 * stats::pt(-abs(z), residual_df(object)))
   else cbind(Estimate = pp$coef, `Std. Error` = se, `z value` = z, `Pr(>|z|)` = 2 * stats::pnorm(-abs(z)))
-  av <- if (!is.null(object$model)) variance_table(object) else NULL
+  tests <- term_tests(object)
+  av <- if (!is.null(object$model)) variance_table(object, tests) else NULL
   terms <- do.call(rbind, lapply(object$params$gp, function(g) {
     data.frame(term = g$label, kernel = g$kernel, basis = g$basis, variance = g$variance,
                lengthscale = if (length(g$lengthscale)) paste(vapply(g$lengthscale, format, "", digits = 4), collapse = ", ")
@@ -90,7 +91,7 @@ summary.gpgam <- function(object, ...) {
             engine_notes(object))
   fit_stats <- deviance_explained(object)
   structure(list(call = object$call, family = object$family$family, link = link_name(object), n = object$n,
-                 engine = engine_label(object), terms = terms, s.table = term_tests(object),
+                 engine = engine_label(object), terms = terms, s.table = tests,
                  coefficients = coefs, p.table = coefs, p.coeff = pp$coef, sigma = if (object$likelihood == "gaussian") object$params$sigma else NA_real_,
                  lik_params = object$params[intersect(c("shape", "theta", "theta_fixed", "df",
                                                         if (object$likelihood == "scat") "sigma"),
@@ -211,17 +212,20 @@ term_tests <- function(object) {
 
 # P(sum_i lambda_i X_i > q), X_i independent chi-squared(1), lambda >= 0
 # (weights below 1e-10 of the largest dropped): one weight, or all equal,
-# pchisq(); else Imhof's (1961) integral by stats::integrate() (absolute
-# error about 1e-8), and where that fails (a dominant weight makes its tail
-# decay slowly) or is below 1e-5, the saddlepoint approximation of
-# Lugannani and Rice (Kuonen 1999, Biometrika 86, 929-935; within a few
-# percent of the probability, tails included).
+# pchisq(); else the saddlepoint approximation of Lugannani and Rice
+# (Kuonen 1999, Biometrika 86, 929-935; within a few percent of the
+# probability, tails included) where it is below 1e-6, and otherwise
+# Imhof's (1961) integral by stats::integrate() (absolute error about 1e-8)
+# unless that fails (a dominant weight makes its tail decay slowly) or is
+# below 1e-5, when the saddlepoint stands.
 pchisq_sum <- function(q, lambda) {
   lambda <- lambda[lambda > max(lambda, 0) * 1e-10]
   if (!length(lambda)) return(as.numeric(q < 0))
   if (q <= 0) return(1)
   if (max(lambda) - min(lambda) <= 1e-12 * max(lambda))
     return(stats::pchisq(q / max(lambda), length(lambda), lower.tail = FALSE))
+  sp <- pchisq_sum_saddle(q, lambda)
+  if (sp < 1e-6) return(sp)  # (far in the tail, where the integral is slow and no more accurate)
   integrand <- function(u) {
     theta <- 0.5 * colSums(atan(outer(lambda, u))) - 0.5 * q * u
     rho <- exp(0.25 * colSums(log1p(outer(lambda^2, u^2))))
@@ -230,9 +234,13 @@ pchisq_sum <- function(q, lambda) {
   v <- tryCatch(stats::integrate(integrand, 0, Inf, subdivisions = 10000L, rel.tol = 1e-6, abs.tol = 1e-8)$value,
                 error = function(e) NA_real_)
   p <- 0.5 + v / pi
-  if (is.finite(p) && p >= 1e-5 && p <= 1) return(p)
-  # saddlepoint: the cumulant generating function K(s) = -1/2 sum log(1 - 2 s lambda),
-  # s < 1 / (2 max lambda), solved for K'(s) = q in t = 1 - 2 s max(lambda)
+  if (is.finite(p) && p >= 1e-5 && p <= 1) p else sp
+}
+
+# pchisq_sum()'s saddlepoint: the cumulant generating function
+# K(s) = -1/2 sum log(1 - 2 s lambda), s < 1 / (2 max lambda), solved for
+# K'(s) = q in t = 1 - 2 s max(lambda).
+pchisq_sum_saddle <- function(q, lambda) {
   lmax <- max(lambda)
   K1 <- function(s) sum(lambda / (1 - 2 * s * lambda))
   t <- stats::uniroot(function(t) log(K1((1 - t) / (2 * lmax))) - log(q),
