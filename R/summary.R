@@ -215,7 +215,7 @@ term_tests <- function(object) {
 # pchisq(); else the saddlepoint approximation of Lugannani and Rice
 # (Kuonen 1999, Biometrika 86, 929-935; within a few percent of the
 # probability, tails included) where it is below 1e-6, and otherwise
-# Imhof's (1961) integral by stats::integrate() (absolute error about 1e-8)
+# Imhof's (1961) integral by stats::integrate() (absolute error below 1e-6)
 # unless that fails (a dominant weight makes its tail decay slowly) or is
 # below 1e-5, when the saddlepoint stands.
 pchisq_sum <- function(q, lambda) {
