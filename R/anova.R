@@ -181,7 +181,7 @@ variance_table <- function(object, gp_tests = term_tests(object)) {
 # of a parametric term's coefficients on as many df as it has columns (as
 # mgcv's anova.gam() tests them: chi-squared, or with an estimated dispersion
 # (scale_estimated()) F of b' V^-1 b / df on residual_df()).
-term_test_columns <- function(object, labels, gp = term_tests(object)) {
+term_test_columns <- function(object, labels, gp) {
   na <- rep(NA_real_, length(labels))  # (no term but the intercept: zero rows)
   out <- data.frame(ref.df = na, chi.sq = na, p.value = na)
   if (!is.null(gp)) {

@@ -19,19 +19,20 @@ gp_component <- function(spec, mf, others, n_terms, ysc, control, col) {
                "a curve of '", spec$by, "' per level is gp(", spec$by, ", by = ", spec$vars, "))")
     return(list(factor_component(spec, x, ysc, control, col)))
   }
-  is_fac <- vapply(spec$vars, function(v) { z <- mf[[v]]; is.factor(z) || is.character(z) || is.logical(z) }, TRUE)
-  if (isTRUE(spec$mgcv_re) && any(is_fac) && !all(is_fac)) {
-    f <- spec$vars[is_fac][1]
-    x <- paste(spec$vars[!is_fac], collapse = ", ")
-    stop(sprintf(paste0("%s: mgcv's bs = \"re\" with a factor and a numeric input is a random slope of %s per level ",
-                        "of '%s'; random slopes are not available: gp(%s) gives random intercepts, gp(%s, by = %s, ",
-                        "centre = TRUE) + gp(%s) a curve per level"),
-                 sub("^gp\\(", "s(", spec$label), x, f, f, x, f, f), call. = FALSE)
-  }
-  if (isTRUE(spec$mgcv_re))
+  if (isTRUE(spec$mgcv_re)) {
+    is_fac <- vapply(spec$vars, function(v) { z <- mf[[v]]; is.factor(z) || is.character(z) || is.logical(z) }, TRUE)
+    if (any(is_fac) && !all(is_fac)) {
+      f <- spec$vars[is_fac][1]
+      x <- paste(spec$vars[!is_fac], collapse = ", ")
+      stop(sprintf(paste0("%s: mgcv's bs = \"re\" with a factor and a numeric input is a random slope of %s per level ",
+                          "of '%s'; random slopes are not available: gp(%s) gives random intercepts, gp(%s, by = %s, ",
+                          "centre = TRUE) + gp(%s) a curve per level"),
+                   sub("^gp\\(", "s(", spec$label), x, f, f, x, f, f), call. = FALSE)
+    }
     warning(sprintf("%s: mgcv's bs = \"re\" of a numeric input is a random slope (x times one normal coefficient); ",
                     sub("^gp\\(", "s(", spec$label)),
             "here it is a smooth GP term; for a linear effect use the bare variable", call. = FALSE)
+  }
   if (is.null(spec$by)) return(list(gp_one(spec, mf, others, n_terms, ysc, control, col, NULL)))
   z <- mf[[spec$by]]
   if (is.null(z)) stop("data lacks the 'by' variable '", spec$by, "' of ", spec$label, call. = FALSE)

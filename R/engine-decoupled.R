@@ -378,7 +378,7 @@ term_projection.gpgam_decoupled <- function(fit, X, ...) {
   b <- fit$state$basis
   extra <- vector("list", length(fit$terms$gp))
   extra[[b$index]] <- .decoupled_mean(fit$state$specs[[b$index]], b$A, b$a, X, fit$control$threads) - b$center
-  lapply(term_projection.gpgam(fit, X, extra = extra), function(p) p[c("mean", "cov")])
+  term_projection.gpgam(fit, X, extra = extra, null_cov = FALSE)
 }
 
 # A centred term hands the data average of the mean bases' part to the intercept.

@@ -141,12 +141,12 @@ hilbert_max_refits <- 4L
 # The line a verbose fit prints before Hilbert refit k: the terms whose
 # sines or box changed from setup `old` to `new`.
 hilbert_refit_note <- function(old, new, k) {
+  box <- function(x) paste(format(x, digits = 3), collapse = " x ")
   ch <- character()
   for (i in seq_along(new$terms$gp)) {
     a <- old$terms$gp[[i]]$hilbert
     b <- new$terms$gp[[i]]$hilbert
     if (is.null(a) || is.null(b) || (identical(a$m, b$m) && isTRUE(all.equal(a$c, b$c)))) next
-    box <- function(x) paste(format(x, digits = 3), collapse = " x ")
     what <- c(if (!identical(a$m, b$m)) sprintf("%s -> %s sines", paste(a$m, collapse = " x "), paste(b$m, collapse = " x ")),
               if (!isTRUE(all.equal(a$c, b$c))) sprintf("box %s -> %s half-ranges", box(a$c), box(b$c)))
     ch <- c(ch, paste0(new$terms$gp[[i]]$spec$label, ": ", paste(what, collapse = ", ")))

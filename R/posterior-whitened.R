@@ -211,8 +211,8 @@ fitted_latent.gpgam <- function(fit, setup, res) {
 # curvature H = S^{-1} - I (q's precision less the prior's), m = S (score)
 # has covariance S H S = S - S S, so null_cov = R (S_cc - S_c. S_.c) R'
 # (exact for a Gaussian likelihood; at q's curvature otherwise).  None when a
-# part of the mean lies outside q (`extra`).
-term_projection.gpgam <- function(fit, X, extra = NULL) {
+# part of the mean lies outside q (`extra`), or with `null_cov = FALSE`.
+term_projection.gpgam <- function(fit, X, extra = NULL, null_cov = TRUE) {
   feats <- .gp_features(fit$state$specs, X, fit$control$jitter, fit$state$center)
   blocks <- component_blocks(fit)
   S <- fit$state$S
@@ -223,8 +223,8 @@ term_projection.gpgam <- function(fit, X, extra = NULL) {
     b <- drop(R %*% fit$state$m[idx])
     if (!is.null(extra[[i]])) b <- b + drop(crossprod(qr.Q(qx), extra[[i]]))
     Scc <- S[idx, idx, drop = FALSE]
-    null_cov <- if (is.null(extra[[i]])) R %*% (Scc - tcrossprod(S[idx, , drop = FALSE])) %*% t(R)
-    list(mean = b, cov = R %*% Scc %*% t(R), null_cov = null_cov)
+    C <- if (null_cov && is.null(extra[[i]])) R %*% (Scc - tcrossprod(S[idx, , drop = FALSE])) %*% t(R)
+    list(mean = b, cov = R %*% Scc %*% t(R), null_cov = C)
   })
 }
 
