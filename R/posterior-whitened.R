@@ -43,23 +43,34 @@ component_edf.gpgam <- function(fit) {
 # Identifiable gp() terms, as mgcv constrains every smooth: a term is
 # reported centred over the data, f_c(x) - mean_i f_c(x_i), and the intercept
 # carries the means.  Both are linear in v: the term's features are
-# phi_c(x) - phibar_c.  Stores phibar in fit$state$center (zero for the terms
-# that centre_mask() leaves uncentred and for the parametric block); the
-# fitted predictor is unchanged.  The feature means over the data come with
-# the engine's result when it has them (a discretised fit), else by a pass
-# over the rows.
+# phi_c(x) - phibar_c.  A factor-`by` curve f_l(x) 1[g = l] is centred as
+# mgcv centres it, f_l(x) - mean_i f_l(x_i) over all rows (the curve itself
+# at every row's input, not only at its level's rows), so that the factor's
+# coefficients compare the levels averaged over the whole data (not at each
+# level's own inputs, where a chance imbalance of the inputs across levels
+# would show up as a level effect).  Stores phibar in fit$state$center (zero
+# for the terms that centre_mask() leaves uncentred and for the parametric
+# block); the fitted predictor is unchanged.  The feature means over the data
+# come with the engine's result when it has them (a discretised fit), else
+# by a pass over the rows; those of the factor-`by` curves by a pass over
+# the rows without their indicator.
 centre_terms.gpgam <- function(fit, setup, res) {
   blocks <- component_blocks(fit)
   ctr <- numeric(sum(lengths(blocks)))
   keep <- centre_mask(fit)
-  if (any(keep)) {
+  level <- vapply(fit$terms$gp, function(g) !is.null(g$by) && g$by$type == "level", TRUE)
+  specs <- fit$state$specs
+  plain <- which(keep & !level)
+  if (length(plain)) {
     means <- res$feature_means %||%
-      .gp_feature_means(fit$state$specs, setup$X, fit$control$jitter, fit$control$threads)
-    for (i in which(keep)) {
-      by <- fit$terms$gp[[i]]$by
-      # a level's curve is centred over that level's rows
-      ctr[blocks[[i]]] <- means[blocks[[i]]] * if (is.null(by)) 1 else setup$n / by$n
-    }
+      .gp_feature_means(specs, setup$X, fit$control$jitter, fit$control$threads)
+    for (i in plain) ctr[blocks[[i]]] <- means[blocks[[i]]]
+  }
+  curves <- which(keep & level)
+  if (length(curves)) {
+    means <- .gp_feature_means(lapply(specs[curves], function(s) { s$by_col <- NULL; s }), setup$X,
+                               fit$control$jitter, fit$control$threads)
+    ctr[unlist(blocks[curves])] <- means
   }
   fit$state$center <- ctr
   fit

@@ -15,9 +15,10 @@
 #' input is its main effect, as in mgcv's `y ~ ti(x1) + ti(x2) + ti(x1, x2)`.  `by =` works as
 #' in mgcv: a numeric `by = z` gives the varying-coefficient term
 #' f(x) z (not centred; `plot()` shows f), a factor `by = g` one
-#' curve per level, each centred over its level's rows when the formula has
-#' the factor as a parametric term (as mgcv advises; its coefficients then
-#' carry the curves' levels).  mgcv's arguments that have no meaning for a GP
+#' curve per level, each centred as mgcv centres it (to average zero over
+#' the inputs of all rows) when the formula has the factor as a parametric
+#' term (as mgcv advises; its coefficients then carry the curves' levels and
+#' compare the levels averaged over the data's inputs).  mgcv's arguments that have no meaning for a GP
 #' (`bs`, `m`, `fx`, `sp`, `id`, `xt`, `pc`, `d`, `mp`, `np`) are ignored
 #' with a warning that names them and says what `gp()` does instead.
 #'
