@@ -346,7 +346,8 @@ gaulss_scale_labels <- function(object, labels) {
 #'   a variable of either predictor: [stats::na.pass] (default) predicts NA,
 #'   [stats::na.omit] drops them, [stats::na.fail] stops.
 #' @param terms with `type = "terms"`, the labels of the columns to return
-#'   (default: all).
+#'   (default: all, in mgcv's order: the parametric terms of both
+#'   predictors, then their `gp()` terms).
 #' @param interval `"none"`, `"confidence"` (for the mean) or `"prediction"` (for a new y).
 #' @param level the interval's probability.
 #' @param ... unused.
@@ -382,7 +383,9 @@ predict.gpgam_ls <- function(object, newdata, type = c("link", "response", "term
     se <- cbind(t1$se.fit, t2$se.fit / 2)
     colnames(se) <- colnames(fit)
     if (!is.null(terms)) terms <- term_labels_arg(terms, colnames(fit), "terms")
-    keep <- terms %||% colnames(fit)
+    # (mgcv's order: the parametric terms of both predictors, then their gp() terms)
+    gp <- c(colnames(t1$fit) %in% gp_labels(object$mean$terms), colnames(t2$fit) %in% gp_labels(object$scale$terms))
+    keep <- terms %||% c(colnames(fit)[!gp], colnames(fit)[gp])
     const <- c(mean = attr(t1$fit, "constant") %||% 0, log_sd = (attr(t2$fit, "constant") %||% 0) / 2)
     fit <- fit[rows, keep, drop = FALSE]
     attr(fit, "constant") <- const

@@ -12,8 +12,9 @@
 #'   mean of the mean response: for binomial the probability integrated over
 #'   the posterior of the predictor, for the log links (poisson, Gamma,
 #'   negative binomial) `exp(eta + se^2/2)`) or
-#'   `"terms"` (a matrix with one column per term; parametric terms are their
-#'   contributions `x beta`, and `attr(, "constant")` is the intercept, so that
+#'   `"terms"` (a matrix with one column per term, as mgcv's: the parametric
+#'   terms first, as their contributions `x beta`, then the `gp()` terms;
+#'   `attr(, "constant")` is the intercept, so that
 #'   `rowSums(terms) + constant + offset` equals the `"link"` prediction) or
 #'   `"iterms"` (as `"terms"`, with the posterior variance of the intercept
 #'   added to the standard errors of the `gp()` terms, as mgcv's `"iterms"`
@@ -159,18 +160,10 @@ predict.gpgam <- function(object, newdata, type = c("link", "response", "terms",
   if (length(exclude) && type != "terms") lp <- exclude_terms(object, nd, lp, exclude, se.fit || interval != "none")
   if (type == "terms") {
     tt <- predict_terms(object, nd, lp)
-    if (length(exclude)) {
-      const <- attr(tt$fit, "constant")
-      tt <- lapply(tt, function(m) m[, setdiff(colnames(m), exclude), drop = FALSE])
-      attr(tt$fit, "constant") <- const
-    }
+    if (length(exclude)) tt <- term_columns(tt, setdiff(colnames(tt$fit), exclude))
     if (iterms && se.fit) tt$se.fit <- with_intercept_se(object, tt$se.fit)
-    if (!is.null(terms)) {
-      terms <- term_labels_arg(terms, colnames(tt$fit), "terms")
-      const <- attr(tt$fit, "constant")
-      tt <- lapply(tt, function(m) m[, terms, drop = FALSE])
-      attr(tt$fit, "constant") <- const
-    }
+    labs <- colnames(tt$fit)
+    tt <- term_columns(tt, if (is.null(terms)) mgcv_term_order(object, labs) else term_labels_arg(terms, labs, "terms"))
     return(if (se.fit) list(fit = pad(tt$fit), se.fit = pad(tt$se.fit)) else pad(tt$fit))
   }
   if (type == "response") {
@@ -342,6 +335,21 @@ terms_at_frame <- function(object, mf) {
   nd <- new_design(object, NULL, stats::na.pass, mf = mf)
   lp <- latent_predict(object, nd$X[nd$ok, , drop = FALSE], nd$offset[nd$ok], terms = TRUE)
   predict_terms(object, nd, lp)$fit
+}
+
+# The columns `labs` of predict(type = "terms") in mgcv's order: the
+# parametric terms, then the gp() terms.
+mgcv_term_order <- function(object, labs) {
+  gp <- labs %in% gp_labels(object$terms)
+  c(labs[!gp], labs[gp])
+}
+
+# The columns `cols` of predict_terms()'s list(fit, se.fit), the intercept
+# (attribute "constant" of fit) kept.
+term_columns <- function(tt, cols) {
+  out <- lapply(tt, function(m) m[, cols, drop = FALSE])
+  attr(out$fit, "constant") <- attr(tt$fit, "constant")
+  out
 }
 
 # Columns per term: gp components from the engine, parametric terms x beta.

@@ -175,7 +175,7 @@ test_that("predict(exclude = ) leaves terms out of the mean and, jointly, out of
   expect_rel(p2$se.fit, p1$se.fit[2], 1e-10, "se of one row")
   X2 <- predict(fit, nd[2, ], type = "lpmatrix", exclude = c("gp(f)", "z"))
   expect_close(X2[1, ], X[2, ], 1e-12)
-  expect_identical(colnames(predict(fit, nd, type = "terms", exclude = "gp(f)")), c("gp(x)", "z"))
+  expect_identical(colnames(predict(fit, nd, type = "terms", exclude = "gp(f)")), c("z", "gp(x)"))
   r <- predict(fit, nd, type = "response", exclude = "gp(f)")
   expect_close(r, predict(fit, nd, exclude = "gp(f)"), 1e-12)
   expect_error(predict(fit, nd, exclude = "gp(x3)"), "'exclude' must be labels of the fit's terms")

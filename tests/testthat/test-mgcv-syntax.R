@@ -235,7 +235,7 @@ test_that("mgcv's arguments without meaning for a GP are ignored with a warning 
   ft <- gpgam(y ~ ti(x1) + x2, data = d, control = syn_ctl())
   fs <- gpgam(y ~ gp(x1) + x2, data = d, control = syn_ctl())
   expect_equal(logLik(ft), logLik(fs), tolerance = 1e-12)
-  expect_identical(colnames(predict(ft, type = "terms")), c("ti(x1)", "x2"))
+  expect_identical(colnames(predict(ft, type = "terms")), c("x2", "ti(x1)"))
   expect_false(ft$terms$gp[[1]]$spec$pure)
   # bs = "re": gp() of a factor is the random effect already (no warning, the
   # same fit as gp(g)); of a numeric input mgcv's random slope is not a gp()

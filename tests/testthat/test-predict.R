@@ -33,7 +33,10 @@ test_that("type = 'terms' adds up to the link prediction", {
   nd <- d[1:20, ]
   tt <- predict(fit, nd, type = "terms")
   expect_true(is.matrix(tt))
-  expect_identical(colnames(tt), c("gp(x)", "z", "f"))
+  expect_identical(colnames(tt), c("z", "f", "gp(x)"))
+  # mgcv's order, the parametric terms first
+  b <- mgcv::gam(y ~ s(x) + z + f, data = d)
+  expect_identical(sub("^gp", "s", colnames(tt)), colnames(predict(b, nd, type = "terms")))
   expect_equal(nrow(tt), 20L)
   const <- attr(tt, "constant")
   expect_equal(const, unname(coef(fit)["(Intercept)"]))
@@ -50,7 +53,7 @@ test_that("type = 'terms' adds up to the link prediction", {
   # with an offset: rowSums + constant + offset
   fo <- gpgam(y ~ gp(x) + z + offset(o), data = d, control = pred_ctl())
   to <- predict(fo, nd, type = "terms")
-  expect_identical(colnames(to), c("gp(x)", "z"))
+  expect_identical(colnames(to), c("z", "gp(x)"))
   expect_close(rowSums(to) + attr(to, "constant") + nd$o, predict(fo, nd), 1e-8)
 
   # without an intercept the constant is 0
