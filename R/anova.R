@@ -16,9 +16,10 @@
 #' \eqn{b^\top V^{-1} b}{b' V^-1 b} of its coefficients' posterior mean and
 #' covariance on as many degrees of freedom as it has coefficients (for one
 #' coefficient, the square of its z or t value), as mgcv's `anova.gam()` tests
-#' parametric terms: referred to \eqn{\chi^2}{chi-squared}, or, when the
-#' fit estimates a dispersion (Gaussian, Gamma), the statistic over its df
-#' to an F distribution on the residual df of [summary.gpgam()].
+#' parametric terms: referred to \eqn{\chi^2}{chi-squared} (column
+#' `Chi.sq`), or, when the fit estimates a dispersion (Gaussian, Gamma), the
+#' statistic over its df (column `F`, which only such fits have) to an F
+#' distribution on the residual df of [summary.gpgam()].
 #'
 #' With several fits of the same data, their objectives ([logLik()]) side by
 #' side: ELBOs (`inference = "vi"`; each a lower bound on its log marginal
@@ -35,7 +36,9 @@
 #' @param object a `gpgam` fit.
 #' @param ... further fits to compare.
 #' @return A data frame of class `c("gpgam_anova", "data.frame")`: columns
-#'   `term`, `variance`, `share`, `edf`, `Ref.df`, `Chi.sq`, `p-value` for one fit; `ELBO` (or
+#'   `term`, `variance`, `share`, `edf`, `Ref.df`, `Chi.sq` (`F` beside it
+#'   when a dispersion is estimated and there are parametric terms),
+#'   `p-value` for one fit; `ELBO` (or
 #'   `EP log evidence`, or `logLik` for a mix of engines), `df` and its
 #'   difference from the previous row (one row per fit) for several.
 #' @examples
@@ -151,6 +154,7 @@ print.gpgam_anova <- function(x, digits = max(3L, getOption("digits") - 3L), ...
     if (!is.null(x[["p-value"]])) {
       out$Ref.df <- ifelse(is.na(x$Ref.df), "", format(x$Ref.df))
       out$Chi.sq <- ifelse(is.na(x$Chi.sq), "", formatC(x$Chi.sq, format = "f", digits = 2))
+      if (!is.null(x$F)) out$F <- ifelse(is.na(x$F), "", formatC(x$F, format = "f", digits = 2))
       out[["p-value"]] <- ifelse(is.na(x[["p-value"]]), "", format.pval(x[["p-value"]], digits = digits, eps = 2e-16))
     }
   }
@@ -179,14 +183,16 @@ variance_table <- function(object, gp_tests = term_tests(object)) {
 # (gp() terms, then parametric terms): those of summary() for gp() terms
 # (term_tests()), Wald tests b' V^-1 b of the posterior mean and covariance
 # of a parametric term's coefficients on as many df as it has columns (as
-# mgcv's anova.gam() tests them: chi-squared, or with an estimated dispersion
-# (scale_estimated()) F of b' V^-1 b / df on residual_df()).
+# mgcv's anova.gam() tests them: chi-squared (column Chi.sq), or with an
+# estimated dispersion (scale_estimated()) F = b' V^-1 b / df on
+# residual_df() (column F, which only such fits with parametric terms have;
+# their parametric rows leave Chi.sq empty)).
 term_test_columns <- function(object, labels, gp) {
   na <- rep(NA_real_, length(labels))  # (no term but the intercept: zero rows)
-  out <- data.frame(ref.df = na, chi.sq = na, p.value = na)
+  out <- data.frame(ref.df = na, chi.sq = na, f = na, p.value = na)
   if (!is.null(gp)) {
     i <- match(rownames(gp), labels)
-    out[i[!is.na(i)], ] <- gp[!is.na(i), c("Ref.df", "Chi.sq", "p-value")]
+    out[i[!is.na(i)], c(1, 2, 4)] <- gp[!is.na(i), c("Ref.df", "Chi.sq", "p-value")]
   }
   pp <- param_posterior(object)
   est <- scale_estimated(object)
@@ -201,10 +207,10 @@ term_test_columns <- function(object, labels, gp) {
     b <- pp$coef[idx]
     V <- pp$vcov[idx, idx, drop = FALSE]
     stat <- tryCatch(sum(b * solve(V, b)), error = function(e) NA_real_)
-    p <- if (est) stats::pf(stat / length(idx), length(idx), rdf, lower.tail = FALSE)
-         else stats::pchisq(stat, length(idx), lower.tail = FALSE)
-    out[k, ] <- c(length(idx), stat, p)
+    out[k, ] <- if (est) c(length(idx), NA, stat / length(idx), stats::pf(stat / length(idx), length(idx), rdf, lower.tail = FALSE))
+                else c(length(idx), stat, NA, stats::pchisq(stat, length(idx), lower.tail = FALSE))
   }
-  names(out) <- c("Ref.df", "Chi.sq", "p-value")
+  names(out) <- c("Ref.df", "Chi.sq", "F", "p-value")
+  if (!est || all(is.na(out$F))) out$F <- NULL
   out
 }

@@ -20,7 +20,9 @@
 #' @param x a `gpgam` fit.
 #' @param which `"terms"` or `"trace"`.
 #' @param residuals add partial residuals (the term at the data plus the
-#'   working residuals) to the panels of terms over one input.
+#'   working residuals) to the panels of terms over one input (of a factor
+#'   `by` curve, at its level's rows), drawn over the band; `pch` and `cex`
+#'   in `...` set their symbol and size (default 20 and 0.5).
 #' @param rug add a rug (1-D) or the data points (2-D) when the model frame
 #'   is stored.
 #' @param se `TRUE` (2 standard errors), `FALSE` (no band) or a number of
@@ -293,9 +295,11 @@ add_data <- function(fit, p, mf, presid, rug) {
   }
   if (rug) p$raw <- X[, p$slice]
   # (a numeric 'by' term is f(x) z: its panel shows f, which has no partial residuals)
+  # (a factor 'by' curve: the partial residuals of its level's rows only, where the curve is in the predictor)
   if (!is.null(presid) && length(g$spec$vars) == 1 && !(!is.null(g$by) && g$by$type == "numeric")) {
-    p$x.resid <- X[, 1]
-    p$p.resid <- unname(presid[, g$spec$label])
+    rows <- if (is.null(g$by)) TRUE else which(mf[[g$by$var]] == g$by$level)
+    p$x.resid <- X[rows, 1]
+    p$p.resid <- unname(presid[rows, g$spec$label])
   }
   p
 }
@@ -346,11 +350,15 @@ draw_panel <- function(p, mult, shade, shade.col, ylim, scheme, labs, col, tr, .
   pr <- if (!is.null(p$p.resid)) tr(p$p.resid)
   yl <- ylim %||% range(lo, hi, pr, na.rm = TRUE)
   plot(p$x, tr(p$fit), type = "n", ylim = yl, xlab = xlab, ylab = labs$ylab %||% p$ylab, main = main, ...)
-  if (!is.null(pr))
-    graphics::points(p$x.resid, pr, pch = 20, cex = 0.5, col = grDevices::adjustcolor("black", 0.35))
   if (mult > 0) {
     if (shade) graphics::polygon(c(p$x, rev(p$x)), c(lo, rev(hi)), col = shade.col, border = NA)
     else graphics::matlines(p$x, cbind(lo, hi), lty = 2, col = col)
+  }
+  # (over the band, as mgcv draws them; the user's pch and cex apply to them)
+  if (!is.null(pr)) {
+    dots <- list(...)
+    graphics::points(p$x.resid, pr, pch = dots$pch %||% 20, cex = dots$cex %||% 0.5,
+                     col = grDevices::adjustcolor("black", 0.35))
   }
   graphics::lines(p$x, tr(p$fit), lwd = 2, col = col)
   if (!is.null(p$raw)) graphics::rug(p$raw, col = grDevices::adjustcolor("black", 0.3))

@@ -121,6 +121,13 @@ test_that("by = factor gives one centred curve per level; the factor's coefficie
     expect_true(all(tt[d$g != l, paste0("gp(x1):g", l)] == 0), label = paste(l, "elsewhere"))
   expect_by_centred(fit, d, "g")
   expect_equal(unname(rowSums(tt) + attr(tt, "constant")), unname(predict(fit, d)), tolerance = 1e-10)
+  # plot()'s partial residuals of a level's curve: at that level's rows only
+  pdf(NULL)
+  pp <- plot(fit, residuals = TRUE)
+  dev.off()
+  b <- d$g == "b"
+  expect_close(pp[[2]]$p.resid, tt[b, "gp(x1):gb"] + residuals(fit, type = "working")[b], 1e-10)
+  expect_close(pp[[2]]$x.resid, d$x1[b], 1e-12)
   # the coefficients compare the levels averaged over all rows' inputs (mgcv's
   # centring): true constants (0.15, 0.43, -1.00); b's level mean of the data
   # is 0.17 above its constant

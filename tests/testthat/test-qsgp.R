@@ -210,8 +210,9 @@ test_that("summary, predict, plot, logLik, simulate, anova and gp_check run on a
   expect_true(is.finite(coef(fit)[["z"]]))
   expect_equal(dim(vcov(fit)), c(2, 2))
   a <- anova(fit)
-  expect_equal(a$Chi.sq[a$term == "z"], unname(coef(fit)[["z"]]^2 / vcov(fit)["z", "z"]), tolerance = 1e-10)
-  expect_true(all(is.finite(a$Chi.sq)) && all(a[["p-value"]] >= 0 & a[["p-value"]] <= 1))
+  # (Gaussian, sigma estimated: F for the parametric term, whose Chi.sq is empty)
+  expect_equal(a$F[a$term == "z"], unname(coef(fit)[["z"]]^2 / vcov(fit)["z", "z"]), tolerance = 1e-10)
+  expect_true(all(is.finite(a$Chi.sq[a$term != "z"])) && all(a[["p-value"]] >= 0 & a[["p-value"]] <= 1))
   # comparing qsgp fits by their ELBOs: a warning says why the differences mislead
   expect_warning(anova(fit, fit), "inference = \"qsgp\": the ELBO .* do not compare models")
   expect_output(chk <- gp_check(fit, plot = FALSE), "Random features of the gp\\(\\) terms.*k-index")
