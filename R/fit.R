@@ -91,13 +91,15 @@ format_seconds <- function(s) {
 
 # The data-only terms between an engine's objective and the objective a fit
 # reports (objective = engine's - this): the log-Jacobian of the response
-# standardisation, ELBO(y) = ELBO(y_std) - n log(scale), and, for binomial
+# standardisation, ELBO(y) = ELBO(y_std) - n log(scale) over the n rows of
+# positive weight (a row of weight 0 adds nothing to the likelihood, as
+# logLik.lm() leaves it out), and, for binomial
 # counts, minus the log binomial coefficients log choose(m, m y) summed over
 # the rows (m the trials, y the proportion; 0 for a 0/1 response), which the
 # engines' binomial likelihood leaves out, so that logLik() is that of the
 # counts, as glm()'s and mgcv's are.
 objective_shift <- function(setup) {
-  s <- setup$n * log(setup$yscaling$scale)
+  s <- sum(setup$w > 0) * log(setup$yscaling$scale)
   if (setup$lik %in% c("logit", "probit")) {
     m <- setup$w
     k <- m * setup$y

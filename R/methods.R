@@ -240,14 +240,15 @@ refuse_ic <- function(what, others = 0) {
 #' @details `deviance()` is the deviance of the posterior mean response
 #'   (`sum(family(fit)$dev.resids(y, fitted(fit), w))`, as for a glm at its
 #'   fitted values): a summary of fit, not the quantity a GP fit optimises.
-#'   `df.residual()` is the number of rows minus the total effective degrees
-#'   of freedom (the edf of the `gp()` terms plus the parametric
-#'   coefficients), as mgcv's.
+#'   `df.residual()` is the number of rows with a non-zero prior weight
+#'   (`nobs()`, as glm counts them) minus the total effective degrees of
+#'   freedom (the edf of the `gp()` terms plus the parametric coefficients),
+#'   as mgcv's (which counts rows of weight zero too).
 #' @export
 deviance.scalegp <- function(object, ...) deviance_explained(object)$deviance
 
 #' @rdname gpgam-methods
 #' @export
 df.residual.scalegp <- function(object, ...) {
-  object$n - sum(vapply(object$params$gp, `[[`, 1, "edf")) - length(param_kept(object$terms))
+  nobs.scalegp(object) - sum(vapply(object$params$gp, `[[`, 1, "edf")) - length(param_kept(object$terms))
 }

@@ -255,7 +255,7 @@ pchisq_sum_saddle <- function(q, lambda) {
 }
 
 # Residual degrees of freedom of the tests and R^2: df.residual() (the rows
-# less the total edf, as mgcv's), at least 1.
+# of non-zero weight less the total edf), at least 1.
 residual_df <- function(object) max(1, df.residual.scalegp(object))
 
 # Whether the fit estimated a dispersion (the Gaussian noise unless held by
@@ -268,8 +268,8 @@ scale_estimated <- function(object) {
 
 # Deviance explained (against the intercept-only glm with the fit's weights
 # and offset) and the adjusted R^2 on the response scale (as mgcv's, for
-# every family) with residual df n minus the total edf (gp() terms and
-# coefficients).
+# every family) with residual df residual_df() (rows of weight zero left
+# out, as from the n - 1 of the null model's).
 deviance_explained <- function(object) {
   fam <- family(object)
   y <- object$y
@@ -279,6 +279,6 @@ deviance_explained <- function(object) {
   x0 <- matrix(1, length(y), as.integer(object$intercept))
   null <- suppressWarnings(stats::glm.fit(x0, y, weights = w, offset = object$offset, family = fam))$deviance
   df <- residual_df(object)
-  r.sq <- 1 - sum(w * (y - mu)^2) / df / (sum(w * (y - stats::weighted.mean(y, w))^2) / (length(y) - 1))
+  r.sq <- 1 - sum(w * (y - mu)^2) / df / (sum(w * (y - stats::weighted.mean(y, w))^2) / (sum(w != 0) - 1))
   list(dev.expl = if (null > 0) (null - dev) / null else NA_real_, r.sq = r.sq, deviance = dev, null = null)
 }

@@ -122,6 +122,13 @@ test_that("nobs, sigma, coef, vcov, family and formula", {
   expect_identical(unname(residuals(fw, "pearson")[1:10]), rep(0, 10))
   expect_equal(unname(residuals(fw, "pearson")[11:150]), unname(residuals(fw, "response")[11:150]), tolerance = 1e-14)
   expect_equal(attr(logLik(fw), "nobs"), 140L)
+  # rows of weight 0 add nothing: logLik() and df.residual() as the fit without
+  # them (the same model up to where the fit puts its inducing points; the
+  # log-Jacobian of the response scaling counted them: 10 log(scale), 2.1 here)
+  fs <- gpgam(y ~ gp(x1) + z + x2, data = d[11:150, ], control = meth_ctl())
+  expect_lt(abs(as.numeric(logLik(fw) - logLik(fs))), 0.1)
+  expect_equal(df.residual(fw), 140 - sum(vapply(fw$params$gp, `[[`, 1, "edf")) - 3, tolerance = 1e-12)
+  expect_lt(abs(df.residual(fw) - df.residual(fs)), 0.5)
   d$yb <- as.numeric(d$y > 0.5)
   fb <- gpgam(yb ~ gp(x1), data = d, family = binomial(), control = meth_ctl())
   expect_equal(family(fb)$link, "logit")
