@@ -313,8 +313,10 @@ draw_panel <- function(p, mult, shade, shade.col, ylim, scheme, labs, col, tr, .
     lo <- tr(p$fit - mult * p$se)
     hi <- tr(p$fit + mult * p$se)
     L <- length(p$x)
-    plot(seq_len(L), tr(p$fit), ylim = labs$ylim %||% range(lo, hi), xaxt = "n", pch = 19, col = col, xlab = xlab,
-         ylab = labs$ylab %||% p$ylab %||% p$label, main = main, ...)
+    # (half a level's room at each side, unless the user's xlim says otherwise)
+    do.call(plot, utils::modifyList(list(seq_len(L), tr(p$fit), xlim = c(0.5, L + 0.5), ylim = labs$ylim %||% range(lo, hi),
+                                         xaxt = "n", pch = 19, col = col, xlab = xlab,
+                                         ylab = labs$ylab %||% p$ylab %||% p$label, main = main), list(...)))
     graphics::axis(1, at = seq_len(L), labels = p$x)
     if (mult > 0) graphics::segments(seq_len(L), lo, seq_len(L), hi, col = "steelblue", lwd = 2)
     graphics::abline(h = tr(0), lty = 3)
