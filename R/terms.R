@@ -9,7 +9,8 @@
 #'
 #' **mgcv's terms.**  In a gpgam formula `s()` and `te()` are read as `gp()`
 #' over the same inputs (a GP over several inputs plays the role of a tensor
-#' product smooth; a vector `k` of `te()` gives `prod(k)` inducing points),
+#' product smooth; `k` of `te()` and `ti()` is per input, as in mgcv, so
+#' that `te(x, z, k = 5)` has 25 inducing points and `k = c(5, 8)` 40),
 #' and `ti(x1, x2)` as the pure interaction of its inputs (their main effects
 #' removed from the kernel, whatever else is in the formula); `ti(x1)` of one
 #' input is its main effect, as in mgcv's `y ~ ti(x1) + ti(x2) + ti(x1, x2)`.  `by =` works as
@@ -262,10 +263,13 @@ mgcv_term <- function(e, env) {
     args[[a]] <- NULL
     nm <- names(args) %||% rep("", length(args))
   }
-  if (fun == "te" && "k" %in% nm) {
+  if (fun %in% c("te", "ti") && "k" %in% nm) {
+    # mgcv's k of te() and ti() is per input (margin), one number recycled:
+    # prod(k) inducing points (a Hilbert basis takes k per input itself)
     k <- eval(args$k, env)
     hs <- "basis" %in% nm && identical(eval(args$basis, env), "hilbert")
-    if (length(k) > 1 && !hs) args$k <- prod(k)  # (a Hilbert basis takes k per input)
+    d <- sum(nm == "")  # (the inputs: the unnamed arguments)
+    if (is.numeric(k) && !hs && d > 1) args$k <- prod(if (length(k) == 1) rep(k, d) else k)
   }
   spec <- eval(as.call(c(list(gp), args)), env)
   if (re) spec$mgcv_re <- TRUE

@@ -16,6 +16,12 @@ test_that("te() is gp() over the same inputs, s() over one", {
   f_gp <- gpgam(y ~ gp(x1, x2, k = 12), data = d, control = syn_ctl())
   expect_identical(predict(f_te, d[1:20, ], se.fit = TRUE), predict(f_gp, d[1:20, ], se.fit = TRUE))
   expect_equal(f_te$params$gp[[1]]$n_inducing, 12L)  # prod(k)
+  # mgcv's scalar k of te() and ti() is per input: k = 4 over two inputs is 16 inducing points
+  expect_equal(scalegp:::mgcv_term(quote(te(x1, x2, k = 4)), environment())$k, 16)
+  expect_equal(scalegp:::mgcv_term(quote(ti(x1, x2, k = c(3, 5))), environment())$k, 15)
+  expect_equal(scalegp:::mgcv_term(quote(te(x1, x2, x3, k = 3)), environment())$k, 27)
+  expect_equal(scalegp:::mgcv_term(quote(te(x1, k = 7)), environment())$k, 7)
+  expect_equal(scalegp:::mgcv_term(quote(s(x1, x2, k = 30)), environment())$k, 30)  # (s(): k in all)
   f_s <- gpgam(y ~ s(x1) + s(x2), data = d, control = syn_ctl())
   f_g <- gpgam(y ~ gp(x1) + gp(x2), data = d, control = syn_ctl())
   expect_identical(predict(f_s, d[1:20, ]), predict(f_g, d[1:20, ]))
