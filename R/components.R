@@ -367,8 +367,7 @@ hilbert_one <- function(spec, Xg, Xs, st, sc, ysc, control, col, by, n_terms, ot
 # (every component's hyperparameters and the noise warm-started from the
 # engine's result `res`), or NULL when nothing changes; no term grows beyond
 # `max_basis` functions (the final hilbert_check() then warns).
-hilbert_adapt <- function(setup, res, max_basis = 2000L) {
-  wide <- hilbert_max_box
+hilbert_adapt <- function(setup, res, max_basis = hilbert_max_basis) {
   hs <- which(vapply(setup$comps, function(k) identical(k$kind, "hilbert") && isTRUE(k$learn_kernel), TRUE))
   if (!length(hs) || is.null(res$specs)) return(NULL)
   changed <- FALSE
@@ -376,25 +375,10 @@ hilbert_adapt <- function(setup, res, max_basis = 2000L) {
   for (i in hs) {
     k <- comps[[i]]
     h <- setup$terms$gp[[i]]$hilbert
-    d <- length(h$m)
-    ls <- rep(exp(res$specs[[i]]$log_ls), length.out = d)
-    c_rule <- function(l) hilbert_c_rule(k$kernel, l, h$S)
-    m <- h$m
-    cc <- h$c
-    short <- ls < 1.1 * h$l_min
-    c_short <- pmin(cc, c_rule(1.375 * h$l_min))
-    m_short <- as.integer(ceiling(hilbert_sines_for(k$kernel, c_short * h$S, 0.5 * h$l_min) * (1 - 1e-10)))
-    m[short] <- m_short[short]
-    cc[short] <- c_short[short]
-    long <- c_rule(ls) > cc * (1 + 1e-8) & cc < wide
-    if (any(long)) {
-      c_new <- pmin(wide, c_rule(1.25 * ls))
-      # (enough sines for half the fitted lengthscale on the wider box)
-      m_need <- as.integer(ceiling(hilbert_sines_for(k$kernel, c_new * h$S, 0.5 * ls)))
-      m[long] <- pmax(m[long], m_need[long])
-      cc[long] <- c_new[long]
-    }
-    if (!any(short | long) || prod(m) > max_basis) next
+    nb <- hilbert_next_basis(k$kernel, h, rep(exp(res$specs[[i]]$log_ls), length.out = length(h$m)))
+    m <- nb$m
+    cc <- nb$c
+    if (!nb$change || prod(m) > max_basis) next
     changed <- TRUE
     L <- cc * h$S
     l_min <- hilbert_l_min(k$kernel, L, m)
@@ -419,6 +403,38 @@ hilbert_adapt <- function(setup, res, max_basis = 2000L) {
   if (!is.null(res$log_df)) setup$log_df <- res$log_df
   setup
 }
+
+# The basis a refit gives a Hilbert term (its setup's `h`, kernel `kernel`)
+# at fitted lengthscales `ls` (internal scale, one per input): an input
+# whose lengthscale is short (below 1.1 l_min) gets the sines for half of
+# l_min on a box narrowed to what 1.375 l_min needs; one whose lengthscale
+# is long (c_req(ls) > c, the box not yet the widest) a box for 1.25 ls and
+# the sines for half of ls on it.  list(m, c, change): the sines and box
+# factors per input, whether any input changed.
+hilbert_next_basis <- function(kernel, h, ls) {
+  c_rule <- function(l) hilbert_c_rule(kernel, l, h$S)
+  m <- h$m
+  cc <- h$c
+  short <- ls < 1.1 * h$l_min
+  c_short <- pmin(cc, c_rule(1.375 * h$l_min))
+  m_short <- as.integer(ceiling(hilbert_sines_for(kernel, c_short * h$S, 0.5 * h$l_min) * (1 - 1e-10)))
+  m[short] <- m_short[short]
+  cc[short] <- c_short[short]
+  long <- c_rule(ls) > cc * (1 + 1e-8) & cc < hilbert_max_box
+  if (any(long)) {
+    c_new <- pmin(hilbert_max_box, c_rule(1.25 * ls))
+    # (enough sines for half the fitted lengthscale on the wider box)
+    m_need <- as.integer(ceiling(hilbert_sines_for(kernel, c_new * h$S, 0.5 * ls)))
+    m[long] <- pmax(m[long], m_need[long])
+    cc[long] <- c_new[long]
+  }
+  list(m = m, c = cc, change = any(short | long))
+}
+
+# The most basis functions (the product over a term's inputs) a refit of
+# hilbert_adapt() gives a Hilbert term; a term that would need more keeps its
+# basis, and hilbert_check() says so.
+hilbert_max_basis <- 2000L
 
 # The widest box hilbert_adapt() gives an input, in half-ranges of its data.
 # On it even a flat or linear direction (an input a term of several inputs
@@ -463,11 +479,31 @@ hilbert_table <- function(fit) {
 
 # Warns, naming term and input, for each input hilbert_table() marks "short"
 # or "long" (the fit enlarges the basis or the box itself at most three
-# times, hilbert_adapt(); what is left after that).
-hilbert_check <- function(fit) {
+# times, hilbert_adapt(); what is left after that).  When the basis a refit
+# would need is larger than hilbert_max_basis (a term of several inputs),
+# one warning per term says so and advises inducing points instead.
+hilbert_check <- function(fit, max_basis = hilbert_max_basis) {
   tab <- hilbert_table(fit)
+  capped <- character()
+  for (i in seq_along(fit$terms$gp)) {
+    g <- fit$terms$gp[[i]]
+    if (!identical(g$type, "hilbert") || !any(tab$term == g$spec$label & tab$status %in% c("short", "long"))) next
+    s <- fit$state$specs[[i]]
+    nb <- hilbert_next_basis(s$kernel, g$hilbert, rep(exp(s$log_ls), length.out = length(g$hilbert$m)))
+    if (nb$change && prod(nb$m) > max_basis) {
+      capped <- c(capped, g$spec$label)
+      warning(sprintf(paste0("%s: its fitted lengthscales need a Hilbert basis of %d functions (%s sines), ",
+                             "more than the %d a refit gives; it kept %d, with status %s (gp_check()); ",
+                             "use basis = \"inducing\" for this term"),
+                      g$spec$label, as.integer(prod(nb$m)), paste(nb$m, collapse = " x "), max_basis,
+                      as.integer(prod(g$hilbert$m)),
+                      paste(unique(tab$status[tab$term == g$spec$label & tab$status != "ok"]), collapse = "/")),
+              call. = FALSE)
+    }
+  }
   for (r in seq_len(NROW(tab))) {
     t <- tab[r, ]
+    if (t$term %in% capped) next
     if (t$status == "short")
       warning(sprintf(paste0("%s: the fitted lengthscale of '%s' (%.3g) is near the shortest its Hilbert basis of %d ",
                              "functions per input represents (%.3g); refit with a larger k, e.g. gp(..., k = %d)"),

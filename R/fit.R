@@ -388,8 +388,9 @@ warn_convergence <- function(msg) {
   warning(warningCondition(msg, class = "scalegp_convergence_warning"))
 }
 
-# One line on how the fit ended: converged at a stationary point, or why not;
-# the largest gradient entry and the parameter it belongs to.
+# One line on how the fit ended: converged at a stationary point (or, after
+# a pilot fit, at the posterior's closed-form optimum), or why not; the
+# largest gradient entry and the parameter it belongs to.
 convergence_line <- function(fit) {
   g <- fit$gradient
   gtol <- fit$control$tol * fit$n
@@ -398,6 +399,11 @@ convergence_line <- function(fit) {
     sprintf("largest gradient %s (%s), tolerance %s", format(abs(g[j]), digits = 2), names(g)[j],
             format(gtol, digits = 2))
   } else "no parameters estimated"
-  if (isTRUE(fit$converged)) paste0("converged to a stationary point: ", largest)
+  # (a decoupled fit after a pilot: the posterior at its optimum in closed
+  # form, the hyperparameters the pilot's, not stationary on all rows)
+  if (isTRUE(fit$converged) && grepl("^closed form", fit$stop %||% ""))
+    paste0("the posterior at its optimum in closed form, at the pilot fit's kernel, noise and inducing inputs ",
+           "(not refitted on all rows): ", largest)
+  else if (isTRUE(fit$converged)) paste0("converged to a stationary point: ", largest)
   else paste0("NOT converged (", fit$stop %||% "stopping rule not met", "): ", largest)
 }

@@ -85,7 +85,9 @@
 #' functions per term; `fit$hilbert_refits` counts them, a verbose fit
 #' prints a line before each saying what changes, and the iterations,
 #' evaluations and times a fit reports cover all of them); a warning names the
-#' term and input when that does not suffice (except for a lengthscale too
+#' term and input when that does not suffice, and one warning per term
+#' advises `basis = "inducing"` when the refit would need more than 2000
+#' basis functions (terms of several inputs; except for a lengthscale too
 #' long for the widest box, on which a flat or linear direction is still
 #' represented over the data; [gp_check()] lists every input).  The basis vanishes outside the box, so far beyond the
 #' data's range the term is its level alone: minus its mean over the data, as

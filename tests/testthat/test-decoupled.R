@@ -124,6 +124,8 @@ test_that("after a pilot fit the mean and q are the closed-form optimum at its k
   expect_equal(fp$iterations, 0L)
   expect_true(fp$converged)
   expect_lt(max(abs(fp$gradient)), 1e-6)
+  # (print() says what converged: the posterior at the pilot's hyperparameters, not a stationary point of all)
+  expect_match(scalegp:::convergence_line(fp), "closed form, at the pilot fit's kernel, noise and inducing inputs")
   expect_equal(unname(fp$mean_basis[c("total", "active")]), c(30, 15))
   # the oracle: the Titsias optimum with the inducing inputs and the mean
   # bases together as inducing inputs, at the same kernel and noise

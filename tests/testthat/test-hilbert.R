@@ -358,6 +358,15 @@ test_that("a lengthscale too short for the basis grows it, one too long widens t
   expect_equal(tab$shortest, 2 * h$L * stats::qnorm(0.995) / (pi * h$m) * sc, tolerance = 1e-12)
   expect_gt(tab$lengthscale, 1.1 * tab$shortest)
   expect_equal(tab$status, "ok")
+  # a lengthscale the basis cannot represent: a warning with the remedy, k
+  # larger; or, where the refit's basis would pass the cap (terms of several
+  # inputs), one warning that advises inducing points
+  fs <- fit
+  fs$state$specs[[1]]$log_ls <- log(0.5 * h$l_min)
+  expect_warning(scalegp:::hilbert_check(fs), "near the shortest its Hilbert basis .* larger k")
+  expect_warning(scalegp:::hilbert_check(fs, max_basis = h$m),
+                 paste0("gp\\(x\\): its fitted lengthscales need a Hilbert basis of [0-9]+ functions .* more than the ",
+                        h$m, " a refit gives; it kept ", h$m, ", with status short .* basis = \"inducing\""))
   # a kernel held fixed is reported as such; a fit without Hilbert terms has no table
   fit3 <- gpgam(y ~ gp(x, basis = "hilbert", k = 40, lengthscale = 0.05, variance = 1), data = d,
                 control = qctl(fixed = "kernel"))
