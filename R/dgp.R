@@ -633,7 +633,14 @@ dgp_chunked <- function(cl, formula, source, hidden, inducing, fam, control, opt
 #'   `se.fit`; with `layer`, a list of `mean` and `var`.
 #'   `sigma()`: the output layer's noise sd on the data scale (1 with
 #'   probit).  A deep GP can carry noise in its hidden layers as well, which
-#'   `se.fit` includes, so `sigma()` can be well below the residual sd.
+#'   `se.fit` includes, so `sigma()` can be well below the residual sd.  So
+#'   can a fit without hidden layers (`hidden = 0`): a FITC layer's variance
+#'   correction \eqn{k(x, x) - q(x, x)}{k(x, x) - q(x, x)} can stand in for
+#'   noise, and FITC is known to fit the noise too small and the correction
+#'   instead (Bauer, van der Wilk and Rasmussen 2016), where [gpgam()]'s
+#'   variational posterior keeps the noise in `sigma()`.  The sum
+#'   \eqn{se.fit^2 + \sigma^2}{se.fit^2 + sigma^2}, the predictive variance
+#'   of a new observation, is the better-identified quantity.
 #'   `logLik()`: the approximate log marginal likelihood of the fit (attribute
 #'   `approximate = TRUE`), with `df` the number of fitted parameters.
 #' @examples
