@@ -745,7 +745,7 @@ dgp_layers <- function(x) {
     ly <- x$net$layers[[l]]
     data.frame(layer = if (l == nl) "output" else paste("hidden", l), inputs = length(ly$log_ell),
                outputs = length(ly$Z), variance = exp(2 * ly$log_sf),
-               lengthscales = paste(format(exp(ly$log_ell), digits = 3), collapse = ", "),
+               lengthscales = paste(vapply(exp(ly$log_ell), format, "", digits = 3), collapse = ", "),
                noise_sd = if (l == nl && isTRUE(x$net$probit)) NA_real_ else exp(ly$log_sn), inducing = nrow(ly$Z[[1]]), stringsAsFactors = FALSE)
   }))
 }

@@ -119,6 +119,8 @@ engine_fit.engine_ep <- function(engine, setup, control) {
                  options, control$threads, control$seed, progress_monitor(control, engine$objective), remote,
                  setup$n, if (local) setup$offset_raw / setup$yscaling$scale)
   res$distributed <- if (!local) length(control$options$cluster)
+  # (minibatch EP updates its sites batch by batch, with no converged sweep whose change could be reported)
+  if (control$batch_size < setup$n) res$q_change <- NULL
   res
 }
 
@@ -133,7 +135,7 @@ engine_label.gpgam_ep <- function(fit) {
          if (!is.null(fit$control$distributed)) paste0("distributed over ", fit$control$distributed, " workers")
          else if (fit$control$batch_size < fit$n)
            paste0("minibatches", if (identical(fit$control$options$sites, "tied")) ", tied sites")
-         else "batch")
+         else paste0("batch", if (identical(fit$control$options$optimizer, "adam")) ", Adam steps on the hyperparameters"))
 }
 
 # ---- distributed EP --------------------------------------------------------------

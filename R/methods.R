@@ -19,7 +19,7 @@ print.gpgam <- function(x, digits = max(3L, getOption("digits") - 3L), ...) {
                 if (g$type == "factor") " random effect" else if (g$type == "centred") " kernel (centred)"
                 else if (g$type == "hilbert") " kernel (Hilbert basis)" else " kernel",
                 g$basis, if (g$type == "hilbert") "basis functions" else x$engine$basis, format(g$variance, digits = digits),
-                if (length(g$lengthscale)) paste0(", lengthscale ", paste(format(g$lengthscale, digits = digits),
+                if (length(g$lengthscale)) paste0(", lengthscale ", paste(vapply(g$lengthscale, format, "", digits = digits),
                                                                            collapse = ", ")) else "",
                 format(g$edf, digits = digits)))
   cf <- coef(x)

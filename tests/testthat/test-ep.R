@@ -148,7 +148,12 @@ test_that("batch EP learns hyperparameters in every mode and is reproducible acr
     g <- f(batch_size = 100, sites = sites)
     expect_gt(g$evidence, f0$evidence + 5)
     expect_lt(g$evidence, f1$evidence + 5)
+    # (minibatches: no sweep converges, so no last change of q is reported)
+    expect_null(g$q_change)
   }
+  expect_gt(f1$q_change, 0)
+  expect_match(summary(suppressWarnings(f(optimizer = "adam")))$engine, "batch, Adam steps on the hyperparameters")
+  expect_match(summary(f1)$engine, "propagation, batch$")
 })
 
 test_that("batch EP's automatic damping ends where damped sweeps end", {
