@@ -433,13 +433,15 @@ hilbert_range_warning <- function(object, X, ok) {
     for (k in seq_along(s$cols)) {
       t <- abs(X[ok, s$cols[k] + 1L] - s$hs_centre[k])
       far <- t > S[k] + (s$hs_L[k] - S[k]) / 2
+      walls <- vapply(g$scaling$center[k] + (s$hs_centre[k] + c(-1, 1) * s$hs_L[k]) * g$scaling$scale[k], format, "",
+                      digits = 4)
       if (any(far))
-        warning(sprintf(paste0("%s: %d row(s) of newdata lie far beyond the range of '%s' in the data; a Hilbert ",
-                               "basis holds only %s: towards its walls the prior variance of the term falls to zero, ",
-                               "and beyond them the term is its level alone (minus its mean over the data, as ",
-                               "centred)"), g$spec$label, sum(far), g$spec$vars[k],
-                        paste(format(g$scaling$center[k] + c(-1, 1) * s$hs_L[k] * g$scaling$scale[k], digits = 4),
-                              collapse = " to ")), call. = FALSE)
+        warning(sprintf(paste0("%s: %d row(s) of newdata lie beyond the range of '%s' in the data by more than half ",
+                               "the way to its Hilbert basis's walls at %s and %s (%d beyond the walls): towards the ",
+                               "walls the prior variance of the term falls to zero, and beyond them the term is its ",
+                               "level alone (minus its mean over the data, as centred)"),
+                        g$spec$label, sum(far), g$spec$vars[k], walls[1], walls[2], sum(t > s$hs_L[k])),
+                call. = FALSE)
     }
   }
 }

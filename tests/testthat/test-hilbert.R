@@ -229,6 +229,14 @@ test_that("Hilbert terms are centred over the data and the predictor is unchange
   # predictions far beyond the data's range are flagged (the basis holds a box only)
   expect_silent(predict(fit, data.frame(x1 = c(0.5, 1.1), x2 = 0.5)))
   expect_warning(predict(fit, data.frame(x1 = c(0.5, 4), x2 = 0.5)), "gp\\(x1\\): 1 row.*beyond the range of 'x1'")
+  # a row three quarters of the way to the wall is flagged, and counted apart from one beyond the wall
+  g <- fit$terms$gp[[1]]
+  s <- fit$state$specs[[1]]
+  at <- function(t) g$scaling$center + t * g$scaling$scale  # (internal distance from the box's centre to data)
+  x_mid <- at(s$hs_centre + g$hilbert$S + 0.75 * (s$hs_L - g$hilbert$S))
+  expect_warning(predict(fit, data.frame(x1 = c(0.5, x_mid, 4), x2 = 0.5)),
+                 paste0("gp\\(x1\\): 2 row\\(s\\) .* walls at ", format(at(s$hs_centre - s$hs_L), digits = 4),
+                        " and ", format(at(s$hs_centre + s$hs_L), digits = 4), " \\(1 beyond the walls\\)"))
 })
 
 test_that("the objective's gradient with Hilbert terms matches finite differences", {
