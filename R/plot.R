@@ -21,7 +21,8 @@
 #' @param which `"terms"` or `"trace"`.
 #' @param residuals add partial residuals (the term at the data plus the
 #'   working residuals) to the panels of terms over one input (of a factor
-#'   `by` curve, at its level's rows), drawn over the band; `pch` and `cex`
+#'   `by` curve, at its level's rows, as is its rug), drawn over the band;
+#'   `pch` and `cex`
 #'   in `...` set their symbol and size (default 20 and 0.5).
 #' @param rug add a rug (1-D) or the data points (2-D) when the model frame
 #'   is stored.
@@ -293,11 +294,11 @@ add_data <- function(fit, p, mf, presid, rug) {
     if (rug) p$raw <- X
     return(p)
   }
-  if (rug) p$raw <- X[, p$slice]
-  # (a numeric 'by' term is f(x) z: its panel shows f, which has no partial residuals)
-  # (a factor 'by' curve: the partial residuals of its level's rows only, where the curve is in the predictor)
+  # (a factor 'by' curve: the rug and partial residuals of its level's rows only, where the curve is in the
+  # predictor; a numeric 'by' term is f(x) z: its panel shows f, which has no partial residuals)
+  rows <- if (!is.null(g$by) && g$by$type == "level") which(mf[[g$by$var]] == g$by$level) else TRUE
+  if (rug) p$raw <- X[rows, p$slice]
   if (!is.null(presid) && length(g$spec$vars) == 1 && !(!is.null(g$by) && g$by$type == "numeric")) {
-    rows <- if (is.null(g$by)) TRUE else which(mf[[g$by$var]] == g$by$level)
     p$x.resid <- X[rows, 1]
     p$p.resid <- unname(presid[rows, g$spec$label])
   }

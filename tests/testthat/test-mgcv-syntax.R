@@ -134,6 +134,7 @@ test_that("by = factor gives one centred curve per level; the factor's coefficie
   b <- d$g == "b"
   expect_close(pp[[2]]$p.resid, tt[b, "gp(x1):gb"] + residuals(fit, type = "working")[b], 1e-10)
   expect_close(pp[[2]]$x.resid, d$x1[b], 1e-12)
+  expect_close(pp[[2]]$raw, d$x1[b], 1e-12)  # (its rug too)
   # the coefficients compare the levels averaged over all rows' inputs (mgcv's
   # centring): true constants (0.15, 0.43, -1.00); b's level mean of the data
   # is 0.17 above its constant
