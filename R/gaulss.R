@@ -457,7 +457,7 @@ print.gpgam_ls <- function(x, digits = max(3L, getOption("digits") - 3L), ...) {
     for (g in f$params$gp)
       cat(sprintf("  %s: %s kernel, variance %s%s, edf %s\n", g$label, g$kernel,
                   format(g$variance / div^2, digits = digits),
-                  if (length(g$lengthscale)) paste0(", lengthscale ", paste(format(g$lengthscale, digits = digits),
+                  if (length(g$lengthscale)) paste0(", lengthscale ", paste(vapply(g$lengthscale, format, "", digits = digits),
                                                                              collapse = ", ")) else "",
                   format(g$edf, digits = digits)))
     cf <- coef(f) / div
@@ -596,7 +596,8 @@ residuals.gpgam_ls <- function(object, type = c("deviance", "pearson", "response
 #' @details `deviance()` of a location-scale fit is
 #'   \eqn{-2\sum_i w_i \log N(y_i; \hat\mu_i, \hat\sigma_i^2)}{-2 sum_i w_i log N(y_i; mu_i, sigma_i^2)}
 #'   at the fitted means and sds (up to mgcv's saturated-model constant), and
-#'   `df.residual()` the number of rows minus the edf of both predictors.
+#'   `df.residual()` the number of rows of non-zero weight minus the edf of
+#'   both predictors.
 #' @export
 deviance.gpgam_ls <- function(object, ...) {
   -2 * sum(object$prior.weights * stats::dnorm(object$y, object$fitted.values[, "mean"],
@@ -606,7 +607,7 @@ deviance.gpgam_ls <- function(object, ...) {
 #' @rdname gaulss
 #' @export
 df.residual.gpgam_ls <- function(object, ...) {
-  object$n - ls_edf(object$mean) - ls_edf(object$scale)
+  sum(object$prior.weights != 0) - ls_edf(object$mean) - ls_edf(object$scale)
 }
 ls_edf <- function(f) sum(vapply(f$params$gp, `[[`, 1, "edf")) + length(param_kept(f$terms))
 

@@ -360,7 +360,7 @@ draw_panel <- function(p, mult, shade, shade.col, ylim, scheme, labs, col, tr, .
   # (over the band, as mgcv draws them; the user's pch and cex apply to them)
   if (!is.null(pr)) {
     dots <- list(...)
-    graphics::points(p$x.resid, pr, pch = dots$pch %||% 20, cex = dots$cex %||% 0.5,
+    graphics::points(p$x.resid, pr, pch = dots[["pch"]] %||% 20, cex = dots[["cex"]] %||% 0.5,
                      col = grDevices::adjustcolor("black", 0.35))
   }
   graphics::lines(p$x, tr(p$fit), lwd = 2, col = col)

@@ -271,6 +271,8 @@ mgcv_term <- function(e, env) {
     k <- eval(args$k, env)
     hs <- "basis" %in% nm && identical(eval(args$basis, env), "hilbert")
     d <- sum(nm == "")  # (the inputs: the unnamed arguments)
+    if (is.numeric(k) && length(k) > 1 && length(k) != d)
+      stop_arg("k", "of ", fun, "() must be one number or one per input (", d, "), not ", length(k))
     if (is.numeric(k) && !hs && d > 1) args$k <- prod(if (length(k) == 1) rep(k, d) else k)
   }
   spec <- eval(as.call(c(list(gp), args)), env)
@@ -295,7 +297,7 @@ print.gp_spec <- function(x, ...) {
 }
 
 # The labels of the gp() terms of a fit's (or setup's) terms, in their order
-# (the columns of predict(type = "terms") before the parametric terms).
+# (the columns of predict(type = "terms") after the parametric terms).
 gp_labels <- function(terms) vapply(terms$gp, function(g) g$spec$label, "")
 
 # Two gp() terms may share inputs only when one's inputs are a subset of the

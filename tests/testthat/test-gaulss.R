@@ -72,6 +72,13 @@ test_that("with an intercept-only log sd the fit is the homoscedastic one", {
   out <- capture.output(print(summary(fit)))
   expect_true(any(grepl("== Log sd ==", out)))
   expect_equal(nrow(anova(fit$scale)), 0L)
+  # df.residual(): rows of non-zero weight minus the edf of both predictors
+  edf <- function(f) sum(vapply(f$params$gp, `[[`, 1, "edf")) + length(coef(f))
+  expect_equal(df.residual(fit), 500 - edf(fit$mean) - edf(fit$scale), tolerance = 1e-12)
+  w <- rep(1, nrow(d))
+  w[1:50] <- 0
+  fw <- gpgam(list(y ~ gp(x) + z, ~ 1), data = d, weights = w, family = mgcv::gaulss(), control = ctl)
+  expect_equal(df.residual(fw), 450 - edf(fw$mean) - edf(fw$scale), tolerance = 1e-12)
 })
 
 test_that("predict() of a gaulss fit: columns, terms that add up, response moments, intervals", {

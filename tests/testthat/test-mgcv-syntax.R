@@ -22,6 +22,7 @@ test_that("te() is gp() over the same inputs, s() over one", {
   expect_equal(scalegp:::mgcv_term(quote(te(x1, x2, x3, k = 3)), environment())$k, 27)
   expect_equal(scalegp:::mgcv_term(quote(te(x1, k = 7)), environment())$k, 7)
   expect_equal(scalegp:::mgcv_term(quote(s(x1, x2, k = 30)), environment())$k, 30)  # (s(): k in all)
+  expect_error(scalegp:::mgcv_term(quote(te(x1, x2, k = c(5, 5, 5))), environment()), "'k' of te\\(\\) must be one number or one per input \\(2\\)")
   f_s <- gpgam(y ~ s(x1) + s(x2), data = d, control = syn_ctl())
   f_g <- gpgam(y ~ gp(x1) + gp(x2), data = d, control = syn_ctl())
   expect_identical(predict(f_s, d[1:20, ]), predict(f_g, d[1:20, ]))
