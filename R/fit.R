@@ -362,6 +362,16 @@ response_moments <- function(fit, eta, se, y = NULL) {
   list(mean = r[, 2], sd = r[, 3], logpred = r[, 1])
 }
 
+# The note of summary() that a negative binomial theta was estimated at
+# the top of its range (log theta at the likelihoods' bound of 10,
+# Likelihood::kMaxLogNoise): the counts are no more dispersed than Poisson.
+lik_bound_note <- function(fit) {
+  if (!identical(fit$likelihood, "negbin") || fixed_theta(fit) || !isTRUE(log(fit$params$theta) >= 10 - 1e-6))
+    return(NULL)
+  sprintf(paste0("theta reached the top of its range (%s): the counts show no overdispersion beyond Poisson, ",
+                 "so family = poisson() fits the same model"), format(fit$params$theta, digits = 5))
+}
+
 # The warning of summary() that a fit did not converge: NULL when it did, or
 # when its engine has no stationary-point test (qsgp: its notes say so).
 not_converged <- function(fit) {
@@ -390,15 +400,24 @@ warn_convergence <- function(msg) {
 
 # One line on how the fit ended: converged at a stationary point (or, after
 # a pilot fit, at the posterior's closed-form optimum), or why not; the
-# largest gradient entry and the parameter it belongs to.
+# largest gradient entry and the parameter it belongs to, and the
+# parameters a converged fit left at a bound.
 convergence_line <- function(fit) {
   g <- fit$gradient
   gtol <- fit$control$tol * fit$n
-  largest <- if (length(g)) {
-    j <- which.max(abs(g))
-    sprintf("largest gradient %s (%s), tolerance %s", format(abs(g[j]), digits = 2), names(g)[j],
+  # (a fit that converged with entries above the tolerance has them at a
+  # bound of their range, where the stopping rule projects the gradient out)
+  bound <- isTRUE(fit$converged) & abs(g) > gtol
+  free <- g[!bound]
+  largest <- if (length(free)) {
+    j <- which.max(abs(free))
+    sprintf("largest gradient %s (%s), tolerance %s", format(abs(free[j]), digits = 2), names(free)[j],
             format(gtol, digits = 2))
-  } else "no parameters estimated"
+  } else if (length(g)) "no parameter inside its bounds" else "no parameters estimated"
+  if (any(bound))
+    largest <- paste0(largest, "; at a bound of its range: ",
+                      paste(sprintf("%s (gradient %s)", names(g)[bound], format(abs(g[bound]), digits = 2)),
+                            collapse = ", "))
   # (a decoupled fit after a pilot: the posterior at its optimum in closed
   # form, the hyperparameters the pilot's, not stationary on all rows)
   if (isTRUE(fit$converged) && grepl("^closed form", fit$stop %||% ""))

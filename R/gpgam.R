@@ -100,9 +100,11 @@
 #'   scaled t run with `inference = "vi"` only (their expected
 #'   log-likelihoods are in closed form for Gamma and by Gauss-Hermite or
 #'   composite Gauss-Legendre quadrature for the others; their parameters
-#'   are estimated as the Gaussian noise is).  Any other family (mgcv's
-#'   `gaulss()`, `ocat()`, `tw()`, ...) is refused with the list of those
-#'   supported.
+#'   are estimated as the Gaussian noise is; a negative binomial theta
+#'   stops at \eqn{e^{10}}{exp(10)}, where `summary()` says that the counts
+#'   are no more dispersed than Poisson).  Any other family (mgcv's
+#'   `ocat()`, `tw()`, ...; `gaulss()` with one formula) is refused with the
+#'   list of those supported.
 #' @param inference inference engine: `"vi"` (sparse variational GP, any
 #'   family), `"ep"` (expectation propagation, binary probit
 #'   classification) or `"decoupled"` (decoupled variational GP of Cheng and

@@ -84,7 +84,7 @@ summary.gpgam <- function(object, ...) {
   }))
   hs <- vapply(object$params$gp, function(g) identical(g$type, "hilbert"), TRUE)
   if (!is.null(terms)) names(terms)[3] <- if (all(hs)) "basis" else if (any(hs)) "basis size" else object$engine$basis_column
-  warn <- c(not_converged(object),
+  warn <- c(not_converged(object), lik_bound_note(object),
             if (length(aliased))
               paste0("the parametric design is rank deficient: ", paste0("'", names(pp$coef)[aliased], "'", collapse = ", "),
                      " (aliased with earlier columns) set to 0"),

@@ -73,6 +73,27 @@ test_that("Gamma: the shape and the term are recovered as well as by mgcv::gam (
   expect_lt(max(abs(fitted(fit) / predict(fit, type = "response") - 1)), 1e-4)
 })
 
+test_that("a theta at the top of its range: summary() says Poisson fits; the convergence line names the bound", {
+  # the stopping rule projects out the gradient of a parameter at a bound: the line reports the largest
+  # gradient of the others and lists the bound one apart (it reported 0.012 for log theta, 19x the tolerance)
+  fk <- list(gradient = c(a = 1e-4, "log theta" = 0.5), control = list(tol = 1e-6), n = 1000, converged = TRUE)
+  expect_identical(scalegp:::convergence_line(fk),
+                   paste0("converged to a stationary point: largest gradient 1e-04 (a), tolerance 0.001; ",
+                          "at a bound of its range: log theta (gradient 0.5)"))
+  fk$converged <- FALSE
+  expect_match(scalegp:::convergence_line(fk), "^NOT converged .*largest gradient 0.5 \\(log theta\\), tolerance 0.001$")
+  # claims no more dispersed than Poisson (mgcv's nb() puts theta at 2e6): theta runs to its bound, exp(10)
+  skip_if_not_installed("MASS")
+  d <- MASS::Insurance
+  fit <- gpgam(Claims ~ District + Group + Age + gp(Holders), offset = log(Holders), data = d,
+               family = mgcv::nb(), control = qctl())
+  expect_equal(log(fit$params$theta), 10, tolerance = 1e-6)
+  expect_match(summary(fit)$warnings, "theta reached the top of its range .* family = poisson\\(\\)", all = FALSE)
+  expect_match(summary(fit)$convergence, "at a bound of its range: log theta")
+  expect_null(scalegp:::lik_bound_note(gpgam(Claims ~ gp(Holders), offset = log(Holders), data = d,
+                                             family = MASS::negative.binomial(5), control = qctl())))
+})
+
 test_that("negative binomial: theta and the term are recovered as well as by mgcv::gam (REML)", {
   skip_if_not_installed("mgcv")
   skip_if_not_installed("MASS")
