@@ -9,9 +9,9 @@
 # and log link to the response r = E[(y - f)^2] (both in closed form).  The
 # fit starts from a homoscedastic fit of the mean (the first log-sd fit on
 # its squared residuals without their posterior variance) and alternates the
-# two (block coordinate ascent on one objective, warm started) until a cycle raises the joint ELBO by less than
-# gp_control(tol) x rows: at a fixed point both blocks are stationary, so the
-# joint ELBO is.  The result holds the two fits (class "gpgam_vi"; the scale
+# two (block coordinate ascent on one objective, warm started) until a cycle
+# raises the joint ELBO by less than gp_control(tol) x rows: at a fixed point
+# both blocks are stationary, so the joint ELBO is.  The result holds the two fits (class "gpgam_vi"; the scale
 # fit's predictor is eta = 2 g, halved whenever it is reported) and has its
 # own methods.  fit$objective is the joint ELBO, fit$log_prior the log prior
 # of both fits' hyperparameters, fit$trace their sum after each cycle (the
