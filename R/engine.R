@@ -24,7 +24,7 @@
 #   term_basis(fit)                 per gp() term: size of its basis (and inducing inputs, if any)
 #   component_edf(fit)              effective degrees of freedom per component (gp() terms first)
 #   centre_terms(fit, setup, res)   the fit with its gp() terms centred over the data
-#                                   (the terms centre_mask() selects; the intercept carries the means)
+#                                   (the terms centre_mask() selects; the intercept, or a factor's coefficients, carry the means)
 #   param_posterior(fit)            posterior mean and covariance of the parametric coefficients (data scale)
 #   latent_predict(fit, X, offset, terms, se)  link-scale mean and se at internal design rows X (per term)
 #   fitted_latent(fit, setup, res)  link-scale mean and se at the data rows (from the result when it has them)

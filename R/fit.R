@@ -287,15 +287,16 @@ lik_param_value <- function(fit) {
 # Which gp() terms are reported centred over the data (as mgcv constrains
 # every smooth; the intercept carries the means): all but those with
 # gp(centre = FALSE) and the factor-`by` curves whose level has no carrier
-# (level_carriers()); none without an intercept, which nothing could carry
-# the level to.
+# (level_carriers()).  Without an intercept only the factor-`by` curves
+# whose factor's coefficients carry their levels (y ~ 0 + f + gp(x, by =
+# f)); nothing could carry the level of another term.
 centre_mask <- function(fit) {
-  if (!fit$intercept || !length(fit$terms$gp)) return(logical(length(fit$terms$gp)))
+  if (!length(fit$terms$gp)) return(logical(0))
   carriers <- level_carriers(fit)
   vapply(seq_along(fit$terms$gp), function(i) {
     g <- fit$terms$gp[[i]]
     !identical(g$spec$centre, FALSE) &&
-      (is.null(g$by) || (g$by$type == "level" && !is.null(carriers[[i]])))
+      ((is.null(g$by) && fit$intercept) || (!is.null(g$by) && g$by$type == "level" && !is.null(carriers[[i]])))
   }, TRUE)
 }
 
@@ -317,18 +318,26 @@ kernel_parameter_names <- function(fit, i) {
 # G = [1, C]^{-1}; so level l's constant moves those coefficients by G's
 # column l (treatment contrasts: the intercept and the others' coefficients
 # by -1 for the reference level, the level's own coefficient by 1 for the
-# others).  Per term NULL (the curves are then not centred) when the formula
-# lacks the factor as a parametric main effect or an intercept, else
-# list(rows, weights): the coefficients' rows (the intercept first) and G's
-# column l.
+# others).  Without an intercept a factor coded by one column per level
+# (y ~ 0 + f + gp(x, by = f)) carries level l's constant in its own
+# coefficient.  Per term NULL (the curves are then not centred) when the
+# formula lacks the factor as a parametric main effect (or, without an
+# intercept, its columns are not one per level), else list(rows, weights):
+# the coefficients' rows (the intercept first, when there is one) and G's
+# column l (without an intercept the unit vector of l).
 level_carriers <- function(fit) {
   gps <- fit$terms$gp
   out <- vector("list", length(gps))
   cols <- rownames(fit$terms$param_scaling$A) %||% character()
   for (i in seq_along(gps)) {
     by <- gps[[i]]$by
-    if (is.null(by) || by$type != "level" || !fit$intercept) next
+    if (is.null(by) || by$type != "level") next
     lev <- fit$terms$xlevels[[by$var]]
+    if (!fit$intercept) {
+      rows <- match(paste0(by$var, lev), cols)
+      if (length(lev) >= 2 && !anyNA(rows)) out[[i]] <- list(rows = rows, weights = as.numeric(lev == by$level))
+      next
+    }
     C <- contrast_matrix(fit$terms$contrasts[[by$var]], lev)
     if (is.null(C)) next
     cn <- colnames(C) %||% as.character(seq_len(ncol(C)))

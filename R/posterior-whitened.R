@@ -103,13 +103,14 @@ param_map <- function(fit, shift = 0) {
   L <- matrix(0, nrow(A), length(fit$state$m), dimnames = list(rownames(A), NULL))
   L[, idx] <- A %*% diag(sp$prior_sd, length(idx))
   ctr <- fit$state$center
-  if (fit$intercept && !is.null(ctr) && any(ctr != 0)) {
+  if (!is.null(ctr) && any(ctr != 0)) {
     blocks <- component_blocks(fit)
     carriers <- level_carriers(fit)
     levels_c <- which(!vapply(carriers, is.null, TRUE))
     plain <- ctr
     for (i in levels_c) plain[blocks[[i]]] <- 0
-    L[1, ] <- L[1, ] + ysc$scale * plain
+    # (the centred terms' means to the intercept; without one only factor-by curves are centred, centre_mask())
+    if (fit$intercept) L[1, ] <- L[1, ] + ysc$scale * plain
     # a level's constant goes to the intercept and the factor's coefficients
     # as its column of [1, C]^{-1} says (level_carriers())
     for (i in levels_c) {

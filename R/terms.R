@@ -19,7 +19,8 @@
 #' curve per level, each centred as mgcv centres it (to average zero over
 #' the inputs of all rows) when the formula has the factor as a parametric
 #' term (as mgcv advises; its coefficients then carry the curves' levels and
-#' compare the levels averaged over the data's inputs).  mgcv's arguments that have no meaning for a GP
+#' compare the levels averaged over the data's inputs; without an intercept,
+#' `y ~ 0 + f + gp(x, by = f)`, each level's coefficient is its level).  mgcv's arguments that have no meaning for a GP
 #' (`bs`, `m`, `fx`, `sp`, `id`, `xt`, `pc`, `d`, `mp`, `np`) are ignored
 #' with a warning that names them and says what `gp()` does instead.
 #'

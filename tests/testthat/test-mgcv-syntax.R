@@ -146,6 +146,25 @@ test_that("by = factor gives one centred curve per level; the factor's coefficie
   expect_error(predict(fit, data.frame(x1 = 0.5, g = "zz")), "'zz'")
 })
 
+test_that("without an intercept (y ~ 0 + f + gp(x, by = f)) each level's coefficient carries its curve's level", {
+  d <- by_data()
+  fit <- gpgam(y ~ 0 + g + gp(x1, by = g), data = d, control = syn_ctl())
+  f1 <- gpgam(y ~ g + gp(x1, by = g), data = d, control = syn_ctl())
+  expect_by_centred(fit, d, "g")
+  # the level constants, as the intercept model gives them (they were left in the curves, sds 15-20x larger)
+  m <- attr(d, "level_const")
+  for (j in 1:3) expect_lt(abs(coef(fit)[[j]] - m[[j]]), 0.03, label = names(coef(fit))[j])
+  expect_close(unname(coef(fit)), unname(coef(f1)[1] + c(0, coef(f1)[2:3])), 1e-3)
+  expect_lt(max(sqrt(diag(vcov(fit)))), 0.05)
+  tt <- predict(fit, type = "terms")
+  expect_equal(attr(tt, "constant"), 0)
+  expect_close(rowSums(tt), predict(fit), 1e-10)
+  expect_lt(max(abs(predict(fit) - predict(f1))), 1e-3)
+  # a plain gp() term has nothing to carry its level without an intercept: not centred
+  f0 <- gpgam(y ~ 0 + g + gp(x1), data = d, control = syn_ctl())
+  expect_true(all(f0$state$center == 0))
+})
+
 test_that("by = factor curves are centred, and carried, whatever the factor's contrasts", {
   d <- by_data()
   f0 <- gpgam(y ~ g + gp(x1, by = g), data = d, control = syn_ctl())
