@@ -163,7 +163,8 @@ predict.gpgam <- function(object, newdata, type = c("link", "response", "terms",
     if (length(exclude)) tt <- term_columns(tt, setdiff(colnames(tt$fit), exclude))
     if (iterms && se.fit) tt$se.fit <- with_intercept_se(object, tt$se.fit)
     labs <- colnames(tt$fit)
-    tt <- term_columns(tt, if (is.null(terms)) mgcv_term_order(object, labs) else term_labels_arg(terms, labs, "terms"))
+    tt <- term_columns(tt, if (is.null(terms)) mgcv_term_order(labs, labs %in% gp_labels(object$terms))
+                           else term_labels_arg(terms, labs, "terms"))
     return(if (se.fit) list(fit = pad(tt$fit), se.fit = pad(tt$se.fit)) else pad(tt$fit))
   }
   if (type == "response") {
@@ -338,11 +339,8 @@ terms_at_frame <- function(object, mf) {
 }
 
 # The columns `labs` of predict(type = "terms") in mgcv's order: the
-# parametric terms, then the gp() terms.
-mgcv_term_order <- function(object, labs) {
-  gp <- labs %in% gp_labels(object$terms)
-  c(labs[!gp], labs[gp])
-}
+# parametric terms, then the gp() terms (`gp`: which of `labs` they are).
+mgcv_term_order <- function(labs, gp) c(labs[!gp], labs[gp])
 
 # The columns `cols` of predict_terms()'s list(fit, se.fit), the intercept
 # (attribute "constant" of fit) kept.
@@ -433,15 +431,15 @@ hilbert_range_warning <- function(object, X, ok) {
     for (k in seq_along(s$cols)) {
       t <- abs(X[ok, s$cols[k] + 1L] - s$hs_centre[k])
       far <- t > S[k] + (s$hs_L[k] - S[k]) / 2
+      if (!any(far)) next
       walls <- vapply(g$scaling$center[k] + (s$hs_centre[k] + c(-1, 1) * s$hs_L[k]) * g$scaling$scale[k], format, "",
                       digits = 4)
-      if (any(far))
-        warning(sprintf(paste0("%s: %d row(s) of newdata lie beyond the range of '%s' in the data by more than half ",
-                               "the way to its Hilbert basis's walls at %s and %s (%d beyond the walls): towards the ",
-                               "walls the prior variance of the term falls to zero, and beyond them the term is its ",
-                               "level alone (minus its mean over the data, as centred)"),
-                        g$spec$label, sum(far), g$spec$vars[k], walls[1], walls[2], sum(t > s$hs_L[k])),
-                call. = FALSE)
+      warning(sprintf(paste0("%s: %d row(s) of newdata lie beyond the range of '%s' in the data by more than half ",
+                             "the way to its Hilbert basis's walls at %s and %s (%d beyond the walls): towards the ",
+                             "walls the prior variance of the term falls to zero, and beyond them the term is its ",
+                             "level alone (minus its mean over the data, as centred)"),
+                      g$spec$label, sum(far), g$spec$vars[k], walls[1], walls[2], sum(t > s$hs_L[k])),
+              call. = FALSE)
     }
   }
 }
