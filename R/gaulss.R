@@ -7,11 +7,10 @@
 # is that of a Gaussian fit with known row precisions w E[exp(-2 g)]; given
 # q(f) the ELBO in q(g) is, with eta = 2 g, that of a Gamma fit of shape 1/2
 # and log link to the response r = E[(y - f)^2] (both in closed form).  The
-# fit starts from a homoscedastic fit of the mean (the first log-sd fit on
-# its squared residuals without their posterior variance) and alternates the
-# two (block coordinate ascent on one objective, warm started) until a cycle
-# raises the joint ELBO by less than gp_control(tol) x rows: at a fixed point
-# both blocks are stationary, so the joint ELBO is.  The result holds the two fits (class "gpgam_vi"; the scale
+# fit alternates the two (block coordinate ascent on one objective, warm
+# started) until a cycle raises the joint ELBO by less than
+# gp_control(tol) x rows: at a fixed point both blocks are stationary, so the
+# joint ELBO is.  The result holds the two fits (class "gpgam_vi"; the scale
 # fit's predictor is eta = 2 g, halved whenever it is reported) and has its
 # own methods.  fit$objective is the joint ELBO, fit$log_prior the log prior
 # of both fits' hyperparameters, fit$trace their sum after each cycle (the
@@ -42,10 +41,8 @@
 #' with known precisions \eqn{E[e^{-2g}]}{E[exp(-2 g)]}; given
 #' \eqn{q(f)}{q(f)}, of a Gamma fit with shape 1/2 and log link (predictor
 #' \eqn{2g}{2 g}) to the response \eqn{(y - m_f)^2 + v_f}{(y - m_f)^2 + v_f}.
-#' The fit starts from a homoscedastic Gaussian fit of the mean formula (the
-#' first log-sd fit takes its squared residuals \eqn{(y - m_f)^2}{(y - m_f)^2}
-#' without \eqn{v_f}{v_f}, which the homoscedastic noise inflates where the
-#' data are quiet) and then alternates the two conditional fits (each to a stationary point, with
+#' The fit starts from a homoscedastic Gaussian fit of the mean formula and
+#' then alternates the two conditional fits (each to a stationary point, with
 #' its hyperparameters started where the previous one ended): block
 #' coordinate ascent on one objective, the joint ELBO
 #' \eqn{\sum_i w_i E[\log p(y_i \mid f, g)] - KL(q(f)) - KL(q(g))}{sum_i w_i E[log p(y_i | f, g)] - KL(q(f)) - KL(q(g))}
@@ -186,10 +183,7 @@ gaulss_gpgam <- function(cl, envir, formulas, family, inference, control, model)
   converged <- FALSE
   evaluations <- first$res$evaluations %||% 0
   for (k in seq_len(cycles)) {
-    # (the first log-sd fit: the homoscedastic start's squared residuals alone,
-    # without its posterior variance v_f, which the homoscedastic noise
-    # inflates where the data are quiet; later cycles the joint ELBO's r)
-    r <- if (k == 1) pmax((y - mom_f$fit)^2, 1e-300) else gaulss_r(y, mom_f)
+    r <- gaulss_r(y, mom_f)
     sg$y <- sg$y_raw <- r
     fg <- gaulss_subfit(engine, sg, ctl2)
     sg <- fg$setup
@@ -390,8 +384,8 @@ predict.gpgam_ls <- function(object, newdata, type = c("link", "response", "term
     colnames(se) <- colnames(fit)
     if (!is.null(terms)) terms <- term_labels_arg(terms, colnames(fit), "terms")
     # (mgcv's order: the parametric terms of both predictors, then their gp() terms)
-    gp <- c(colnames(t1$fit) %in% gp_labels(object$mean$terms), colnames(t2$fit) %in% gp_labels(object$scale$terms))
-    keep <- terms %||% c(colnames(fit)[!gp], colnames(fit)[gp])
+    keep <- terms %||% mgcv_term_order(colnames(fit), c(colnames(t1$fit) %in% gp_labels(object$mean$terms),
+                                                        colnames(t2$fit) %in% gp_labels(object$scale$terms)))
     const <- c(mean = attr(t1$fit, "constant") %||% 0, log_sd = (attr(t2$fit, "constant") %||% 0) / 2)
     fit <- fit[rows, keep, drop = FALSE]
     attr(fit, "constant") <- const
