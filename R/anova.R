@@ -4,7 +4,8 @@
 #' Variance decomposition and model comparison for gpgam fits
 #'
 #' With one fit, a functional-ANOVA table: for every term (as
-#' `predict(type = "terms")` labels them) the variance over the data of its
+#' `predict(type = "terms")` labels and orders them: parametric terms, then
+#' `gp()` terms, as mgcv's `anova.gam()`) the variance over the data of its
 #' posterior mean contribution, its share of the sum of these variances (the
 #' shares sum to 1; with centred components they estimate first-order and
 #' interaction Sobol indices) and its effective degrees of freedom (for a
@@ -58,6 +59,10 @@ anova.gpgam <- function(object, ...) {
                                  "differences approximate log Bayes factors (no test)"))
   if (length(others) == 0) {
     tab <- variance_table(object)
+    # parametric terms first, then the gp() terms, as mgcv's anova.gam() and predict(type = "terms")
+    gp <- seq_len(nrow(tab)) <= length(object$terms$gp)
+    tab <- tab[match(mgcv_term_order(tab$term, gp), tab$term), , drop = FALSE]
+    rownames(tab) <- NULL
     return(structure(tab, heading = c("Variance decomposition (functional ANOVA) of the posterior mean,",
                                       "with approximate tests that each term is zero (those of summary() for gp() terms)"),
                      class = c("gpgam_anova", "data.frame")))

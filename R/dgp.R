@@ -630,7 +630,9 @@ dgp_chunked <- function(cl, formula, source, hidden, inducing, fam, control, opt
 #' @param ... nothing else is taken (an error names any argument given:
 #'   there are no `interval` bands; `se.fit` gives each row's sd).
 #' @return A vector of predictions, or with `se.fit` a list of `fit` and
-#'   `se.fit`; with `layer`, a list of `mean` and `var`.
+#'   `se.fit`; with `layer`, a list of `mean` and `var` (matrices, a column
+#'   per unit).  Named by the row names of `newdata` (rows of the matrices),
+#'   as [predict.gpgam()] names its predictions.
 #'   `sigma()`: the output layer's noise sd on the data scale (1 with
 #'   probit).  A deep GP can carry noise in its hidden layers as well, which
 #'   `se.fit` includes, so `sigma()` can be well below the residual sd.  So
@@ -668,6 +670,15 @@ predict.dgp <- function(object, newdata, type = c("link", "response"), se.fit = 
   }
   X <- dgp_inputs(object, newdata)
   ok <- attr(X, "ok")
+  # named by newdata's row names, as predict.lm() and predict.gam() name theirs
+  rn <- rownames(newdata)
+  if (!is.null(rn) && length(rn) == length(ok)) {
+    pad0 <- pad
+    pad <- function(x) {
+      if (is.null(dim(x))) names(x) <- rn else rownames(x) <- rn
+      pad0(x)
+    }
+  }
   p <- .dgp_predict(object$net, X, object$n, as.integer(object$control$threads %||% 1L))
   if (!all(ok)) {  # rows with a missing input: NA
     fill <- function(x) {

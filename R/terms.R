@@ -274,6 +274,9 @@ mgcv_term <- function(e, env) {
     d <- sum(nm == "")  # (the inputs: the unnamed arguments)
     if (is.numeric(k) && length(k) > 1 && length(k) != d)
       stop_arg("k", "of ", fun, "() must be one number or one per input (", d, "), not ", length(k))
+    if (is.numeric(k) && any(!is.na(k) & k < 2))
+      stop_arg("k", "of ", fun, "() must be at least 2 per input (", fun, "(..., k = ", paste(k, collapse = ", "),
+               ") has a margin of one value, which cannot represent a curve)")
     if (is.numeric(k) && !hs && d > 1) args$k <- prod(if (length(k) == 1) rep(k, d) else k)
   }
   spec <- eval(as.call(c(list(gp), args)), env)

@@ -25,9 +25,11 @@ test_that("print() and summary() show the hyperparameters and coefficients", {
   expect_equal(s$terms$lengthscale, paste(vapply(g$lengthscale, format, "", digits = 4), collapse = ", "))
   expect_equal(unname(s$s.table[, "edf"]), g$edf)
   a <- anova(fit)
-  expect_equal(s$terms$share, a$share[1])
+  # parametric terms first, then gp() terms, as mgcv's anova.gam()
+  expect_identical(a$term, c("z", "gp(x1, x2)"))
+  expect_equal(s$terms$share, a$share[2])
   # the tests of anova() are summary()'s (gp() terms) and Wald tests b' V^-1 b (parametric terms)
-  expect_equal(unname(a[1, c("Ref.df", "Chi.sq", "p-value")]), unname(as.data.frame(s$s.table)[1, c("Ref.df", "Chi.sq", "p-value")]),
+  expect_equal(unname(a[2, c("Ref.df", "Chi.sq", "p-value")]), unname(as.data.frame(s$s.table)[1, c("Ref.df", "Chi.sq", "p-value")]),
                ignore_attr = TRUE)
   expect_equal(a$F[a$term == "z"], unname(s$coefficients["z", "t value"])^2, tolerance = 1e-12)
   expect_true(is.na(a$Chi.sq[a$term == "z"]))
