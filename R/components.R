@@ -176,6 +176,47 @@ anova_products <- function(vars, others) {
   list(masks = as.integer(names(out)), coefs = unname(out))
 }
 
+# The inputs of a Hilbert term over `vars` whose sines are centred over the
+# data (hilbert_shift()), given the input sets `others` of the other gp()
+# terms without `by`: all of them for a pure interaction (`pure`, mgcv's
+# ti()); else the inputs c for which another term is over the term's other
+# inputs (gp(x1) beside gp(x1, x2): x2).  The term's prior is then
+# prod_{c in C} s_c prod_{e not in C} (1 + s_e), s_e the kernel along input
+# e centred by projection (its sines less their means; a constant along e
+# for 1 + s_e): what anova_products() keeps for the inducing basis when it
+# has that form.  integer(0): no other term within it (the prior is not
+# centred); NULL: the products have another form (gp(x1) beside
+# gp(x1, x2, x3) keeps s2, s3 and s2 s3 apart from their products with s1),
+# which a Hilbert basis of products of sines does not give.
+hilbert_centred_inputs <- function(vars, others, pure = FALSE) {
+  d <- length(vars)
+  if (pure) return(seq_len(d))
+  subs <- Filter(function(o) all(o %in% vars) && length(o) < d, others)
+  if (!length(subs)) return(integer())
+  C <- which(vapply(seq_len(d), function(c) any(vapply(subs, function(o) setequal(o, vars[-c]), TRUE)), TRUE))
+  if (!length(C)) return(NULL)
+  # prod_{c in C} ((1 + s_c) - 1) prod_{e not in C} (1 + s_e) = sum over B in C of
+  # (-1)^(|C| - |B|) prod_{e in B and not in C} (1 + s_e)
+  base <- sum(2^(setdiff(seq_len(d), C) - 1))
+  B <- if (length(C) == 1) list(integer(), C) else
+    c(list(integer()), unlist(lapply(seq_along(C), function(k) utils::combn(C, k, simplify = FALSE)), recursive = FALSE))
+  want <- stats::setNames(vapply(B, function(b) (-1)^(length(C) - length(b)), 1),
+                          vapply(B, function(b) base + sum(2^(b - 1)), 1))
+  got <- anova_products(vars, others)
+  got <- stats::setNames(got$coefs, got$masks)
+  if (length(want) != length(got) || !all(names(want) %in% names(got)) || any(got[names(want)] != want)) return(NULL)
+  C
+}
+
+# The means over the rows x (standardised scale) of the sines of one input
+# on the box centre +- L with m sines: its shifts in a centred Hilbert basis
+# (hilbert.hpp, HilbertBasis::shift).
+hilbert_shift <- function(x, centre, L, m) {
+  x <- x[is.finite(x)]
+  a <- pi * (x - centre + L) / (2 * L)
+  vapply(seq_len(m), function(j) mean(sin(j * a)), 1) / sqrt(L)
+}
+
 # The default number of inducing points of a gp() term over d inputs.
 default_inducing <- function(d) c(20L, 64L, 100L)[min(d, 3L)]
 
@@ -336,6 +377,10 @@ hilbert_one <- function(spec, Xg, Xs, st, sc, ysc, control, col, by, n_terms, ot
   comp <- list(kind = "hilbert", cols = col + seq_len(d) - 1L, kernel = spec$kernel, log_var = log(var0),
                log_ls = ls0, hs_centre = unname((lo + hi) / 2), hs_L = unname(L), hs_m = m,
                log_ls_min = unname(log_min), learn_kernel = !("kernel" %in% control$fixed))
+  # (inputs along which the sines are centred: a pure interaction, or a term beside others over its other inputs)
+  hs_centred <- hilbert_centred_inputs(spec$vars, lapply(Filter(function(o) is.null(o$by), others), `[[`, "vars"),
+                                       isTRUE(spec$pure))
+  if (length(hs_centred)) comp$hs_shift <- hilbert_shifts(Xs, comp, hs_centred)
   if (!is.null(by)) comp$by_col <- col + d
   rng <- st[c("min", "max"), , drop = FALSE]
   dimnames(rng) <- list(NULL, colnames(Xg))
@@ -347,8 +392,16 @@ hilbert_one <- function(spec, Xg, Xs, st, sc, ysc, control, col, by, n_terms, ot
   if (isTRUE(control$priors))
     comp <- c(comp, hyper_priors(rng, sc, spec, min(control$inducing %||% default_inducing(d), n_unique_rows(Xg)), ysc))
   term <- list(spec = spec, type = "hilbert", scaling = sc, range = rng, by = by,
-               hilbert = list(m = m, c = rep(cc, d), S = unname(S), L = unname(L), l_min = unname(l_min)))
+               hilbert = list(m = m, c = rep(cc, d), S = unname(S), L = unname(L), l_min = unname(l_min),
+                              centred = hs_centred))
   list(comp = comp, term = term, Xs = Xs)
+}
+
+# The shifts (hilbert_shift()) of a Hilbert component `comp` over the rows
+# Xs of its inputs: the inputs `centred` get their sines' means, the others 0.
+hilbert_shifts <- function(Xs, comp, centred) {
+  lapply(seq_len(ncol(Xs)), function(k)
+    if (k %in% centred) hilbert_shift(Xs[, k], comp$hs_centre[k], comp$hs_L[k], comp$hs_m[k]) else numeric(comp$hs_m[k]))
 }
 
 # The adaptation of the notes (section 4.4) after a fit: per input of each
@@ -387,8 +440,9 @@ hilbert_adapt <- function(setup, res, max_basis = hilbert_max_basis) {
     k$hs_L <- L
     k$hs_m <- as.integer(m)
     k$log_ls_min <- log_min
+    if (length(h$centred)) k$hs_shift <- hilbert_shifts(setup$X[, k$cols + 1L, drop = FALSE], k, h$centred)
     comps[[i]] <- k
-    setup$terms$gp[[i]]$hilbert <- list(m = as.integer(m), c = cc, S = h$S, L = L, l_min = l_min)
+    setup$terms$gp[[i]]$hilbert <- list(m = as.integer(m), c = cc, S = h$S, L = L, l_min = l_min, centred = h$centred)
   }
   if (!changed) return(NULL)
   # warm start: the fitted hyperparameters (within the new bounds)

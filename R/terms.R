@@ -93,9 +93,18 @@
 #' represented over the data; [gp_check()] lists every input).  The basis vanishes outside the box, so far beyond the
 #' data's range the term is its level alone: minus its mean over the data, as
 #' centred, with that level's uncertainty (an inducing-point term reverts to
-#' zero with its prior variance).  Not supported yet: other engines,
-#' `ti()` and terms that share inputs with another `gp()` term; the term's
-#' prior is not centred (its reported curve is, as for `centre = NULL`).
+#' zero with its prior variance).  A Hilbert term whose prior must leave out
+#' what other terms model, `ti(x1, x2)` or a term beside terms over all but
+#' one of its inputs (`gp(x1) + gp(x2) + gp(x1, x2)`: the pure interaction;
+#' `gp(x1) + gp(x1, x2)`: all but the main effect of `x1`), has its sines
+#' centred along those inputs: each 1-D sine less its mean over the data, so
+#' that the term averages to zero along each such input over the data's
+#' values (the inducing basis conditions its kernel instead, on 40
+#' quantiles).  Other overlaps, such as `gp(x1)` beside `gp(x1, x2, x3)`,
+#' are refused: no centring of products of sines removes exactly what the
+#' smaller term models there.  Not supported yet: other engines; the prior
+#' of a term without such overlaps is not centred (its reported curve is,
+#' as for `centre = NULL`).
 #'
 #' With the basis fixed, a Gaussian model whose `gp()` terms all use
 #' `basis = "hilbert"` (beside random effects and parametric terms) is a
@@ -284,11 +293,7 @@ mgcv_term <- function(e, env) {
   if (fun == "ti") {
     # ti() of one input is its main effect (mgcv's y ~ ti(x) + ti(z) + ti(x, z));
     # of several, the pure interaction
-    if (length(spec$vars) > 1) {
-      if (identical(spec$basis, "hilbert"))
-        stop_arg("basis", "= \"hilbert\" is not supported for ti() (a pure interaction) yet; use basis = \"inducing\"")
-      spec$pure <- TRUE
-    }
+    if (length(spec$vars) > 1) spec$pure <- TRUE
     spec$label <- sub("^gp\\(", "ti(", spec$label)
   }
   spec
@@ -313,15 +318,26 @@ check_term_overlap <- function(specs) {
     b <- specs[[j]]$vars
     if (setequal(a, b)) stop_arg("formula", "has the gp() term over (", paste(a, collapse = ", "), ") twice: '",
                                  specs[[i]]$label, "' and '", specs[[j]]$label, "'")
-    hs <- c(specs[[i]]$basis, specs[[j]]$basis) %in% "hilbert"
-    if (any(hs) && length(intersect(a, b)))
-      stop_arg("basis", "= \"hilbert\" is not supported yet for a term that shares inputs with another gp() term ('",
-               specs[[i]]$label, "' and '", specs[[j]]$label, "'; its interaction would need centred bases); ",
-               "use basis = \"inducing\" for these terms")
     if (length(intersect(a, b)) && !all(a %in% b) && !all(b %in% a))
       stop_arg("formula", "'", specs[[i]]$label, "' and '", specs[[j]]$label, "' share input(s) ",
                paste0("'", intersect(a, b), "'", collapse = ", "), " without one containing the other; ",
                "an input may appear in a main effect and in interactions that contain it")
+  }
+  # a Hilbert term within whose inputs other terms lie: its sines centred along some inputs must
+  # remove exactly what those terms model (hilbert_centred_inputs())
+  plain <- Filter(function(s) is.null(s$by), specs)
+  for (i in seq_along(plain)) {
+    s <- plain[[i]]
+    if (!identical(s$basis, "hilbert")) next
+    others <- lapply(plain[-i], `[[`, "vars")
+    if (is.null(hilbert_centred_inputs(s$vars, others, isTRUE(s$pure)))) {
+      within <- vapply(plain[-i], function(o) all(o$vars %in% s$vars), TRUE)
+      stop_arg("basis", "= \"hilbert\" of '", s$label, "' beside ",
+               paste0("'", vapply(plain[-i][within], `[[`, "", "label"), "'", collapse = ", "),
+               ": a Hilbert term's interactions are products of sines centred along some of its inputs, which ",
+               "cannot remove exactly what those terms model (it can beside the terms over all but one of its ",
+               "inputs, as gp(x1) + gp(x2) + gp(x1, x2), or as ti()); use basis = \"inducing\" for '", s$label, "'")
+    }
   }
 }
 

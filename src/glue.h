@@ -71,6 +71,10 @@ inline std::vector<Component> components_from(const Rcpp::List& specs) {
       c.basis.centre = Rcpp::as<Eigen::VectorXd>(s["hs_centre"]);
       c.basis.L = Rcpp::as<Eigen::VectorXd>(s["hs_L"]);
       for (int mk : Rcpp::as<std::vector<int>>(s["hs_m"])) c.basis.m.push_back(mk);
+      if (s.containsElementNamed("hs_shift")) {
+        const Rcpp::List sh = s["hs_shift"];
+        for (R_xlen_t e = 0; e < sh.size(); ++e) c.basis.shift.push_back(Rcpp::as<Eigen::VectorXd>(sh[e]));
+      }
       c.basis.check();
       if (static_cast<Index>(c.cols.size()) != c.basis.dim())
         throw std::invalid_argument("a Hilbert term needs one box side per input");

@@ -169,17 +169,27 @@ TEST_CASE("Hilbert gradient under the adjoint convention of the inducing kinds",
   CHECK((g - fd).cwiseAbs().maxCoeff() < 1e-7 * (1 + fd.cwiseAbs().maxCoeff()));
 }
 
+// Shifts of every input's sines (a basis centred along its inputs, as ti()
+// makes it): arbitrary numbers, so that the product forms are checked with them.
+inline void shift_sines(Component& c, unsigned seed) {
+  c.basis.shift.clear();
+  for (Index k = 0; k < c.basis.dim(); ++k)
+    c.basis.shift.push_back(0.3 * normal_matrix(c.basis.m[static_cast<std::size_t>(k)], 1, seed + static_cast<unsigned>(k)).col(0));
+}
+
 TEST_CASE("Hilbert variances from the product form equal those of the features", "[hilbert]") {
   // hilbert_quadratic_diag(): diag(Phi S Phi') by groups of the last input,
   // on a grid of 9 values per input, with rows outside the box (0), an S
   // with cross-covariances between every pair of sines, and the groups
   // split over threads (the same values).
-  for (Index d : {2, 3}) {
-    CAPTURE(d);
+  for (Index d : {2, 3})
+  for (bool shifted : {false, true}) {
+    CAPTURE(d, shifted);
     std::vector<Index> m = d == 2 ? std::vector<Index>{7, 5} : std::vector<Index>{4, 3, 5};
     VectorXd log_ls = VectorXd::LinSpaced(d, std::log(0.6), std::log(1.1));
     Component c = hilbert_component(KernelType::matern32, log_ls, 0.4, m, 2.0);
     c.basis.centre(0) = 0.3;
+    if (shifted) shift_sines(c, 71);
     const Index n = 400, M = c.size();
     MatrixXd X = uniform_matrix(n, d, 51 + static_cast<unsigned>(d), -2.0, 2.0);
     for (Index i = 0; i < n; ++i)
@@ -222,11 +232,13 @@ TEST_CASE("Hilbert products through observed pairs in product form equal those o
   // hilbert_tensor_dots(): 2 H(a, :) . F(b, :) at W's entries, in W's order
   // or through a permutation; blocks split over threads give the same values.
   using Sparse = Eigen::SparseMatrix<double, Eigen::RowMajor>;
-  for (Index d : {2, 3}) {
-    CAPTURE(d);
+  for (Index d : {2, 3})
+  for (bool shifted : {false, true}) {
+    CAPTURE(d, shifted);
     std::vector<Index> m = d == 2 ? std::vector<Index>{6, 4} : std::vector<Index>{3, 4, 5};
     VectorXd log_ls = VectorXd::LinSpaced(d, std::log(0.5), std::log(0.9));
     Component c = hilbert_component(KernelType::se, log_ls, 0.2, m, 2.0);
+    if (shifted) shift_sines(c, 73);
     const Index n = 120, R = 30, M = c.size();
     MatrixXd X = uniform_matrix(n, d, 61 + static_cast<unsigned>(d), -2.0, 2.0);
     for (Index i = 0; i < n; ++i) X(i, d - 1) = std::round(X(i, d - 1) * 2.0) / 2.0;  // 9 values
@@ -282,12 +294,14 @@ TEST_CASE("Hilbert Gram from the product form equals the product of the features
   // hilbert_weighted_gram() groups the rows by their last input; rows on a
   // grid of 9 values per input (so few groups), weights of both signs and
   // zero, and rows outside the box (no features).
-  for (Index d : {2, 3}) {
-    CAPTURE(d);
+  for (Index d : {2, 3})
+  for (bool shifted : {false, true}) {
+    CAPTURE(d, shifted);
     std::vector<Index> m = d == 2 ? std::vector<Index>{7, 5} : std::vector<Index>{4, 3, 5};
     VectorXd log_ls = VectorXd::LinSpaced(d, std::log(0.6), std::log(1.1));
     Component c = hilbert_component(KernelType::matern52, log_ls, 0.4, m, 2.0);
     c.basis.centre(0) = 0.3;
+    if (shifted) shift_sines(c, 75);
     const Index n = 300;
     MatrixXd X = uniform_matrix(n, d, 41 + static_cast<unsigned>(d), -2.0, 2.0);
     for (Index i = 0; i < n; ++i)

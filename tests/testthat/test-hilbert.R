@@ -281,8 +281,10 @@ test_that("bad Hilbert input is refused naming the argument", {
                      control = qctl(iterations = 1, fixed = "kernel"))$state$specs[[1]]$hs_m, c(6L, 5L))
   expect_error(gp(a, basis = "hilbert", inducing = 1:3), "'inducing' has no meaning")
   expect_error(gpgam(y ~ gp(f, basis = "hilbert"), data = d, control = qctl()), "'basis' .*numeric inputs")
-  expect_error(gpgam(y ~ ti(a, b, basis = "hilbert"), data = d, control = qctl()), "'basis' .*ti\\(\\)")
-  expect_error(gpgam(y ~ gp(a, basis = "hilbert") + gp(a, b), data = d, control = qctl()), "'basis' .*shares inputs")
+  # beside gp(a), a Hilbert term over (a, b, c) would have to keep s_b, s_c and s_b s_c apart from their
+  # products with s_a, which no centring of its sines along inputs gives
+  expect_error(gpgam(y ~ gp(a, basis = "hilbert") + gp(a, b, c, basis = "hilbert"), data = d, control = qctl()),
+               "'basis' = \"hilbert\" of 'gp\\(a, b, c\\)' beside 'gp\\(a\\)'")
   expect_error(gpgam(y ~ gp(a, basis = "hilbert"), data = d, inference = "ep", control = qctl()),
                "'inference' .*does not support")
 })
@@ -447,4 +449,63 @@ test_that("Hilbert fits are identical for any number of threads (rows and discre
     expect_identical(fitted(fits[[1]]), fitted(fits[[2]]))
     expect_identical(fits[[1]]$objective, fits[[2]]$objective)
   }
+})
+
+test_that("a Hilbert basis centred along inputs: its features, ti(), and a term beside its main effects", {
+  # the features: products over inputs of (sine less its shift) times sqrt(S), against the formulas
+  set.seed(21)
+  X <- cbind(runif(50, -1, 1), runif(50, -1, 1))
+  sp <- hs_spec("matern52", c(0, 0), c(2.5, 3), c(5, 4), c(0.7, 1.1), 1.3)
+  sh <- list(seq(0.01, 0.05, length.out = 5), c(-0.02, 0, 0.03, 0.01))
+  sp$hs_shift <- sh
+  Phi <- scalegp:::.gp_features(list(sp), X, 1e-6)$Phi
+  s1 <- sweep(hs_sines(X[, 1, drop = FALSE], 0, 2.5, 5), 2, sh[[1]])
+  s2 <- sweep(hs_sines(X[, 2, drop = FALSE], 0, 3, 4), 2, sh[[2]])
+  want <- s1[, rep(1:5, 4)] * s2[, rep(1:4, each = 5)]
+  want <- sweep(want, 2, exp(hs_log_spectrum("matern52", c(2.5, 3), c(5, 4), c(0.7, 1.1), 1.3) / 2), "*")
+  expect_equal(max(abs(Phi - want)), 0, tolerance = 1e-14)
+  sp$hs_shift <- sh[1]
+  expect_error(scalegp:::.gp_features(list(sp), X, 1e-6), "shifts are one vector per input")
+
+  set.seed(22)
+  n <- 400
+  d <- data.frame(x = runif(n), z = runif(n))
+  truth <- sin(2 * pi * d$x) + 4 * (d$z - 0.5)^2 + 6 * (d$x - 0.5) * (d$z - 0.5)
+  d$y <- truth + rnorm(n, sd = 0.2)
+  ctl <- qctl(seed = 3)
+  f_ti <- gpgam(y ~ ti(x, basis = "hilbert") + ti(z, basis = "hilbert") + ti(x, z, basis = "hilbert"), data = d,
+                control = ctl)
+  h <- f_ti$terms$gp[[3]]$hilbert
+  expect_identical(h$centred, 1:2)
+  # the pure interaction averages to the same value along x over the data's x at any z (and along z):
+  # its sines are centred over the data along both inputs (the constant is the reported curve's centring)
+  lab <- colnames(predict(f_ti, d[1:2, ], type = "terms"))[3]
+  along <- function(fit, vary, at) {
+    vapply(at, function(a) {
+      nd <- d
+      nd[[setdiff(c("x", "z"), vary)]] <- a
+      mean(predict(fit, nd, type = "terms")[, lab])
+    }, 1)
+  }
+  for (v in c("x", "z")) {
+    m <- along(f_ti, v, c(0.05, 0.3, 0.6, 0.97))
+    expect_lt(max(abs(m - m[1])), 1e-10)
+  }
+  # (the term itself varies with z: at x = 0.9 the true interaction goes from -1.1 to 1.1)
+  expect_gt(abs(diff(predict(f_ti, data.frame(x = 0.9, z = c(0.05, 0.97)), type = "terms")[, lab])), 1)
+  expect_lt(sqrt(mean((fitted(f_ti) - truth)^2)), 0.08)
+  # gp(x) + gp(z) + gp(x, z) is the same model: its two-input term centred along both inputs
+  f_gp <- gpgam(y ~ gp(x, basis = "hilbert") + gp(z, basis = "hilbert") + gp(x, z, basis = "hilbert"), data = d,
+                control = ctl)
+  expect_identical(f_gp$terms$gp[[3]]$hilbert$centred, 1:2)
+  expect_equal(fitted(f_gp), fitted(f_ti), tolerance = 1e-10)
+  # beside gp(x) alone, gp(x, z) keeps z's main effect: its sines are centred along z only
+  f_x <- gpgam(y ~ gp(x, basis = "hilbert") + gp(x, z, basis = "hilbert"), data = d, control = ctl)
+  expect_identical(f_x$terms$gp[[2]]$hilbert$centred, 2L)
+  lab <- colnames(predict(f_x, d[1:2, ], type = "terms"))[2]
+  m <- along(f_x, "z", c(0.05, 0.5, 0.97))
+  expect_lt(max(abs(m - m[1])), 1e-10)
+  expect_lt(sqrt(mean((fitted(f_x) - truth)^2)), 0.08)
+  # a Hilbert main effect beside an inducing-point interaction over its input
+  expect_s3_class(gpgam(y ~ gp(x, basis = "hilbert") + gp(x, z), data = d, control = ctl), "gpgam")
 })

@@ -26,6 +26,10 @@ constexpr double kHilbertPi = 3.14159265358979323846;
 struct HilbertBasis {
   VectorXd centre, L;   // per input: the box's centre and half-width
   std::vector<Index> m;  // per input: the number of sines
+  // per input: none (empty), or one number per sine subtracted from it, the
+  // sine's mean over the data (a pure interaction, mgcv's ti(): the product
+  // of sines centred along each input averages zero along each input)
+  std::vector<VectorXd> shift;
 
   Index dim() const { return static_cast<Index>(m.size()); }
   Index size() const {
@@ -40,10 +44,27 @@ struct HilbertBasis {
     const Index jk = r % m[static_cast<std::size_t>(k)] + 1;
     return kHilbertPi * static_cast<double>(jk) / (2.0 * L(k));
   }
+  // The basis of inputs from..from+count-1 alone (the factors of the product form).
+  HilbertBasis inputs(Index from, Index count) const {
+    HilbertBasis b;
+    b.centre = centre.segment(from, count);
+    b.L = L.segment(from, count);
+    b.m.assign(m.begin() + from, m.begin() + from + count);
+    if (!shift.empty()) b.shift.assign(shift.begin() + from, shift.begin() + from + count);
+    return b;
+  }
   void check() const {
     if (m.empty() || m.size() > 3) throw std::invalid_argument("a Hilbert basis has 1 to 3 inputs");
     if (centre.size() != dim() || L.size() != dim())
       throw std::invalid_argument("a Hilbert basis needs a centre and a half-width per input");
+    if (!shift.empty()) {
+      if (static_cast<Index>(shift.size()) != dim())
+        throw std::invalid_argument("a Hilbert basis's shifts are one vector per input");
+      for (Index k = 0; k < dim(); ++k)
+        if (shift[static_cast<std::size_t>(k)].size() != m[static_cast<std::size_t>(k)] ||
+            !shift[static_cast<std::size_t>(k)].allFinite())
+          throw std::invalid_argument("a Hilbert basis's shift of an input needs one finite number per sine");
+    }
     for (Index k = 0; k < dim(); ++k)
       if (!(L(k) > 0) || m[static_cast<std::size_t>(k)] < 1)
         throw std::invalid_argument("a Hilbert basis needs positive half-widths and at least one sine per input");
@@ -117,8 +138,9 @@ inline MatrixXd hilbert_log_spectrum_hessian(const HilbertBasis& b, const Kernel
   return H;
 }
 
-// Features of rows Xc (one column per input): Phi(i, j) = sine_j(x_i) sd(j),
-// zero for a row outside the box.
+// Features of rows Xc (one column per input): Phi(i, j) = sine_j(x_i) sd(j)
+// (with shifts, each input's sine less its shift), zero for a row outside
+// the box.
 inline void hilbert_features(const HilbertBasis& b, const Eigen::Ref<const MatrixXd>& Xc, const VectorXd& sd,
                              Eigen::Ref<MatrixXd> Phi) {
   const Index d = b.dim(), M = b.size(), n = Xc.rows();
@@ -135,6 +157,7 @@ inline void hilbert_features(const HilbertBasis& b, const Eigen::Ref<const Matri
       s.resize(mk);
       const double scale = 1.0 / std::sqrt(L), a = kHilbertPi * (t + L) / (2.0 * L);
       for (Index j = 0; j < mk; ++j) s(j) = scale * std::sin(static_cast<double>(j + 1) * a);
+      if (!b.shift.empty()) s -= b.shift[static_cast<std::size_t>(k)];
     }
     if (!inside) {
       Phi.row(i).setZero();
@@ -186,13 +209,7 @@ inline bool hilbert_weighted_gram(const HilbertBasis& b, const MatrixXd& Xc, con
   const std::size_t U = order.empty() ? 0 : start.size() - 1;
   if (8 * U > static_cast<std::size_t>(n)) return false;
   // the bases of the other inputs and of the last one alone (unit prior sds)
-  HilbertBasis b1, bd;
-  b1.centre = b.centre.head(d - 1);
-  b1.L = b.L.head(d - 1);
-  b1.m.assign(b.m.begin(), b.m.end() - 1);
-  bd.centre = b.centre.tail(1);
-  bd.L = b.L.tail(1);
-  bd.m = {md};
+  const HilbertBasis b1 = b.inputs(0, d - 1), bd = b.inputs(d - 1, 1);
   const VectorXd ones = VectorXd::Ones(M1), ones_d = VectorXd::Ones(md);
   MatrixXd Gu = MatrixXd::Zero(M, M);
   MatrixXd s(1, md);
@@ -251,13 +268,7 @@ bool hilbert_quadratic_diag(const HilbertBasis& b, const MatrixXd& Xc, const Vec
   const double Md = static_cast<double>(M), M1d = static_cast<double>(M1);
   if (static_cast<double>(U) * Md * Md + static_cast<double>(n) * M1d * M1d > 0.25 * static_cast<double>(n) * Md * Md)
     return false;
-  HilbertBasis b1, bd;
-  b1.centre = b.centre.head(d - 1);
-  b1.L = b.L.head(d - 1);
-  b1.m.assign(b.m.begin(), b.m.end() - 1);
-  bd.centre = b.centre.tail(1);
-  bd.L = b.L.tail(1);
-  bd.m = {md};
+  const HilbertBasis b1 = b.inputs(0, d - 1), bd = b.inputs(d - 1, 1);
   // every group's A_u by one product (serial): column p + md q of B is
   // block (p, q) of St, column u of W is s(u) kron s(u)
   MatrixXd B(M1 * M1, md * md), W(md * md, static_cast<Index>(U)), s(1, md);
@@ -312,13 +323,7 @@ inline bool hilbert_tensor(const HilbertBasis& b, const MatrixXd& Xc, const Vect
   const Index d = b.dim(), n = Xc.rows(), M = b.size();
   if (d < 2 || Xc.cols() != d || sd.size() != M || (scale.size() != 0 && scale.size() != n)) return false;
   const Index md = b.m[static_cast<std::size_t>(d - 1)], M1 = M / md;
-  HilbertBasis b1, bd;
-  b1.centre = b.centre.head(d - 1);
-  b1.L = b.L.head(d - 1);
-  b1.m.assign(b.m.begin(), b.m.end() - 1);
-  bd.centre = b.centre.tail(1);
-  bd.L = b.L.tail(1);
-  bd.m = {md};
+  const HilbertBasis b1 = b.inputs(0, d - 1), bd = b.inputs(d - 1, 1);
   std::vector<double> u;
   for (Index i = 0; i < n; ++i)
     if (!std::isnan(Xc(i, d - 1))) u.push_back(Xc(i, d - 1));  // (NaN rows: no features, value 0 below)
