@@ -509,3 +509,35 @@ test_that("a Hilbert basis centred along inputs: its features, ti(), and a term 
   # a Hilbert main effect beside an inducing-point interaction over its input
   expect_s3_class(gpgam(y ~ gp(x, basis = "hilbert") + gp(x, z), data = d, control = ctl), "gpgam")
 })
+
+test_that("Hilbert fits with their sums formed on a 2-worker PSOCK cluster equal the fit in one process", {
+  set.seed(12)
+  n <- 1500
+  d <- data.frame(x1 = round(runif(n), 1), x2 = runif(n), x3 = runif(n), z = rnorm(n), wt = runif(n, 0.5, 2),
+                  off = rnorm(n, sd = 0.1))
+  d$y <- sin(2 * pi * d$x1) + d$x2^2 + cos(3 * d$x2 * d$x3) + 0.3 * d$z + d$off + rnorm(n, sd = 0.3)
+  d$b <- as.numeric(d$y > 1)
+  old <- Sys.getenv("R_TESTS")
+  Sys.setenv(R_TESTS = "")
+  cl <- parallel::makeCluster(2)
+  Sys.setenv(R_TESTS = old)
+  on.exit(parallel::stopCluster(cl))
+  ctl <- qctl(seed = 3, bins = 200, discrete = TRUE)
+  ctl2 <- qctl(seed = 3, bins = 200, cluster = cl)
+  # Gaussian (the fixed design's statistics from the shards), with weights and an offset; binomial (each
+  # pass over the rows on the workers); ti() (sines centred along its inputs)
+  models <- list(list(y ~ gp(x1, basis = "hilbert") + gp(x2, x3, basis = "hilbert") + z + offset(off), gaussian()),
+                 list(b ~ gp(x1, basis = "hilbert") + gp(x2, x3, basis = "hilbert") + z, binomial()),
+                 list(y ~ ti(x2, basis = "hilbert") + ti(x3, basis = "hilbert") + ti(x2, x3, basis = "hilbert"), gaussian()))
+  for (m in models) {
+    w <- if (m[[2]]$family == "gaussian") d$wt else NULL
+    f1 <- gpgam(m[[1]], data = d, family = m[[2]], weights = w, control = ctl)
+    f2 <- gpgam(m[[1]], data = d, family = m[[2]], weights = w, control = ctl2)
+    expect_true(f1$converged && f1$discrete && f2$discrete)
+    expect_equal(f2$control$distributed, 2L)
+    expect_identical(f2$elbo, f1$elbo)
+    expect_identical(f2$state$m, f1$state$m)
+    # (at the rows' inputs: interpolated from the rounded values' grid in one process, evaluated there on a cluster)
+    expect_equal(fitted(f2), fitted(f1), tolerance = 1e-7)
+  }
+})
