@@ -225,7 +225,7 @@ test_that("plot()'s partial residuals and anova() work with an offset() of a tra
   dev.off()
   tt <- predict(fit, d, type = "terms")
   expect_close(pp[[1]]$p.resid, tt[, "gp(x)"] + residuals(fit, type = "working"), 1e-10)
-  expect_identical(anova(fit)$term, c("gp(x)", "z"))
+  expect_identical(anova(fit)$term, c("z", "gp(x)"))  # (parametric first, as anova.gam())
 })
 
 test_that("update() refits with a changed formula", {
