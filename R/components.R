@@ -94,7 +94,8 @@ gp_one <- function(spec, mf, others, n_terms, ysc, control, col, by) {
     warning(warningCondition(sprintf("%s has only %d distinct input %s; its curve cannot be estimated well",
                                      spec$label, nu, if (d == 1) "values" else "rows"),
                              values = nu, class = "scalegp_few_values"))
-  if (identical(spec$basis, "hilbert")) return(hilbert_one(spec, Xg, Xs, st, sc, ysc, control, col, by, n_terms, others))
+  if (identical(spec$basis, "hilbert"))
+    return(hilbert_one(spec, Xg, Xs, st, sc, ysc, control, col, by, n_terms, others, centre))
   Z <- inducing_init(Xg, Xs, spec, sc, control)
   ls0 <- if (!is.null(spec$lengthscale)) log(spec$lengthscale / sc$scale[seq_along(spec$lengthscale)])
          else log(if (centre) 1 else sqrt(d))
@@ -206,6 +207,17 @@ hilbert_centred_inputs <- function(vars, others, pure = FALSE) {
   got <- stats::setNames(got$coefs, got$masks)
   if (length(want) != length(got) || !all(names(want) %in% names(got)) || any(got[names(want)] != want)) return(NULL)
   C
+}
+
+# Why a Hilbert term `label` over `vars` cannot sit beside the `others`
+# (specs) within its inputs, and what to do (see hilbert_centred_inputs()).
+hilbert_overlap_message <- function(label, vars, others) {
+  within <- Filter(function(o) is.null(o$by) && all(o$vars %in% vars) && length(o$vars) < length(vars), others)
+  paste0("= \"hilbert\" of '", label, "' beside ", paste0("'", vapply(within, `[[`, "", "label"), "'", collapse = ", "),
+         ": a Hilbert term's interactions are products of sines centred along some of its inputs, which cannot ",
+         "remove exactly what those terms model (they can when the other terms within it are over all but one of ",
+         "its inputs, as in gp(x1) + gp(x2) + gp(x1, x2), or for ti()); use basis = \"inducing\" for '", label,
+         "', or add the terms over all but one of its inputs")
 }
 
 # The means over the rows x (standardised scale) of the sines of one input
@@ -357,7 +369,7 @@ hilbert_l_min <- function(kernel, L, m) 2 * L * hilbert_constants(kernel)$q / (p
 # lengthscales down to l.
 hilbert_sines_for <- function(kernel, L, l) 2 * L * hilbert_constants(kernel)$q / (pi * l)
 
-hilbert_one <- function(spec, Xg, Xs, st, sc, ysc, control, col, by, n_terms, others = list()) {
+hilbert_one <- function(spec, Xg, Xs, st, sc, ysc, control, col, by, n_terms, others = list(), centre = FALSE) {
   d <- ncol(Xs)
   lo <- apply(Xs, 2, min)
   hi <- apply(Xs, 2, max)
@@ -377,9 +389,11 @@ hilbert_one <- function(spec, Xg, Xs, st, sc, ysc, control, col, by, n_terms, ot
   comp <- list(kind = "hilbert", cols = col + seq_len(d) - 1L, kernel = spec$kernel, log_var = log(var0),
                log_ls = ls0, hs_centre = unname((lo + hi) / 2), hs_L = unname(L), hs_m = m,
                log_ls_min = unname(log_min), learn_kernel = !("kernel" %in% control$fixed))
-  # (inputs along which the sines are centred: a pure interaction, or a term beside others over its other inputs)
-  hs_centred <- hilbert_centred_inputs(spec$vars, lapply(Filter(function(o) is.null(o$by), others), `[[`, "vars"),
-                                       isTRUE(spec$pure))
+  # (inputs along which the sines are centred, where the inducing basis would centre its kernel (`centre`, as
+  # gp_one()): a pure interaction, or a term beside others over its other inputs)
+  hs_centred <- if (centre) hilbert_centred_inputs(spec$vars, lapply(Filter(function(o) is.null(o$by), others), `[[`, "vars"),
+                                                   isTRUE(spec$pure)) else integer()
+  if (is.null(hs_centred)) stop_arg("basis", hilbert_overlap_message(spec$label, spec$vars, others))
   if (length(hs_centred)) comp$hs_shift <- hilbert_shifts(Xs, comp, hs_centred)
   if (!is.null(by)) comp$by_col <- col + d
   rng <- st[c("min", "max"), , drop = FALSE]

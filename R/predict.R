@@ -417,8 +417,9 @@ predict_lpmatrix <- function(object, nd, exclude = NULL) {
 }
 
 # A Hilbert term (gp(basis = "hilbert")) represents its function on a box
-# around the data only: its prior variance falls to zero at the box's walls
-# and its basis is zero beyond them (the centred term is then its level).
+# around the data only: its sines vanish at the box's walls and beyond them
+# (the centred term is then its level; along an input whose sines are
+# centred, g$hilbert$centred, the term goes on as it is at the wall).
 # Warns, naming the term and input, when rows of the internal design X lie
 # beyond the data's range by more than half the margin to the wall,
 # |x - centre| > S + (L - S) / 2 (notes 8.1).
@@ -428,17 +429,21 @@ hilbert_range_warning <- function(object, X, ok) {
     s <- object$state$specs[[i]]
     if (!identical(g$type, "hilbert")) next
     S <- g$hilbert$S
+    # (a term with `by`: the rows where it is not zero, e.g. its level's rows)
+    rows <- ok & (if (is.null(s$by_col)) TRUE else !is.na(X[, s$by_col + 1L]) & X[, s$by_col + 1L] != 0)
     for (k in seq_along(s$cols)) {
-      t <- abs(X[ok, s$cols[k] + 1L] - s$hs_centre[k])
+      t <- abs(X[rows, s$cols[k] + 1L] - s$hs_centre[k])
       far <- t > S[k] + (s$hs_L[k] - S[k]) / 2
       if (!any(far)) next
       walls <- vapply(g$scaling$center[k] + (s$hs_centre[k] + c(-1, 1) * s$hs_L[k]) * g$scaling$scale[k], format, "",
                       digits = 4)
+      what <- if (k %in% g$hilbert$centred)
+        "towards the walls the term's variation along it fades, and beyond them the term stays as it is at the wall"
+      else paste0("towards the walls the prior variance of the term falls to zero, and beyond them the term is its ",
+                  "level alone (minus its mean over the data, as centred)")
       warning(sprintf(paste0("%s: %d row(s) of newdata lie beyond the range of '%s' in the data by more than half ",
-                             "the way to its Hilbert basis's walls at %s and %s (%d beyond the walls): towards the ",
-                             "walls the prior variance of the term falls to zero, and beyond them the term is its ",
-                             "level alone (minus its mean over the data, as centred)"),
-                      g$spec$label, sum(far), g$spec$vars[k], walls[1], walls[2], sum(t > s$hs_L[k])),
+                             "the way to its Hilbert basis's walls at %s and %s (%d beyond the walls): %s"),
+                      g$spec$label, sum(far), g$spec$vars[k], walls[1], walls[2], sum(t > s$hs_L[k]), what),
               call. = FALSE)
     }
   }

@@ -100,7 +100,9 @@
 #' centred along those inputs: each 1-D sine less its mean over the data, so
 #' that the term averages to zero along each such input over the data's
 #' values (the inducing basis conditions its kernel instead, on 40
-#' quantiles).  Other overlaps, such as `gp(x1)` beside `gp(x1, x2, x3)`,
+#' quantiles); beyond the box's walls along such an input the term stays as
+#' it is at the wall.  As for the inducing basis, a term with `by` or
+#' `centre = FALSE` is not centred (unless it is a `ti()`).  Other overlaps, such as `gp(x1)` beside `gp(x1, x2, x3)`,
 #' are refused: no centring of products of sines removes exactly what the
 #' smaller term models there.  Not supported yet: other engines; the prior
 #' of a term without such overlaps is not centred (its reported curve is,
@@ -114,7 +116,9 @@
 #' the hyperparameters and the noise, each costing \eqn{O(M^3)} in the total
 #' number of basis functions \eqn{M} and no pass over the data.  Other
 #' families pass over the data at each inner step, as with inducing points,
-#' and cost more than the default basis per pass (more basis functions).
+#' and cost more than the default basis per pass (more basis functions):
+#' with a term of two or three inputs such a fit can take many times as long
+#' as with the default basis (see the package's bench/README.md).
 #'
 #' @param ... the input variables (names or expressions such as `log(x)`).
 #' @param kernel `"matern52"` (Matern with smoothness 5/2, the default),
@@ -196,6 +200,8 @@ gp <- function(..., kernel = c("matern52", "se", "matern32"), k = NULL, ard = TR
   if (!is.null(k)) {
     if (basis == "hilbert" && d > 1 && length(k) == d) {  # (sines per input, as te()'s k)
       for (kk in k) check_count(kk, "k")
+    } else if (basis == "hilbert" && d > 1 && length(k) > 1) {
+      stop_arg("k", "of a Hilbert term must be one number or one per input (", d, "), not ", length(k))
     } else check_count(k, "k")
     if (any(k < 2)) stop_arg("k", "must be at least 2 (one inducing point cannot represent a curve)")
   }
@@ -284,8 +290,8 @@ mgcv_term <- function(e, env) {
     if (is.numeric(k) && length(k) > 1 && length(k) != d)
       stop_arg("k", "of ", fun, "() must be one number or one per input (", d, "), not ", length(k))
     if (is.numeric(k) && any(!is.na(k) & k < 2))
-      stop_arg("k", "of ", fun, "() must be at least 2 per input (", fun, "(..., k = ", paste(k, collapse = ", "),
-               ") has a margin of one value, which cannot represent a curve)")
+      stop_arg("k", "of ", fun, "() must be at least 2 per input (", fun, "(..., k = ", deparse1(k),
+               ") has a margin with fewer than 2, which cannot represent a curve)")
     if (is.numeric(k) && !hs && d > 1) args$k <- prod(if (length(k) == 1) rep(k, d) else k)
   }
   spec <- eval(as.call(c(list(gp), args)), env)
@@ -323,21 +329,15 @@ check_term_overlap <- function(specs) {
                paste0("'", intersect(a, b), "'", collapse = ", "), " without one containing the other; ",
                "an input may appear in a main effect and in interactions that contain it")
   }
-  # a Hilbert term within whose inputs other terms lie: its sines centred along some inputs must
-  # remove exactly what those terms model (hilbert_centred_inputs())
+  # a Hilbert term (without `by`, not centre = FALSE) within whose inputs other terms lie: its sines
+  # centred along some inputs must remove exactly what those terms model (hilbert_centred_inputs(); a
+  # term with `by` and centre = TRUE is checked when its component is made, hilbert_one())
   plain <- Filter(function(s) is.null(s$by), specs)
   for (i in seq_along(plain)) {
     s <- plain[[i]]
-    if (!identical(s$basis, "hilbert")) next
-    others <- lapply(plain[-i], `[[`, "vars")
-    if (is.null(hilbert_centred_inputs(s$vars, others, isTRUE(s$pure)))) {
-      within <- vapply(plain[-i], function(o) all(o$vars %in% s$vars), TRUE)
-      stop_arg("basis", "= \"hilbert\" of '", s$label, "' beside ",
-               paste0("'", vapply(plain[-i][within], `[[`, "", "label"), "'", collapse = ", "),
-               ": a Hilbert term's interactions are products of sines centred along some of its inputs, which ",
-               "cannot remove exactly what those terms model (it can beside the terms over all but one of its ",
-               "inputs, as gp(x1) + gp(x2) + gp(x1, x2), or as ti()); use basis = \"inducing\" for '", s$label, "'")
-    }
+    if (!identical(s$basis, "hilbert") || (isFALSE(s$centre) && !isTRUE(s$pure))) next
+    if (is.null(hilbert_centred_inputs(s$vars, lapply(plain[-i], `[[`, "vars"), isTRUE(s$pure))))
+      stop_arg("basis", hilbert_overlap_message(s$label, s$vars, plain[-i]))
   }
 }
 

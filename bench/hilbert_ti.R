@@ -19,13 +19,18 @@ for (seed in seq_len(draws)) {
   d$y <- truth + rnorm(n, sd = 0.2)
   tr <- 6 * (d$x - mean(d$x)) * (d$z - mean(d$z))
   tr <- tr - mean(tr)
-  row <- function(method, t, fitted, p)
+  row <- function(method, t, fitted, p, basis = "")
     data.frame(seed, method, seconds = t, rmse = sqrt(mean((fitted - truth)^2)),
-               term_rmse = sqrt(mean((p$fit[, 3] - tr)^2)), term_coverage = mean(abs(p$fit[, 3] - tr) < 1.96 * p$se.fit[, 3]))
+               term_rmse = sqrt(mean((p$fit[, 3] - tr)^2)), term_coverage = mean(abs(p$fit[, 3] - tr) < 1.96 * p$se.fit[, 3]),
+               basis = basis)
   for (b in c("hilbert", "inducing")) {
     f <- as.formula(sprintf('y ~ ti(x, basis = "%s") + ti(z, basis = "%s") + ti(x, z, basis = "%s")', b, b, b))
     t <- system.time(fit <- gpgam(f, data = d, control = gp_control(seed = 3, verbose = FALSE)))[["elapsed"]]
-    res <- rbind(res, row(paste("gpgam", b), t, fitted(fit), predict(fit, d, type = "terms", se.fit = TRUE)))
+    h <- fit$terms$gp[[3]]$hilbert
+    res <- rbind(res, row(paste("gpgam", b), t, fitted(fit), predict(fit, d, type = "terms", se.fit = TRUE),
+                          if (b == "hilbert") sprintf("%d refit(s), %s sines, box %s half-ranges", fit$hilbert_refits,
+                                                      paste(h$m, collapse = " x "), paste(round(h$c, 2), collapse = " x "))
+                          else ""))
   }
   t <- system.time(g <- gam(y ~ ti(x) + ti(z) + ti(x, z), data = d, method = "REML"))[["elapsed"]]
   res <- rbind(res, row("gam REML", t, fitted(g), predict(g, d, type = "terms", se.fit = TRUE)))
@@ -40,5 +45,8 @@ md <- c("# ti(x, z) with the Hilbert basis against the inducing basis and mgcv",
         "|---|---|---|---|---|---|",
         sprintf("| %s | %.3f | %.4f | %.4f | %.3f | %.3f |", agg$method, agg$seconds, agg$rmse, agg$term_rmse,
                 agg$term_coverage, agg$worst_coverage))
+hs <- res[res$method == "gpgam hilbert", ]
+md <- c(md, "", "The Hilbert ti(x, z) of each draw after its refits:", "",
+        sprintf("- draw %d: %s", hs$seed, hs$basis))
 writeLines(md, file.path("bench", "results", "hilbert_ti.md"))
 writeLines(md)

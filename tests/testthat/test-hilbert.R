@@ -277,6 +277,7 @@ test_that("bad Hilbert input is refused naming the argument", {
   expect_error(gp(a, basis = "fourier"), "'basis' must be one of")
   expect_error(gp(a, b, basis = "hilbert", k = c(10, 1)), "'k' must be at least 2")
   expect_error(gp(a, basis = "hilbert", k = c(10, 12)), "'k'")
+  expect_error(gp(a, b, basis = "hilbert", k = c(10, 15, 3)), "'k' of a Hilbert term must be one number or one per input \\(2\\), not 3")
   expect_equal(gpgam(y ~ te(a, b, k = c(6, 5), basis = "hilbert"), data = d,
                      control = qctl(iterations = 1, fixed = "kernel"))$state$specs[[1]]$hs_m, c(6L, 5L))
   expect_error(gp(a, basis = "hilbert", inducing = 1:3), "'inducing' has no meaning")
@@ -298,6 +299,12 @@ test_that("a Hilbert term with a numeric or factor `by` fits", {
                data = d, control = qctl())
   truth <- sin(4 * d$x) * d$z + ifelse(d$g == "1", cos(3 * d$x), -cos(3 * d$x))
   expect_lt(sqrt(mean((fitted(fit) - truth)^2)), 0.12)
+  # far beyond the data: a warning per term that is not zero on the rows (not for the other level's curve)
+  w <- character()
+  withCallingHandlers(predict(fit, data.frame(x = 3, z = 1, g = "1")),
+                      warning = function(e) { w <<- c(w, conditionMessage(e)); invokeRestart("muffleWarning") })
+  expect_length(w, 2)
+  expect_match(w, "^gp\\(x\\):z: |^gp\\(x\\):g1: ")
 })
 
 test_that("a Hilbert term has the hyperparameter priors of the default basis's model, whatever its size", {
@@ -464,6 +471,14 @@ test_that("a Hilbert basis centred along inputs: its features, ti(), and a term 
   want <- s1[, rep(1:5, 4)] * s2[, rep(1:4, each = 5)]
   want <- sweep(want, 2, exp(hs_log_spectrum("matern52", c(2.5, 3), c(5, 4), c(0.7, 1.1), 1.3) / 2), "*")
   expect_equal(max(abs(Phi - want)), 0, tolerance = 1e-14)
+  # beyond a wall the sines vanish, so a shifted input's table is minus its shift there: the features go on
+  # at their values at the wall (no jump); a row with a NaN input has none
+  Xw <- rbind(c(2.5 - 1e-9, 0.3), c(2.5, 0.3), c(4, 0.3), c(NA, 0.3))
+  Pw <- scalegp:::.gp_features(list(sp), Xw, 1e-6)$Phi
+  expect_lt(max(abs(Pw[1, ] - Pw[3, ])), 1e-7)
+  expect_lt(max(abs(Pw[2, ] - Pw[3, ])), 1e-14)  # (the sines at the wall: sin(j pi), 0 to rounding)
+  expect_gt(max(abs(Pw[3, ])), 1e-3)
+  expect_identical(Pw[4, ], rep(0, ncol(Pw)))
   sp$hs_shift <- sh[1]
   expect_error(scalegp:::.gp_features(list(sp), X, 1e-6), "shifts are one vector per input")
 
@@ -477,6 +492,7 @@ test_that("a Hilbert basis centred along inputs: its features, ti(), and a term 
                 control = ctl)
   h <- f_ti$terms$gp[[3]]$hilbert
   expect_identical(h$centred, 1:2)
+  expect_gt(f_ti$hilbert_refits, 0)  # (the shifts below are those of the refit's box and sines)
   # the pure interaction averages to the same value along x over the data's x at any z (and along z):
   # its sines are centred over the data along both inputs (the constant is the reported curve's centring)
   lab <- colnames(predict(f_ti, d[1:2, ], type = "terms"))[3]
@@ -508,6 +524,24 @@ test_that("a Hilbert basis centred along inputs: its features, ti(), and a term 
   expect_lt(sqrt(mean((fitted(f_x) - truth)^2)), 0.08)
   # a Hilbert main effect beside an inducing-point interaction over its input
   expect_s3_class(gpgam(y ~ gp(x, basis = "hilbert") + gp(x, z), data = d, control = ctl), "gpgam")
+
+  # centred where the inducing basis centres its kernel: not a term with `by` (unless centre = TRUE) nor
+  # one with centre = FALSE; three inputs beside the terms over all but one; overlaps no centring expresses
+  d$f <- gl(2, n / 2)
+  d$w <- runif(n)
+  ctl1 <- qctl(seed = 3, iterations = 2)
+  centred_of <- function(fit) lapply(fit$terms$gp, function(g) g$hilbert$centred)
+  expect_identical(centred_of(gpgam(y ~ gp(x) + gp(x, z, by = f, basis = "hilbert"), data = d, control = ctl1))[2:3],
+                   list(integer(), integer()))
+  expect_identical(centred_of(gpgam(y ~ gp(x) + gp(x, z, basis = "hilbert", centre = FALSE), data = d,
+                                    control = ctl1))[[2]], integer())
+  # (its lengthscales after 2 iterations ask for more sines than a refit gives: a warning, not tested here)
+  expect_identical(centred_of(suppressWarnings(gpgam(y ~ gp(x) + gp(x, z) + gp(x, z, w, basis = "hilbert"), data = d,
+                                                     control = ctl1)))[[3]], 3L)
+  expect_error(gpgam(y ~ gp(x, z) + gp(w) + gp(x, z, w, basis = "hilbert"), data = d, control = ctl1),
+               "'basis' = \"hilbert\" of 'gp\\(x, z, w\\)' beside 'gp\\(x, z\\)', 'gp\\(w\\)'")
+  expect_error(gpgam(y ~ gp(x) + gp(x, z, w, by = f, centre = TRUE, basis = "hilbert"), data = d, control = ctl1),
+               "'basis' = \"hilbert\" of 'gp\\(x, z, w\\):f1' beside 'gp\\(x\\)'")
 })
 
 test_that("Hilbert fits with their sums formed on a 2-worker PSOCK cluster equal the fit in one process", {

@@ -26,9 +26,12 @@ constexpr double kHilbertPi = 3.14159265358979323846;
 struct HilbertBasis {
   VectorXd centre, L;   // per input: the box's centre and half-width
   std::vector<Index> m;  // per input: the number of sines
-  // per input: none (empty), or one number per sine subtracted from it, the
-  // sine's mean over the data (a pure interaction, mgcv's ti(): the product
-  // of sines centred along each input averages zero along each input)
+  // per input: none (empty), or one number per sine subtracted from it (R:
+  // the sine's mean over the data along the inputs a term is centred on,
+  // e.g. all of them for mgcv's ti(); 0 along the others), so that the
+  // product averages zero along those inputs.  Beyond the walls the sines
+  // are 0, so a shifted input's table is minus its shift there: the term
+  // goes on at its value at the wall instead of jumping to 0.
   std::vector<VectorXd> shift;
 
   Index dim() const { return static_cast<Index>(m.size()); }
@@ -52,6 +55,13 @@ struct HilbertBasis {
     b.m.assign(m.begin() + from, m.begin() + from + count);
     if (!shift.empty()) b.shift.assign(shift.begin() + from, shift.begin() + from + count);
     return b;
+  }
+  // Whether the features of a row with value x of input k are all 0: x is
+  // NaN, or beyond the walls of an input without a (nonzero) shift.
+  bool vanishes(Index k, double x) const {
+    if (std::isnan(x)) return true;
+    if (std::abs(x - centre(k)) <= L(k)) return false;
+    return shift.empty() || shift[static_cast<std::size_t>(k)].cwiseAbs().maxCoeff() == 0.0;
   }
   void check() const {
     if (m.empty() || m.size() > 3) throw std::invalid_argument("a Hilbert basis has 1 to 3 inputs");
@@ -139,8 +149,8 @@ inline MatrixXd hilbert_log_spectrum_hessian(const HilbertBasis& b, const Kernel
 }
 
 // Features of rows Xc (one column per input): Phi(i, j) = sine_j(x_i) sd(j)
-// (with shifts, each input's sine less its shift), zero for a row outside
-// the box.
+// (with shifts, each input's sine less its shift), the sines 0 beyond the
+// walls; zero for a row with a NaN input.
 inline void hilbert_features(const HilbertBasis& b, const Eigen::Ref<const MatrixXd>& Xc, const VectorXd& sd,
                              Eigen::Ref<MatrixXd> Phi) {
   const Index d = b.dim(), M = b.size(), n = Xc.rows();
@@ -148,18 +158,22 @@ inline void hilbert_features(const HilbertBasis& b, const Eigen::Ref<const Matri
   std::vector<VectorXd> tab(static_cast<std::size_t>(d));
   std::vector<Index> jk(static_cast<std::size_t>(d));
   for (Index i = 0; i < n; ++i) {
-    bool inside = true;
+    bool zero = false;
     for (Index k = 0; k < d; ++k) {
       const double t = Xc(i, k) - b.centre(k), L = b.L(k);
-      if (!(std::abs(t) <= L)) inside = false;  // (NaN: outside)
+      if (std::isnan(t)) zero = true;
       const Index mk = b.m[static_cast<std::size_t>(k)];
       VectorXd& s = tab[static_cast<std::size_t>(k)];
       s.resize(mk);
-      const double scale = 1.0 / std::sqrt(L), a = kHilbertPi * (t + L) / (2.0 * L);
-      for (Index j = 0; j < mk; ++j) s(j) = scale * std::sin(static_cast<double>(j + 1) * a);
+      if (std::abs(t) <= L) {
+        const double scale = 1.0 / std::sqrt(L), a = kHilbertPi * (t + L) / (2.0 * L);
+        for (Index j = 0; j < mk; ++j) s(j) = scale * std::sin(static_cast<double>(j + 1) * a);
+      } else {
+        s.setZero();
+      }
       if (!b.shift.empty()) s -= b.shift[static_cast<std::size_t>(k)];
     }
-    if (!inside) {
+    if (zero) {
       Phi.row(i).setZero();
       continue;
     }
@@ -184,8 +198,8 @@ inline void hilbert_features(const HilbertBasis& b, const Eigen::Ref<const Matri
 // belongs to sines a and b of the last input):
 //   Phi' diag(w) Phi = diag(sd) [sum_u (s(u) s(u)') kron (Phi1_u' diag(w_u) Phi1_u)] diag(sd),
 // which costs O(rows M1^2 + groups M^2 / 2) against O(rows M^2 / 2) for the
-// features' product (M1 = M / m_d).  Rows outside the box have no features
-// and are skipped.  Serial, so the same for any thread count.  Returns false
+// features' product (M1 = M / m_d).  Rows whose features vanish
+// (HilbertBasis::vanishes()) are skipped.  Serial, so the same for any thread count.  Returns false
 // (G untouched) for a term of one input, or when there are more than
 // rows / 8 groups (the features' product, in parallel, is then as quick).
 inline bool hilbert_weighted_gram(const HilbertBasis& b, const MatrixXd& Xc, const VectorXd& w, const VectorXd& sd,
@@ -197,9 +211,9 @@ inline bool hilbert_weighted_gram(const HilbertBasis& b, const MatrixXd& Xc, con
   std::vector<Index> order;
   order.reserve(static_cast<std::size_t>(n));
   for (Index i = 0; i < n; ++i) {
-    bool inside = w(i) != 0;
-    for (Index k = 0; k < d && inside; ++k) inside = std::abs(Xc(i, k) - b.centre(k)) <= b.L(k);  // (NaN: outside)
-    if (inside) order.push_back(i);
+    bool kept = w(i) != 0;
+    for (Index k = 0; k < d && kept; ++k) kept = !b.vanishes(k, Xc(i, k));
+    if (kept) order.push_back(i);
   }
   std::stable_sort(order.begin(), order.end(), [&](Index i, Index j) { return Xc(i, d - 1) < Xc(j, d - 1); });
   std::vector<std::size_t> start{0};
@@ -240,8 +254,8 @@ inline bool hilbert_weighted_gram(const HilbertBasis& b, const MatrixXd& Xc, con
 // St = diag(sd) S diag(sd) belongs to sines p and q of the last input),
 //   v(i) = p_i' A_u p_i,   A_u = sum_{p,q} s_p(u) s_q(u) St_pq   (M1 x M1),
 // p_i the sines of the other inputs at row i: O(groups M^2 + rows M1^2)
-// against O(rows M^2 / 2) for the features' product.  Rows outside the box
-// get 0.  Each row's value is computed alike however the rows are split (by
+// against O(rows M^2 / 2) for the features' product.  Rows whose features
+// vanish (HilbertBasis::vanishes()) get 0.  Each row's value is computed alike however the rows are split (by
 // groups, in parallel through `for_groups(U, body)`, body(g0, g1) the groups
 // g0..g1-1).  Returns false (v untouched) for a term of one input, or when
 // the groups' cost is over half of the product's.
@@ -255,9 +269,9 @@ bool hilbert_quadratic_diag(const HilbertBasis& b, const MatrixXd& Xc, const Vec
   std::vector<Index> order;
   order.reserve(static_cast<std::size_t>(n));
   for (Index i = 0; i < n; ++i) {
-    bool inside = true;
-    for (Index k = 0; k < d && inside; ++k) inside = std::abs(Xc(i, k) - b.centre(k)) <= b.L(k);  // (NaN: outside)
-    if (inside) order.push_back(i);
+    bool kept = true;
+    for (Index k = 0; k < d && kept; ++k) kept = !b.vanishes(k, Xc(i, k));
+    if (kept) order.push_back(i);
   }
   std::stable_sort(order.begin(), order.end(), [&](Index i, Index j) { return Xc(i, d - 1) < Xc(j, d - 1); });
   std::vector<std::size_t> start{0};
