@@ -296,16 +296,20 @@ engine_collect.engine_vi <- function(engine, fit, res) {
   fit$passes <- res$passes  # passes over the data (rows or values) in the fit
   # a Gaussian fit without inducing points (fixed bases: Hilbert, factor and
   # linear terms) has no variational gap: say so where the objective is named
-  if (isTRUE(res$exact_objective))
+  fit$fixed_design <- isTRUE(res$exact_objective)
+  if (fit$fixed_design)
     fit$engine$objective_note <- "here the log marginal likelihood itself: a Gaussian fit on fixed bases, no inducing points"
   fit$control$distributed <- res$distributed
   fit
 }
 
+# (a Gaussian fit on fixed bases, fit$fixed_design: its posterior is the
+# exact Gaussian one on those bases, not a variational approximation)
 engine_label.gpgam_vi <- function(fit) {
-  paste0(fit$engine$label, ", ",
-         if (!is.null(fit$control$options$rank)) sprintf("coupled posterior of rank %d", fit$control$options$rank)
-         else paste(fit$control$options$posterior, "posterior"),
+  paste0(if (isTRUE(fit$fixed_design)) "exact Gaussian posterior on fixed bases"
+         else paste0(fit$engine$label, ", ",
+                     if (!is.null(fit$control$options$rank)) sprintf("coupled posterior of rank %d", fit$control$options$rank)
+                     else paste(fit$control$options$posterior, "posterior")),
          if (isTRUE(fit$discrete))
            if (isTRUE(fit$discrete_bins == 0)) ", passes over distinct covariate values (exact)"
            else sprintf(", discretised covariates (bins = %s)", format(fit$discrete_bins %||% fit$control$options$bins)),

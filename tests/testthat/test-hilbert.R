@@ -523,7 +523,12 @@ test_that("a Hilbert basis centred along inputs: its features, ti(), and a term 
   expect_lt(max(abs(m - m[1])), 1e-10)
   expect_lt(sqrt(mean((fitted(f_x) - truth)^2)), 0.08)
   # a Hilbert main effect beside an inducing-point interaction over its input
-  expect_s3_class(gpgam(y ~ gp(x, basis = "hilbert") + gp(x, z), data = d, control = ctl), "gpgam")
+  f_mix <- gpgam(y ~ gp(x, basis = "hilbert") + gp(x, z), data = d, control = ctl)
+  expect_s3_class(f_mix, "gpgam")
+  # the engine line: an all-Hilbert Gaussian fit has the exact posterior on its bases, not a variational one
+  expect_output(print(f_ti), "(exact Gaussian posterior on fixed bases, passes over distinct covariate values (exact))",
+                fixed = TRUE)
+  expect_output(print(f_mix), "(sparse variational GP, coupled posterior, ", fixed = TRUE)
 
   # centred where the inducing basis centres its kernel: not a term with `by` (unless centre = TRUE) nor
   # one with centre = FALSE; three inputs beside the terms over all but one; overlaps no centring expresses
