@@ -431,7 +431,7 @@ hilbert_shifts <- function(Xs, comp, centred) {
 # for Matern 5/2): doubling there took a surface of lengthscale 0.46 of the
 # half-range from 22 x 22 sines to 44 x 44; the narrowed box takes it to
 # 29 x 29.  Returns the setup to refit
-# (every component's hyperparameters and the noise warm-started from the
+# (every component's hyperparameters, inducing inputs and the noise warm-started from the
 # engine's result `res`), or NULL when nothing changes; no term grows beyond
 # `max_basis` functions (the final hilbert_check() then warns).
 hilbert_adapt <- function(setup, res, max_basis = hilbert_max_basis) {
@@ -459,10 +459,11 @@ hilbert_adapt <- function(setup, res, max_basis = hilbert_max_basis) {
     setup$terms$gp[[i]]$hilbert <- list(m = as.integer(m), c = cc, S = h$S, L = L, l_min = l_min, centred = h$centred)
   }
   if (!changed) return(NULL)
-  # warm start: the fitted hyperparameters (within the new bounds)
+  # warm start: the fitted hyperparameters (within the new bounds) and inducing inputs
   for (i in seq_along(comps)) {
     f <- res$specs[[i]]
     if (!is.null(f$log_var)) comps[[i]]$log_var <- f$log_var
+    if (!is.null(f$Z) && !is.null(comps[[i]]$Z) && identical(dim(f$Z), dim(comps[[i]]$Z))) comps[[i]]$Z <- f$Z
     if (!is.null(f$log_ls)) comps[[i]]$log_ls <- if (is.null(comps[[i]]$log_ls_min)) f$log_ls
                                                  else pmax(f$log_ls, comps[[i]]$log_ls_min + log(1.1))
   }

@@ -82,7 +82,7 @@
 #' box (\eqn{c} below the rule's value at that lengthscale) widens the box to
 #' the rule's value at 1.25 times the lengthscale (at most 8 half-ranges),
 #' with more sines only where half the fitted lengthscale needs them, and the model is refitted
-#' from the fitted hyperparameters (at most 4 times, up to 2000 basis
+#' from the fitted hyperparameters and inducing inputs (at most 4 times, up to 2000 basis
 #' functions per term; `fit$hilbert_refits` counts them, a verbose fit
 #' prints a line before each saying what changes, and the iterations,
 #' evaluations and times a fit reports cover all of them); a warning names the
