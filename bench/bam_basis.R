@@ -12,17 +12,14 @@ suppressMessages({library(scalegp); library(mgcv)})
 args <- commandArgs(TRUE)
 sizes <- if (length(args) >= 1) as.numeric(strsplit(args[1], ",")[[1]]) else 1e5
 families <- if (length(args) >= 2) strsplit(args[2], ",")[[1]] else c("gaussian", "binomial")
-source(file.path("bench", "gam_design.R"))  # ftrue(), gen(), score()
+source(file.path("bench", "gam_design.R"))  # ftrue(), gen(), score_fit()
 set.seed(2026)
 fbar <- mean(ftrue(gen(1e6, "gaussian", 0)))
 invisible(bam(y ~ s(x1), data = gen(2000, "gaussian", 0), discrete = TRUE))  # (mgcv's first call loads code)
 rows <- NULL
 bam_row <- function(label, f, d, fam, family, n, test) {
   t <- system.time(b <- bam(f, data = d, family = fam, discrete = TRUE, nthreads = 2))[["elapsed"]]
-  p <- predict(b, test, se.fit = TRUE)
-  mu <- p$fit
-  if (family == "binomial") attr(mu, "p") <- plogis(mu)
-  out <- score(label, family, n, t, mu, p$se.fit, sqrt(b$sig2), test)
+  out <- score_fit(label, family, n, t, b, test)
   out$edf <- sum(b$edf)
   out
 }
@@ -33,10 +30,7 @@ for (family in families) for (n in sizes) {
   fam <- if (family == "gaussian") gaussian() else binomial()
   t <- system.time(fit <- gpgam(y ~ gp(x1) + gp(x2) + gp(x3, x4), data = d, family = fam,
                                 control = gp_control(threads = 2, seed = 1, verbose = FALSE)))[["elapsed"]]
-  p <- predict(fit, test, se.fit = TRUE)
-  mu <- p$fit
-  if (family == "binomial") attr(mu, "p") <- predict(fit, test, type = "response")
-  r <- score("gpgam (20, 20, 64 inducing points)", family, n, t, mu, p$se.fit, sigma(fit), test)
+  r <- score_fit("gpgam (20, 20, 64 inducing points)", family, n, t, fit, test)
   r$edf <- sum(vapply(fit$params$gp, `[[`, 1, "edf")) + 1
   rows <- rbind(rows, r)
   rows <- rbind(rows, bam_row("bam, default bases (10, 10, 5 x 5)", y ~ s(x1) + s(x2) + te(x3, x4), d, fam, family, n, test))

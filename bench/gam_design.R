@@ -37,3 +37,14 @@ score <- function(method, family, n, secs, mu, se, sigma, test) {
   }
   data.frame(family = family, n = n, method = method, seconds = secs, nlpd = nlpd, cover_f = cf, cover_y = cy)
 }
+
+# score() of a fitted model on the test rows: a gpgam() fit (its own
+# response probabilities and sigma()) or an mgcv fit (plogis() of the link,
+# sqrt(sig2)).
+score_fit <- function(method, family, n, secs, fit, test) {
+  p <- predict(fit, test, se.fit = TRUE)
+  mu <- p$fit
+  gp <- inherits(fit, "gpgam")
+  if (family == "binomial") attr(mu, "p") <- if (gp) predict(fit, test, type = "response") else plogis(mu)
+  score(method, family, n, secs, mu, p$se.fit, if (gp) sigma(fit) else sqrt(fit$sig2), test)
+}

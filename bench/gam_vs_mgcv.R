@@ -17,7 +17,7 @@ args <- commandArgs(TRUE)
 sizes <- if (length(args) >= 1) as.numeric(strsplit(args[1], ",")[[1]]) else c(1e4, 1e5, 1e6)
 families <- if (length(args) >= 2) strsplit(args[2], ",")[[1]] else c("gaussian", "binomial")
 gam_max <- if (length(args) >= 3) as.numeric(args[3]) else 1e5
-source(file.path("bench", "gam_design.R"))  # ftrue(), gen(), score()
+source(file.path("bench", "gam_design.R"))  # ftrue(), gen(), score_fit()
 set.seed(2026)
 fbar <- mean(ftrue(gen(1e6, "gaussian", 0)))  # mean of f over the input distribution
 rows <- NULL
@@ -29,36 +29,23 @@ for (family in families) for (n in sizes) {
   # gpgam
   t <- system.time(fit <- gpgam(y ~ gp(x1) + gp(x2) + gp(x3, x4), data = d, family = fam,
                                 control = gp_control(threads = 2, seed = 1, verbose = FALSE)))[["elapsed"]]
-  p <- predict(fit, test, se.fit = TRUE)
-  mu <- p$fit
-  if (family == "binomial") attr(mu, "p") <- predict(fit, test, type = "response")
-  rows <- rbind(rows, score(if (isTRUE(fit$discrete)) "gpgam (discretised)" else "gpgam", family, n, t, mu,
-                            p$se.fit, sigma(fit), test))
+  rows <- rbind(rows, score_fit(if (isTRUE(fit$discrete)) "gpgam (discretised)" else "gpgam", family, n, t, fit, test))
   print(rows[nrow(rows), ])
   if (isTRUE(fit$discrete) && n <= 1e5) {  # the same fit over the rows, for comparison
     t <- system.time(fit <- gpgam(y ~ gp(x1) + gp(x2) + gp(x3, x4), data = d, family = fam,
                                   control = gp_control(threads = 2, seed = 1, verbose = FALSE,
                                                        discrete = FALSE)))[["elapsed"]]
-    p <- predict(fit, test, se.fit = TRUE)
-    mu <- p$fit
-    if (family == "binomial") attr(mu, "p") <- predict(fit, test, type = "response")
-    rows <- rbind(rows, score("gpgam (rows)", family, n, t, mu, p$se.fit, sigma(fit), test))
+    rows <- rbind(rows, score_fit("gpgam (rows)", family, n, t, fit, test))
     print(rows[nrow(rows), ])
   }
   # mgcv::bam
   t <- system.time(b <- bam(y ~ s(x1) + s(x2) + te(x3, x4), data = d, family = fam, discrete = TRUE,
                             nthreads = 2))[["elapsed"]]
-  p <- predict(b, test, se.fit = TRUE)
-  mu <- p$fit
-  if (family == "binomial") attr(mu, "p") <- plogis(mu)
-  rows <- rbind(rows, score("bam", family, n, t, mu, p$se.fit, sqrt(b$sig2), test))
+  rows <- rbind(rows, score_fit("bam", family, n, t, b, test))
   print(rows[nrow(rows), ])
   if (n <= gam_max) {
     t <- system.time(g <- gam(y ~ s(x1) + s(x2) + te(x3, x4), data = d, family = fam, method = "REML"))[["elapsed"]]
-    p <- predict(g, test, se.fit = TRUE)
-    mu <- p$fit
-    if (family == "binomial") attr(mu, "p") <- plogis(mu)
-    rows <- rbind(rows, score("gam", family, n, t, mu, p$se.fit, sqrt(g$sig2), test))
+    rows <- rbind(rows, score_fit("gam", family, n, t, g, test))
     print(rows[nrow(rows), ])
   }
 }
