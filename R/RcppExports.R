@@ -57,6 +57,10 @@
     .Call(`_scalegp_lik_expect_param`, family, y, w, m, s2, log_param, gh_points, df)
 }
 
+.lik_log_noise_range <- function() {
+    .Call(`_scalegp_lik_log_noise_range`)
+}
+
 .digamma <- function(x) {
     .Call(`_scalegp_digamma_cpp`, x)
 }

@@ -372,10 +372,12 @@ response_moments <- function(fit, eta, se, y = NULL) {
 }
 
 # The note of summary() that a negative binomial theta was estimated at
-# the top of its range (log theta at the likelihoods' bound of 10,
-# Likelihood::kMaxLogNoise): the counts are no more dispersed than Poisson.
+# the top of its range (log theta at the likelihoods' bound,
+# Likelihood::kMaxLogNoise, .lik_log_noise_range()): the counts are no more
+# dispersed than Poisson.
 lik_bound_note <- function(fit) {
-  if (!identical(fit$likelihood, "negbin") || fixed_theta(fit) || !isTRUE(log(fit$params$theta) >= 10 - 1e-6))
+  top <- .lik_log_noise_range()[2]
+  if (!identical(fit$likelihood, "negbin") || fixed_theta(fit) || !isTRUE(log(fit$params$theta) >= top - 1e-6))
     return(NULL)
   sprintf(paste0("theta reached the top of its range (%s): the counts show no overdispersion beyond Poisson, ",
                  "so family = poisson() fits the same model"), format(fit$params$theta, digits = 5))

@@ -266,6 +266,16 @@ BEGIN_RCPP
     return rcpp_result_gen;
 END_RCPP
 }
+// lik_log_noise_range
+Rcpp::NumericVector lik_log_noise_range();
+RcppExport SEXP _scalegp_lik_log_noise_range() {
+BEGIN_RCPP
+    Rcpp::RObject rcpp_result_gen;
+    Rcpp::RNGScope rcpp_rngScope_gen;
+    rcpp_result_gen = Rcpp::wrap(lik_log_noise_range());
+    return rcpp_result_gen;
+END_RCPP
+}
 // digamma_cpp
 Rcpp::NumericVector digamma_cpp(Rcpp::NumericVector x);
 RcppExport SEXP _scalegp_digamma_cpp(SEXP xSEXP) {
@@ -657,6 +667,7 @@ static const R_CallMethodDef CallEntries[] = {
     {"_scalegp_gp_features", (DL_FUNC) &_scalegp_gp_features, 4},
     {"_scalegp_lik_expect", (DL_FUNC) &_scalegp_lik_expect, 7},
     {"_scalegp_lik_expect_param", (DL_FUNC) &_scalegp_lik_expect_param, 8},
+    {"_scalegp_lik_log_noise_range", (DL_FUNC) &_scalegp_lik_log_noise_range, 0},
     {"_scalegp_digamma_cpp", (DL_FUNC) &_scalegp_digamma_cpp, 1},
     {"_scalegp_lik_predictive", (DL_FUNC) &_scalegp_lik_predictive, 6},
     {"_scalegp_kmeans_centres", (DL_FUNC) &_scalegp_kmeans_centres, 3},

@@ -166,6 +166,14 @@ Rcpp::NumericMatrix lik_expect_param(std::string family, Rcpp::NumericVector y, 
   return out;
 }
 
+// The range of the likelihood's own parameter on the log scale
+// (Likelihood::kMinLogNoise, kMaxLogNoise): the fits keep it inside, and
+// summary() says when a negative binomial log theta reached the top.
+// [[Rcpp::export(.lik_log_noise_range)]]
+Rcpp::NumericVector lik_log_noise_range() {
+  return Rcpp::NumericVector::create(Likelihood::kMinLogNoise, Likelihood::kMaxLogNoise);
+}
+
 // The digamma function of the C++ core (likelihoods.hpp), for tests.
 // [[Rcpp::export(.digamma)]]
 Rcpp::NumericVector digamma_cpp(Rcpp::NumericVector x) {

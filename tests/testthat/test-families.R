@@ -88,6 +88,7 @@ test_that("a theta at the top of its range: summary() says Poisson fits; the con
   fit <- gpgam(Claims ~ District + Group + Age + gp(Holders), offset = log(Holders), data = d,
                family = mgcv::nb(), control = qctl())
   expect_equal(log(fit$params$theta), 10, tolerance = 1e-6)
+  expect_identical(scalegp:::.lik_log_noise_range()[2], 10)  # (the core's bound, as ?gpgam says: exp(10))
   expect_match(summary(fit)$warnings, "theta reached the top of its range .* family = poisson\\(\\)", all = FALSE)
   expect_match(summary(fit)$convergence, "at a bound of its range: log theta")
   expect_null(scalegp:::lik_bound_note(gpgam(Claims ~ gp(Holders), offset = log(Holders), data = d,
