@@ -199,7 +199,7 @@ residuals_at <- function(object, type) {
 #'   differs from \eqn{g^{-1}(\eta)}{g^-1(eta)}.
 #' @export
 residuals.scalegp <- function(object, type = c("deviance", "pearson", "working", "response"), ...) {
-  type <- match.arg(type)
+  type <- match_arg(type)
   check_kept_fitted(object)
   stats::naresid(object$na.action, residuals_at(object, type))
 }

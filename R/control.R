@@ -239,6 +239,20 @@ stop_arg <- function(arg, ...) {
   stop(sprintf("'%s' %s", arg, paste0(...)), call. = FALSE)
 }
 
+# match.arg() for a user's argument whose choices are the default of the
+# calling function's formal of the same name, with stop_arg()'s error naming
+# the argument and its choices (match.arg() says "'arg' should be one of").
+match_arg <- function(arg) {
+  name <- deparse(substitute(arg))
+  choices <- eval(formals(sys.function(sys.parent()))[[name]], envir = parent.frame())
+  if (is.null(arg) || identical(arg, choices)) return(choices[1L])
+  one_of <- paste0("must be one of ", paste0("\"", choices, "\"", collapse = ", "))
+  if (!is.character(arg) || length(arg) != 1L || is.na(arg)) stop_arg(name, one_of, ", not ", deparse1(arg))
+  i <- pmatch(arg, choices, nomatch = 0L)
+  if (i == 0L) stop_arg(name, one_of, ", not \"", arg, "\"")
+  choices[i]
+}
+
 check_positive <- function(x, arg) {
   if (!is.numeric(x) || length(x) != 1 || !is.finite(x) || x <= 0)
     stop_arg(arg, "must be a single positive number, not ", deparse1(x))

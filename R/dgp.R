@@ -655,7 +655,7 @@ dgp_chunked <- function(cl, formula, source, hidden, inducing, fam, control, opt
 #' @export
 predict.dgp <- function(object, newdata, type = c("link", "response"), se.fit = FALSE, layer = NULL, ...) {
   no_dots("predict.dgp", list(...), "a deep GP's predictive is not Gaussian, so there are no 'interval' bands; se.fit = TRUE gives each row's mean and sd")
-  type <- match.arg(type)
+  type <- match_arg(type)
   L <- length(object$net$layers)
   if (!is.null(layer) && (!is.numeric(layer) || length(layer) != 1 || !(layer %in% seq_len(L - 1))))
     stop_arg("layer", "must be the number of a hidden layer (1 to ", L - 1, ") or NULL")
@@ -848,7 +848,7 @@ print.summary.dgp <- function(x, digits = max(3L, getOption("digits") - 3L), ...
 #' plot(fit, which = "warping")
 #' @export
 plot.dgp <- function(x, which = c("trace", "fit", "warping"), input = NULL, n_grid = 200, ...) {
-  which <- match.arg(which)
+  which <- match_arg(which)
   if (which == "trace") {
     graphics::plot(seq_along(x$trace), x$trace, type = "l", xlab = "iteration",
                    ylab = "approx. log marginal likelihood (minibatch estimate)", ...)

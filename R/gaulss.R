@@ -358,10 +358,10 @@ predict.gpgam_ls <- function(object, newdata, type = c("link", "response", "term
   if (is.character(type) && length(type) == 1 && type %in% c("lpmatrix", "iterms"))
     stop_arg("type", "= \"", type, "\" is not available for location-scale (gaulss) fits; predict() of ",
              "fit$mean or fit$scale, each a gpgam fit of one predictor, gives it")
-  type <- match.arg(type)
+  type <- match_arg(type)
   if (!is.null(list(...)$exclude))
     stop_arg("exclude", "is not supported for location-scale (gaulss) fits; take the terms from type = \"terms\"")
-  interval <- match.arg(interval)
+  interval <- match_arg(interval)
   if (!is.logical(se.fit) || length(se.fit) != 1 || is.na(se.fit)) stop_arg("se.fit", "must be TRUE or FALSE")
   if (interval != "none") {
     if (type == "terms") stop_arg("interval", "is for type = \"link\" or \"response\"")
@@ -518,7 +518,7 @@ print.summary.gpgam_ls <- function(x, digits = max(3L, getOption("digits") - 3L)
 #' @export
 plot.gpgam_ls <- function(x, which = c("terms", "trace"), select = NULL, pages = 0, residuals = FALSE,
                           all.terms = FALSE, shift = 0, trans = I, ...) {
-  which <- match.arg(which)
+  which <- match_arg(which)
   if (which == "trace") {
     graphics::plot(seq_along(x$trace), x$trace, type = "b", xlab = "cycle", ylab = "joint ELBO + log prior", ...)
     return(invisible(x$trace))
@@ -586,7 +586,7 @@ family.gpgam_ls <- function(object, ...) object$family
 #' @rdname gaulss
 #' @export
 residuals.gpgam_ls <- function(object, type = c("deviance", "pearson", "response"), ...) {
-  type <- match.arg(type)
+  type <- match_arg(type)
   r <- object$y - object$fitted.values[, "mean"]
   if (type != "response") r <- r / object$fitted.values[, "sd"]
   stats::naresid(object$na.action, r)

@@ -76,14 +76,14 @@ plot.gpgam <- function(x, which = c("terms", "trace"), residuals = FALSE, rug = 
                        all.terms = FALSE, pages = 0, scheme = c("contour", "image", "persp"), n = 100,
                        ylim = NULL, xlab = NULL, ylab = NULL, main = NULL, col = "black", seWithMean = FALSE,
                        shift = 0, trans = I, too.far = 0.1, ...) {
-  which <- match.arg(which)
+  which <- match_arg(which)
   if (which == "trace") return(plot_trace(x, ...))
   if (!is.null(ylim) && (!is.numeric(ylim) || length(ylim) != 2 || any(!is.finite(ylim))))
     stop_arg("ylim", "must be two finite numbers")
   if (!is.numeric(shift) || length(shift) != 1 || !is.finite(shift)) stop_arg("shift", "must be a finite number")
   if (!is.function(trans)) stop_arg("trans", "must be a function, such as plogis or exp")
   if (is.numeric(scheme)) scheme <- c("contour", "persp", "image")[min(scheme, 2) + 1]
-  scheme <- match.arg(scheme)
+  scheme <- match_arg(scheme)
   mult <- if (isTRUE(se)) 2 else if (isFALSE(se)) 0 else if (is.numeric(se) && length(se) == 1 && se >= 0) se else
     stop_arg("se", "must be TRUE, FALSE or a number of standard errors")
   check_count(n, "n")

@@ -125,10 +125,10 @@
 predict.gpgam <- function(object, newdata, type = c("link", "response", "terms", "iterms", "lpmatrix"),
                           se.fit = FALSE, na.action = stats::na.pass, terms = NULL, exclude = NULL,
                           interval = c("none", "confidence", "prediction"), level = 0.95, ...) {
-  type <- match.arg(type)
+  type <- match_arg(type)
   iterms <- type == "iterms"
   if (iterms) type <- "terms"
-  interval <- match.arg(interval)
+  interval <- match_arg(interval)
   exclude <- check_exclude(object, exclude)
   if (interval != "none") {
     why <- interval_refusal(object, type, interval)

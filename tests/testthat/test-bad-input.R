@@ -222,7 +222,7 @@ test_that("predict() refuses newdata without the needed columns", {
   fit <- gpgam(y ~ gp(x) + z + f, data = d, control = bad_ctl())
   expect_error(predict(fit, d[, c("x", "f")]), "'newdata'.*'z'")
   for (v in c("x", "z", "f")) expect_error(predict(fit, data.frame(q = 1)), paste0("'newdata' lacks.*'", v, "'"))
-  expect_error(predict(fit, d, type = "nonsense"), "should be one of")
+  expect_error(predict(fit, d, type = "nonsense"), "'type' must be one of .*, not \"nonsense\"")
   expect_error(predict(fit, d, se.fit = NA), "'se.fit'")
   nd <- d[1:3, ]
   nd$x <- as.character(nd$x)

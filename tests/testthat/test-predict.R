@@ -27,6 +27,19 @@ test_that("se.fit = TRUE returns fit, se.fit and residual.scale", {
   expect_equal(pr$se.fit, p$se.fit, tolerance = 1e-12)
 })
 
+test_that("a choice argument out of its choices is an error naming the argument; abbreviations match", {
+  d <- pred_data()
+  fit <- gpgam(y ~ gp(x) + z + f, data = d, control = pred_ctl())
+  expect_error(predict(fit, d[1:3, ], type = "bogus"),
+               "'type' must be one of \"link\", \"response\", \"terms\", \"iterms\", \"lpmatrix\", not \"bogus\"",
+               fixed = TRUE)
+  expect_error(predict(fit, d[1:3, ], interval = 2), "'interval' must be one of .*, not 2")
+  expect_error(residuals(fit, type = "student"), "'type' must be one of \"deviance\"")
+  expect_error(plot(fit, which = "fits"), "'which' must be one of \"terms\", \"trace\"")
+  expect_identical(predict(fit, d[1:3, ], type = "resp"), predict(fit, d[1:3, ], type = "response"))
+  expect_identical(residuals(fit, type = NULL), residuals(fit))  # (as match.arg(): the first choice)
+})
+
 test_that("type = 'terms' adds up to the link prediction", {
   d <- pred_data()
   fit <- gpgam(y ~ gp(x) + z + f, data = d, control = pred_ctl())
