@@ -72,6 +72,8 @@ gp_component <- function(spec, mf, others, n_terms, ysc, control, col) {
     return(out)
   }
   if (!is.numeric(z)) stop_arg("by", "must be a numeric variable or a factor, not ", class(z)[1])
+  if (!is.null(dim(z)) && NCOL(z) != 1)
+    stop_arg("by", "'", spec$by, "' of ", spec$label, " is a matrix of ", NCOL(z), " columns; it must be one value per row")
   rms <- sqrt(mean(z^2))
   if (!(rms > 0)) stop_arg("by", "'", spec$by, "' is zero everywhere")
   list(gp_one(spec, mf, others, n_terms, ysc, control, col, list(var = spec$by, type = "numeric", scale = rms)))
@@ -130,6 +132,14 @@ by_column <- function(mf, by) {
 }
 
 factor_component <- function(spec, x, ysc, control, col) {
+  if (is.character(x)) {  # (a numeric column read as text, say a stray "n/a" in a csv file, would fit as levels)
+    num <- !is.na(suppressWarnings(as.numeric(x[!is.na(x)])))
+    if (length(num) && mean(num) >= 0.5)
+      warning(sprintf(paste0("%s: '%s' is character, so the term is a random effect with one effect per distinct ",
+                             "value (%d); %d%% of its values read as numbers: for a smooth term convert it with ",
+                             "as.numeric()"), spec$label, spec$vars, length(unique(x[!is.na(x)])),
+                      floor(100 * mean(num))), call. = FALSE)
+  }
   f <- as.factor(x)
   if (nlevels(f) < 2) stop_arg(spec$label, "is a factor with a single level")
   if (!is.null(spec$k))

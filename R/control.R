@@ -97,7 +97,13 @@
 #'   model and 2 on the link scale otherwise; each lengthscale inverse-gamma
 #'   with 1 percent of its mass below the spacing its inducing points can
 #'   resolve (the input's range over \eqn{M^{1/d}}{M^(1/d)}) and 1 percent
-#'   above the input's range.
+#'   above the input's range.  For a term of one input this is weak; for a
+#'   term of several inputs (d of them) the band narrows as d grows and the
+#'   prior is informative: it keeps every lengthscale near the input's
+#'   range, so a function that varies fast along one of many inputs of one
+#'   term, or an input that does not matter, is fitted smoother than the data
+#'   say (compare `fit$log_prior` with the objective, or refit with
+#'   `priors = FALSE`).
 #'   `FALSE`: maximum likelihood (type II).  [logLik()] is the objective
 #'   without the priors; `fit$log_prior` holds their log density.
 #' @param ... options of one inference engine, by name: see [vi_options()]

@@ -160,12 +160,13 @@ negbin_family <- function(theta) {
 
 # Checks and codes the response for the likelihood; returns numeric y (with
 # attribute "levels": the classes a binary factor or logical response had).
-prepare_response <- function(y, lik) {
+# `name`: the response as the formula writes it, for the messages.
+prepare_response <- function(y, lik, name = "y") {
   if (is.matrix(y)) stop_arg("formula", "the response must be a vector (cbind(successes, failures) is for binomial())")
   lev <- NULL
   if (lik %in% c("probit", "logit")) {
     if (is.factor(y)) {
-      if (nlevels(y) != 2) stop_arg("y", "is a factor with ", nlevels(y), " levels; binomial needs 2")
+      if (nlevels(y) != 2) stop_arg(name, "is a factor with ", nlevels(y), " levels; binomial needs 2")
       lev <- levels(y)
       y <- as.numeric(y != levels(y)[1])
     } else if (is.logical(y)) {
@@ -173,32 +174,34 @@ prepare_response <- function(y, lik) {
       y <- as.numeric(y)
     }
     if (!is.numeric(y) || any(y < 0 | y > 1))
-      stop_arg("y", "must be 0/1, logical, a two-level factor or a proportion in [0, 1] for binomial()")
-    if (all(y == y[1])) stop_arg("y", "has a single class (all values are ", y[1], "); binomial needs both")
+      stop_arg(name, "must be 0/1, logical, a two-level factor or a proportion in [0, 1] for binomial()")
+    if (all(y == y[1])) stop_arg(name, "has a single class (all values are ", y[1], "); binomial needs both")
   } else if (lik == "poisson") {
-    if (!is.numeric(y) || any(y < 0)) stop_arg("y", "must be non-negative counts for poisson()")
-    if (any(abs(y - round(y)) > 1e-8)) warning("'y' has non-integer values for poisson()", call. = FALSE)
-    if (isTRUE(all(y == 0))) stop_arg("y", "is 0 in every row; poisson() needs a positive count to estimate a rate")
+    if (!is.numeric(y) || any(y < 0)) stop_arg(name, "must be non-negative counts for poisson()")
+    if (any(abs(y - round(y)) > 1e-8)) warning(sprintf("'%s' has non-integer values for poisson()", name), call. = FALSE)
+    if (isTRUE(all(y == 0))) stop_arg(name, "is 0 in every row; poisson() needs a positive count to estimate a rate")
   } else if (lik == "gamma") {
-    if (!is.numeric(y)) stop_arg("y", "must be numeric and positive for Gamma()")
+    if (!is.numeric(y)) stop_arg(name, "must be numeric and positive for Gamma()")
     bad <- which(!is.na(y) & y <= 0)
     if (length(bad))
-      stop_arg("y", "must be positive for Gamma(): ", length(bad), " value(s) <= 0 (the first, in row ", bad[1],
+      stop_arg(name, "must be positive for Gamma(): ", length(bad), " value(s) <= 0 (the first, in row ", bad[1],
                ", is ", format(y[bad[1]]), ")")
   } else if (lik == "negbin") {
-    if (!is.numeric(y)) stop_arg("y", "must be non-negative integer counts for the negative binomial")
+    if (!is.numeric(y)) stop_arg(name, "must be non-negative integer counts for the negative binomial")
     bad <- which(!is.na(y) & is.finite(y) & (y < 0 | abs(y - round(y)) > 1e-8))
     if (length(bad))
-      stop_arg("y", "must be non-negative integer counts for the negative binomial: ", length(bad),
+      stop_arg(name, "must be non-negative integer counts for the negative binomial: ", length(bad),
                " value(s) are not (the first, in row ", bad[1], ", is ", format(y[bad[1]]), ")")
     if (isTRUE(all(y == 0)))
-      stop_arg("y", "is 0 in every row; the negative binomial needs a positive count to estimate a mean")
+      stop_arg(name, "is 0 in every row; the negative binomial needs a positive count to estimate a mean")
   } else {
-    if (!is.numeric(y)) stop_arg("y", "must be numeric for ", if (lik == "scat") "scat()" else "gaussian()")
+    if (!is.numeric(y)) stop_arg(name, "must be numeric for ", if (lik == "scat") "scat()" else "gaussian()")
   }
-  if (any(!is.finite(y))) stop_arg("y", "has non-finite values (Inf)")
+  bad <- which(!is.finite(y) & !is.na(y))
+  if (length(bad))
+    stop_arg(name, "has ", length(bad), " non-finite value(s) (the first, in row ", bad[1], ", is ", format(y[bad[1]]), ")")
   if (lik %in% c("gaussian", "scat", "gamma") && length(y) > 1 && all(y == y[1]))
-    warning("'y' is constant (every value is ", format(y[1]), "): there is no variation for the model to explain",
+    warning("'", name, "' is constant (every value is ", format(y[1]), "): there is no variation for the model to explain",
             call. = FALSE)
   structure(as.numeric(y), levels = lev)
 }
@@ -283,6 +286,9 @@ gp_inputs <- function(mf, spec, what = "data") {
                  paste0(" (a curve per level, as mgcv's bs = \"fs\": gp(", paste(setdiff(spec$vars, v), collapse = ", "),
                         ", by = ", v, ", centre = TRUE) + gp(", v, "); random slopes are not available)")
                else " (use it as a parametric term instead)")
+    if (is.numeric(x) && !is.null(dim(x)) && NCOL(x) != 1)
+      stop_arg(v, "in ", spec$label, " is a matrix of ", NCOL(x), " columns; name each input: gp(",
+               paste0(v, "[, ", seq_len(min(NCOL(x), 2)), "]", collapse = ", "), if (NCOL(x) > 2) ", ...", ")")
     if (!is.numeric(x))
       stop_arg(v, "in ", spec$label, " must be numeric, not ", class(x)[1],
                if (inherits(x, c("Date", "POSIXt", "difftime"))) paste0(" (write gp(as.numeric(", v, ")), in ",

@@ -49,7 +49,8 @@ NULL
 #' marginal likelihood on all rows at the end.
 #'
 #' @param formula a formula `y ~ x1 + x2 + ...` (a numeric response; the
-#'   right-hand side as in [lm()]).
+#'   right-hand side as in [lm()], without `offset()`: the layers model the
+#'   whole mean, so an offset is refused).
 #' @param data a data frame (or a list of variables; without it the
 #'   variables come from the formula's environment, as in [lm()]); or, for
 #'   data larger than memory, a function
@@ -131,6 +132,9 @@ dgp <- function(formula, data, hidden = 2, inducing = 50, family = gaussian(), c
   if (count_gp_calls(formula[[3]]) > 0)
     stop_arg("formula", "of dgp() lists its inputs plainly (y ~ x1 + x2): every layer is a GP over all of them; ",
              "gp(), s(), te() and ti() terms belong to gpgam()")
+  if (!is.null(attr(stats::terms(formula, allowDotAsName = TRUE), "offset")))
+    stop_arg("formula", "has an offset(), which dgp() does not support (its layers model the whole mean): ",
+             "subtract it from the response, or fit with gpgam()")
   if (!is.numeric(hidden) || any(!is.finite(hidden)) || any(hidden != round(hidden)) || any(hidden < 0) ||
       (length(hidden) > 1 && any(hidden == 0)))
     stop_arg("hidden", "must be positive integers (the widths of the hidden layers), or 0 for none, not ",
@@ -168,7 +172,7 @@ dgp <- function(formula, data, hidden = 2, inducing = 50, family = gaussian(), c
   y <- stats::model.response(mf)
   if (is.matrix(y)) stop_arg("formula", "must have a vector response")
   if (probit) {
-    y <- prepare_response(y, "probit")
+    y <- prepare_response(y, "probit", names(mf)[1L])
     ylevels <- attr(y, "levels")
     y <- as.numeric(y)
     if (any(y != 0 & y != 1)) stop_arg("formula", "needs a 0/1, logical or two-level factor response with binomial()")

@@ -146,9 +146,9 @@ gaulss_gpgam <- function(cl, envir, formulas, family, inference, control, model)
   control$verbose <- FALSE
   fam_g <- likelihood_name(stats::gaussian())
   y <- mf[[1L]]
-  if (!is.numeric(y) || is.matrix(y)) stop_arg("y", "of family = gaulss() must be a numeric vector")
+  if (!is.numeric(y) || is.matrix(y)) stop_arg(names(mf)[1L], "of family = gaulss() must be a numeric vector")
   if (all(is.finite(y)) && diff(range(y)) == 0)
-    stop_arg("y", "is constant (", format(y[1]), "); a location-scale model needs a varying response")
+    stop_arg(names(mf)[1L], "is constant (", format(y[1]), "); a location-scale model needs a varying response")
   ctl1 <- resolve_control(control, nrow(mf), engine, "gaussian")
   cycles <- ctl1$options$cycles %||% 50L
   t0 <- proc.time()[["elapsed"]]

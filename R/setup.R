@@ -79,17 +79,18 @@ gp_setup <- function(parsed, mf, fam, control) {
   # the response as model.response() gives it, without the row names it
   # attaches (a million strings at 1e6 rows)
   y <- if (attr(attr(mf, "terms"), "response") > 0) mf[[1L]]
+  yname <- if (is.null(y)) "y" else names(mf)[1L]  # (the response as the formula writes it, for messages)
   if (is.matrix(y) && ncol(y) == 1L) dim(y) <- NULL
   if (is.matrix(y) && fam$lik %in% c("probit", "logit")) {  # cbind(successes, failures), as in glm()
     if (ncol(y) != 2 || !is.numeric(y) || any(!is.finite(y) | y < 0))
-      stop_arg("y", "of binomial() as a matrix must be cbind(successes, failures) of non-negative counts")
+      stop_arg(yname, "of binomial() as a matrix must be cbind(successes, failures) of non-negative counts")
     tot <- rowSums(y)
     w <- w * tot
     y <- ifelse(tot > 0, y[, 1] / pmax(tot, 1e-300), 0)
   }
-  y <- prepare_response(y, fam$lik)
+  y <- prepare_response(y, fam$lik, yname)
   if (fam$lik %in% c("probit", "logit") && any(abs(w * y - round(w * y)) > 1e-3))  # (as glm()'s binomial)
-    warning("'y': non-integer numbers of successes in a binomial model (a proportion needs its trials as ",
+    warning("'", yname, "': non-integer numbers of successes in a binomial model (a proportion needs its trials as ",
             "'weights', or write cbind(successes, failures))", call. = FALSE)
   ylevels <- attr(y, "levels")
   attr(y, "levels") <- NULL
@@ -168,7 +169,7 @@ gp_setup <- function(parsed, mf, fam, control) {
        log_df = if (fam$lik == "scat") log((fam$theta %||% fam$theta_start)[["df"]] %||% (fam$min_df + 7) - fam$min_df),
        min_df = fam$min_df,
        lik_fixed = !is.null(fam$theta),
-       intercept = parsed$intercept, n = n, y_raw = y, w_raw = w, offset_raw = off, ylevels = ylevels)
+       intercept = parsed$intercept, n = n, y_raw = y, w_raw = w, offset_raw = off, ylevels = ylevels, yname = yname)
 }
 
 # The terms `tt` with the "predvars" that the model frame's terms `mt`

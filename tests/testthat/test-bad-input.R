@@ -33,7 +33,12 @@ test_that("infinite values are refused, naming the variable", {
   expect_error(gpgam(y ~ gp(x) + z, data = d, control = bad_ctl()), "'z'.*infinite")
   d <- bad_data()
   d$y[1] <- Inf
-  expect_error(gpgam(y ~ gp(x), data = d, control = bad_ctl()), "'y'")
+  expect_error(gpgam(y ~ gp(x), data = d, control = bad_ctl()), "'y' has 1 non-finite value(s) (the first, in row 1, is Inf)",
+               fixed = TRUE)
+  d$cnt <- rep(3, nrow(d))  # (the response as the formula writes it; log(0) in row 3)
+  d$cnt[3] <- 0
+  expect_error(gpgam(log(cnt) ~ gp(x), data = d, control = bad_ctl()),
+               "'log(cnt)' has 1 non-finite value(s) (the first, in row 3, is -Inf)", fixed = TRUE)
   fit <- gpgam(y ~ gp(x) + z, data = bad_data(), control = bad_ctl())
   nd <- bad_data()[1:3, ]
   nd$x[2] <- Inf
@@ -460,4 +465,25 @@ test_that("gp_control() with both epochs and iterations says which one counts", 
   f <- gpgam(y ~ gp(x), data = d, control = suppressWarnings(qctl(iterations = 10, epochs = 2, batch_size = 50,
                                                                     inducing = 10, seed = 1)))
   expect_equal(f$iterations, 8L)  # ceiling(2 * 200 / 50)
+})
+
+test_that("a matrix input or by, a numeric-looking character input and a dgp() offset are refused or flagged", {
+  set.seed(1)
+  d <- data.frame(x = round(runif(300), 2))
+  d$y <- sin(2 * pi * d$x) + rnorm(300, sd = 0.2)
+  d$X <- cbind(runif(300), runif(300))
+  expect_error(gpgam(y ~ gp(x, by = X), data = d, control = qctl()),
+               "'by' 'X' of gp(x):X is a matrix of 2 columns; it must be one value per row", fixed = TRUE)
+  expect_error(gpgam(y ~ gp(X), data = d, control = qctl()),
+               "'X' in gp(X) is a matrix of 2 columns; name each input: gp(X[, 1], X[, 2])", fixed = TRUE)
+  # a numeric column read as text (a stray "n/a") fits as a random effect: said so
+  d$xc <- as.character(d$x)
+  d$xc[3] <- "n/a"
+  expect_warning(gpgam(y ~ gp(xc), data = d, control = qctl(iterations = 5)),
+                 "gp\\(xc\\): 'xc' is character, so the term is a random effect .*99% of its values read as numbers")
+  d$g <- sample(c("a", "b", "c"), 300, TRUE)  # (a grouping column of text: no warning)
+  expect_no_warning(gpgam(y ~ gp(g), data = d, control = qctl(iterations = 5)))
+  # dgp() has no offsets: an offset() in its formula was dropped silently
+  d$o <- rnorm(300)
+  expect_error(dgp(y ~ x + offset(o), data = d), "'formula' has an offset(), which dgp() does not support", fixed = TRUE)
 })

@@ -331,7 +331,7 @@ test_that("dgp() with a probit output classifies and predicts probabilities", {
   pl <- predict(fit, nd, se.fit = TRUE)
   expect_equal(pr$fit, pnorm(pl$fit / sqrt(1 + pl$se.fit^2)), tolerance = 1e-12)
   expect_equal(unname(residuals(fit, type = "response")), (d$cls == "pos") - unname(p))
-  expect_error(dgp(x1 ~ x2, data = d, family = binomial(link = "probit"), control = quiet()), "'y'")
+  expect_error(dgp(x1 ~ x2, data = d, family = binomial(link = "probit"), control = quiet()), "'x1'")
 })
 
 test_that("dgp() with no hidden layer predicts with the FITC/sparse posterior of its factors, per-layer inducing counts", {

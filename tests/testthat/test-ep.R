@@ -236,7 +236,7 @@ test_that("EP refuses what it does not support, naming the argument", {
   expect_error(ep(family = binomial("probit"), weights = rep(2, 100)), "'weights'")
   d$p <- d$y * 0.5
   expect_error(expect_warning(ep(p ~ gp(x1), family = binomial("probit")), "non-integer numbers of successes"),
-               "'y'.*proportions")
+               "'p' must be 0/1.*proportions")
   d$one <- 1
   expect_error(ep(one ~ gp(x1), family = binomial("probit")), "single class")
   d$three <- factor(sample(c("a", "b", "c"), 100, TRUE))

@@ -237,7 +237,7 @@ test_that("gaulss refusals name the argument", {
   expect_error(gpgam(list(y ~ gp(x), ~ gp(x) + offset(z)), data = d, family = mgcv::gaulss(), control = ctl),
                "offsets are for the mean only")
   d$f <- factor(rep(c("a", "b"), 50))
-  expect_error(gpgam(list(f ~ gp(x), ~ gp(x)), data = d, family = mgcv::gaulss(), control = ctl), "'y'")
+  expect_error(gpgam(list(f ~ gp(x), ~ gp(x)), data = d, family = mgcv::gaulss(), control = ctl), "'f' of family = gaulss\\(\\) must be")
   expect_error(gp_control(cycles = 0), "'cycles'")
   d1 <- d
   d1$y <- 2

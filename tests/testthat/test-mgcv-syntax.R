@@ -253,11 +253,11 @@ test_that("cbind(successes, failures) is binomial data with trials as weights", 
   f2 <- gpgam(p ~ gp(x), data = d, weights = m, family = binomial(), control = ctl)
   expect_identical(predict(f1, d[1:10, ]), predict(f2, d[1:10, ]))
   expect_equal(f1$objective, f2$objective)
-  expect_error(gpgam(cbind(s, -f) ~ gp(x), data = d, family = binomial(), control = ctl), "'y'.*cbind")
+  expect_error(gpgam(cbind(s, -f) ~ gp(x), data = d, family = binomial(), control = ctl), "'cbind\\(s, -f\\)' of binomial\\(\\) as a matrix must be cbind")
   expect_error(gpgam(cbind(s, f) ~ gp(x), data = d, control = ctl), "cbind")
   # a proportion without its trials: glm()'s warning
   expect_warning(gpgam(p ~ gp(x), data = d, family = binomial(), control = ctl),
-                 "'y': non-integer numbers of successes")
+                 "'p': non-integer numbers of successes")
 })
 
 test_that("mgcv's arguments without meaning for a GP are ignored with a warning that names them", {

@@ -166,5 +166,5 @@ test_that("print, summary, simulate and logLik of a scaled t fit; refusals", {
   expect_error(gpgam(y ~ gp(x), data = d, family = mgcv::scat(link = "log"), control = qctl()),
                "'family' scat\\(\\) with link 'log' is not supported")
   d$yc <- as.character(round(d$y))
-  expect_error(gpgam(yc ~ gp(x), data = d, family = mgcv::scat(), control = qctl()), "'y' must be numeric for scat\\(\\)")
+  expect_error(gpgam(yc ~ gp(x), data = d, family = mgcv::scat(), control = qctl()), "'yc' must be numeric for scat\\(\\)")
 })
