@@ -43,6 +43,8 @@
 #'   error), `"image"` (the image alone) or `"persp"` (a perspective plot);
 #'   mgcv's numbers 0, 1, 2 map to `"contour"`, `"persp"`, `"image"`.
 #' @param n grid size per input.
+#' @param n2 grid size per input of the maps of terms over two inputs
+#'   (mgcv's `n2`; `NULL`, the default: `min(n, 60)`).
 #' @param ylim,xlab,ylab,main as in [plot.default()], for every panel (`NULL`:
 #'   chosen per panel; a term's default label shows its edf, as mgcv's
 #'   `s(x,3.38)`).
@@ -74,7 +76,7 @@
 plot.gpgam <- function(x, which = c("terms", "trace"), residuals = FALSE, rug = TRUE, se = TRUE, shade = TRUE,
                        shade.col = grDevices::adjustcolor("steelblue", 0.25), scale = -1, select = NULL,
                        all.terms = FALSE, pages = 0, scheme = c("contour", "image", "persp"), n = 100,
-                       ylim = NULL, xlab = NULL, ylab = NULL, main = NULL, col = "black", seWithMean = FALSE,
+                       n2 = NULL, ylim = NULL, xlab = NULL, ylab = NULL, main = NULL, col = "black", seWithMean = FALSE,
                        shift = 0, trans = I, too.far = 0.1, ...) {
   which <- match_arg(which)
   if (which == "trace") return(plot_trace(x, ...))
@@ -87,11 +89,12 @@ plot.gpgam <- function(x, which = c("terms", "trace"), residuals = FALSE, rug = 
   mult <- if (isTRUE(se)) 2 else if (isFALSE(se)) 0 else if (is.numeric(se) && length(se) == 1 && se >= 0) se else
     stop_arg("se", "must be TRUE, FALSE or a number of standard errors")
   check_count(n, "n")
+  if (!is.null(n2)) check_count(n2, "n2")
   check_count(pages, "pages", zero = TRUE)
   if (!is.numeric(too.far) || length(too.far) != 1 || !isTRUE(too.far >= 0))
     stop_arg("too.far", "must be a single non-negative number (0: no masking)")
   if (!scale %in% c(-1, 0)) stop_arg("scale", "must be -1 (a shared y-axis) or 0 (one per panel)")
-  panels <- term_panels(x, n, all.terms)
+  panels <- term_panels(x, n, all.terms, n2)
   if (length(panels) == 0) {
     message("the model has no terms to plot; plotting the trace")
     return(plot_trace(x, ...))
@@ -177,7 +180,7 @@ term_grid_predict <- function(fit, i, Xraw) {
 }
 
 # The panels of a fit: grids and predictions, without data.
-term_panels <- function(fit, n, all.terms) {
+term_panels <- function(fit, n, all.terms, n2 = NULL) {
   out <- list()
   for (i in seq_along(fit$terms$gp)) {
     g <- fit$terms$gp[[i]]
@@ -189,7 +192,7 @@ term_panels <- function(fit, n, all.terms) {
       out[[length(out) + 1]] <- list(kind = "factor", term = i, label = g$spec$label, xlab = g$spec$vars,
                                      x = g$levels, fit = p$fit, se = p$se)
     } else if (d == 2) {
-      m <- min(n, 60)
+      m <- n2 %||% min(n, 60)
       x1 <- seq(g$range[1, 1], g$range[2, 1], length.out = m)
       x2 <- seq(g$range[1, 2], g$range[2, 2], length.out = m)
       p <- term_grid_predict(fit, i, as.matrix(expand.grid(x1, x2)))

@@ -286,6 +286,7 @@ new_design <- function(object, newdata, na.action, mf = NULL, exclude = NULL) {
 # The model frame of newdata.  A level of a factor not seen in the fit is an
 # error, except for the factor of a random effect that enters nowhere else
 # (random_effect_only()): there a warning, unless `exclude` leaves the term out.
+# A factor of the fit given as numbers or text is read by its levels.
 new_model_frame <- function(object, newdata, na.action, exclude = NULL) {
   if (!is.data.frame(newdata)) newdata <- tryCatch(as.data.frame(newdata), error = function(e)
     stop_arg("newdata", "must be a data frame"))
@@ -307,6 +308,9 @@ new_model_frame <- function(object, newdata, na.action, exclude = NULL) {
                       levs, v, re, re), call. = FALSE)
     xl[[v]] <- NULL
   }
+  # (a factor of the fit given as numbers or text, say fac = 2 for level "2": as mgcv's predict.gam, by its levels)
+  for (v in intersect(names(xl), names(newdata)))
+    if (!is.factor(newdata[[v]])) newdata[[v]] <- factor(as.character(newdata[[v]]), levels = xl[[v]])
   stats::model.frame(tt, newdata, na.action = na.action, xlev = xl)
 }
 

@@ -48,8 +48,11 @@
 #' @return An object of class `summary.gpgam`, with mgcv's names where they
 #'   mean the same: `s.table` holds the term tests (columns `edf`, `Ref.df`,
 #'   `Chi.sq`, `p-value`), `p.table` (also `coefficients`) the parametric
-#'   coefficients' table, `p.coeff` their estimates, `r.sq` and `dev.expl`
-#'   the adjusted \eqn{R^2}{R^2} and the deviance explained.
+#'   coefficients' table, `p.coeff` their estimates and `p.pv` their
+#'   p-values, `edf` and `s.pv` the terms' edf and p-values (columns of
+#'   `s.table`), `residual.df` the residual degrees of freedom of the tests,
+#'   `r.sq` and `dev.expl` the adjusted \eqn{R^2}{R^2} and the deviance
+#'   explained.
 #' @references Wood (2013) On p-values for smooth components of an extended
 #'   generalized additive model. Biometrika 100, 221-228.
 #'
@@ -92,7 +95,10 @@ summary.gpgam <- function(object, ...) {
   fit_stats <- deviance_explained(object)
   structure(list(call = object$call, family = object$family$family, link = link_name(object), n = object$n,
                  engine = engine_label(object), terms = terms, s.table = tests,
-                 coefficients = coefs, p.table = coefs, p.coeff = pp$coef, sigma = if (object$likelihood == "gaussian") object$params$sigma else NA_real_,
+                 coefficients = coefs, p.table = coefs, p.coeff = pp$coef, p.pv = stats::setNames(coefs[, 4], rownames(coefs)),
+                 edf = if (!is.null(tests)) stats::setNames(tests[, "edf"], rownames(tests)),
+                 s.pv = if (!is.null(tests)) stats::setNames(tests[, "p-value"], rownames(tests)),
+                 residual.df = residual_df(object), sigma = if (object$likelihood == "gaussian") object$params$sigma else NA_real_,
                  lik_params = object$params[intersect(c("shape", "theta", "theta_fixed", "df",
                                                         if (object$likelihood == "scat") "sigma"),
                                                       names(object$params))],

@@ -138,6 +138,14 @@ test_that("deviance explained and R^2 are those of lm() when there is no GP", {
   expect_equal(sb$r.sq, summary(mgcv::gam(yb ~ x0 + x1, data = d, family = binomial()))$r.sq, tolerance = 0.02)
   expect_identical(sb$p.table, sb$coefficients)
   expect_identical(sb$p.coeff, coef(fb))
+  expect_identical(sb$p.pv, setNames(sb$p.table[, "Pr(>|z|)"], rownames(sb$p.table)))
+  expect_equal(sb$p.pv, 2 * pnorm(-abs(sb$p.table[, "z value"])), tolerance = 1e-12)
+  # mgcv's edf and s.pv: the columns of s.table, by term
+  fs <- gpgam(y ~ gp(x0) + x1, data = d, control = inf_ctl())
+  ss <- summary(fs)
+  expect_identical(ss$edf, c("gp(x0)" = ss$s.table["gp(x0)", "edf"]))
+  expect_identical(ss$s.pv, c("gp(x0)" = ss$s.table["gp(x0)", "p-value"]))
+  expect_equal(ss$residual.df, nrow(d) - sum(ss$edf) - 2, tolerance = 1e-8)
 })
 
 test_that("AIC() and BIC() refuse with a message; anova() of fits says what its numbers are", {
@@ -355,6 +363,11 @@ test_that("plot() returns what it draws: bands, partial residuals, parametric te
   expect_silent(plot(fit, select = 2, scheme = 1, theta = -40, phi = 20, ticktype = "detailed"))
   expect_silent(plot(fit, se = FALSE, scale = 0, shade = FALSE, pages = 1))
   expect_silent(plot(fit, select = 2, scheme = 2))
+  # mgcv's n2: the map's grid per input (it went to the graphics functions, six warnings)
+  expect_silent(q2 <- plot(fit, select = 2, n2 = 10))
+  expect_identical(dim(q2[[1]]$fit), c(10L, 10L))
+  expect_identical(dim(plot(fit, select = 2, n = 30)[[1]]$fit), c(30L, 30L))
+  expect_error(plot(fit, n2 = 0), "'n2'")
   expect_error(plot(fit, select = 9), "'select'")
   expect_error(plot(fit, se = "yes"), "'se'")
 })

@@ -121,6 +121,13 @@ test_that("newdata missing a column or with an unseen level is an error naming i
   # a new level set that is a subset of the old ones is fine
   nd$f <- factor(c("a", "b", "b"))
   expect_close(predict(fit, nd), predict(fit, d[1:3, ] |> transform(f = factor(c("a", "b", "b"), levels = letters[1:3]))), 1e-12)
+  # a factor given as text or numbers is read by its levels (as mgcv); it said "contrasts apply only to factors"
+  nd$f <- c("a", "b", "b")
+  expect_close(predict(fit, nd), predict(fit, transform(nd, f = factor(f, levels = letters[1:3]))), 1e-12)
+  d$g <- factor(rep(1:3, length.out = nrow(d)))
+  fg <- gpgam(y ~ gp(x) + g, data = d, control = pred_ctl())
+  expect_close(predict(fg, data.frame(x = 0.5, g = 2)), predict(fg, data.frame(x = 0.5, g = factor(2, levels = 1:3))), 1e-12)
+  expect_error(predict(fg, data.frame(x = 0.5, g = 4)), "'4' of factor 'g' not seen")
 })
 
 test_that("a new level of a random effect predicts the effect's prior: the one-way model's closed form", {
