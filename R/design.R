@@ -197,7 +197,7 @@ prepare_response <- function(y, lik, name = "y") {
   } else {
     if (!is.numeric(y)) stop_arg(name, "must be numeric for ", if (lik == "scat") "scat()" else "gaussian()")
   }
-  bad <- which(!is.finite(y) & !is.na(y))
+  bad <- which(!is.finite(y))  # (Inf, -Inf; NA and NaN when na.action = na.pass kept them)
   if (length(bad))
     stop_arg(name, "has ", length(bad), " non-finite value(s) (the first, in row ", bad[1], ", is ", format(y[bad[1]]), ")")
   if (lik %in% c("gaussian", "scat", "gamma") && length(y) > 1 && all(y == y[1]))
