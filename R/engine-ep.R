@@ -96,7 +96,7 @@ check_ep_setup <- function(setup, control) {
              "closed-form for the probit likelihood only); use inference = \"vi\" for ",
              setup$family$family, "(link = \"", setup$family$link, "\")")
   if (any(setup$y != 0 & setup$y != 1))
-    stop_arg(setup$yname %||% "y", "must be 0/1, logical or a two-level factor with inference = \"ep\" ",
+    stop_arg(setup$yname, "must be 0/1, logical or a two-level factor with inference = \"ep\" ",
              "(proportions are not supported)")
   if (any(setup$w != 1))
     stop_arg("weights", "must all be 1 with inference = \"ep\"; use inference = \"vi\" for weighted data")
